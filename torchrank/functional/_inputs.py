@@ -1,0 +1,226 @@
+"""Argument checks and input formatting shared by every ranking function.
+
+Everything a metric needs passes through :func:`format_inputs`, which validates the arguments (the cheap
+checks always; the checks that read tensor values, and so synchronise a GPU stream, only when
+``validate_args=True``) and returns dense ``[Q, N]`` tensors whatever the caller's layout was: leading
+dimensions flattened, or flat ``(preds, target, indexes)`` grouped into padded rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+TIES = ("average", "optimistic", "pessimistic", "first")
+EMPTY_TARGET_ACTIONS = ("neg", "pos", "skip", "error")
+REDUCTIONS = ("mean", "sum", "none")
+
+
+@dataclass(frozen=True)
+class RankingInput:
+    """Validated dense input: ``Q`` queries of at most ``N`` items (``M`` judged items for the ideal).
+
+    ``batch_shape`` is the caller's leading shape, restored on per-query output.
+    """
+
+    preds: Tensor  # [Q, N] floating
+    target: Tensor  # [Q, N] floating labels, 0 at padded positions
+    mask: Tensor  # [Q, N] bool, True for a real item
+    ideal_target: Tensor  # [Q, M] floating labels of all judged items, 0 at padding
+    batch_shape: tuple[int, ...]
+    judged: Tensor | None = None  # [Q, N] bool, True for an item with a judgment (RBP residual)
+
+
+def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
+    """Raise ``ValueError`` unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"Argument `{name}` must be one of {tuple(choices)}, got {value!r}.")
+
+
+def normalize_k(k: int | Sequence[int] | None) -> tuple[list[int | None], bool]:
+    """Return the cut-offs as a list (``[None]`` for the whole list) and whether a sequence was given."""
+    if k is None:
+        return [None], False
+    if _is_int(k):
+        ks = [k]
+        is_seq = False
+    elif isinstance(k, Sequence | Tensor) and not isinstance(k, str):
+        ks = [int(v) if isinstance(v, Tensor) and v.numel() == 1 and not v.is_floating_point() else v for v in k]
+        is_seq = True
+        if not ks:
+            raise ValueError("Argument `k` must be a positive int or a non-empty sequence of them, got [].")
+    else:
+        raise TypeError(f"Argument `k` must be a positive int or a sequence of positive ints, got {k!r}.")
+    for v in ks:
+        if not _is_int(v) or v <= 0:
+            raise ValueError(f"Argument `k` must hold positive ints only, got {k!r}.")
+    return ks, is_seq
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def format_inputs(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    ideal_target: Tensor | None = None,
+    judged: Tensor | None = None,
+    validate_args: bool = True,
+) -> RankingInput:
+    """Validate the caller's tensors and return them as dense ``[Q, N]`` rows.
+
+    Example:
+        >>> import torch
+        >>> x = format_inputs(torch.tensor([0.3, 0.1, 0.2]), torch.tensor([1, 0, 0]))
+        >>> x.preds.shape, x.batch_shape
+        (torch.Size([1, 3]), ())
+    """
+    _check_tensor("preds", preds)
+    _check_tensor("target", target)
+    if preds.dtype == torch.bool or preds.is_complex():
+        raise TypeError(f"Argument `preds` must hold real scores (float or int), got dtype {preds.dtype}.")
+    if target.is_complex():
+        raise TypeError(f"Argument `target` must hold real labels (bool, int or float), got {target.dtype}.")
+    if preds.shape != target.shape:
+        raise ValueError(
+            f"Arguments `preds` and `target` must have the same shape, got {tuple(preds.shape)} "
+            f"and {tuple(target.shape)}."
+        )
+    _check_same_device("target", target, preds)
+    if preds.numel() == 0:
+        raise ValueError(f"Argument `preds` must not be empty, got shape {tuple(preds.shape)}.")
+    _check_bool_like_preds("mask", mask, preds)
+    _check_bool_like_preds("judged", judged, preds)
+
+    if validate_args:
+        _check_values(preds, target)
+
+    if indexes is not None:
+        if ideal_target is not None:
+            raise ValueError(
+                "Arguments `indexes` and `ideal_target` cannot be combined: with flat input the ideal "
+                "ranking is built from `target`."
+            )
+        items = [preds, target] if judged is None else [preds, target, judged]
+        (preds, target, *rest), mask = _group_flat(items, indexes, mask)
+        judged = rest[0] if rest else None
+        batch_shape: tuple[int, ...] = (preds.shape[0],)
+    else:
+        batch_shape = tuple(preds.shape[:-1])
+        n = preds.shape[-1]
+        preds = preds.reshape(-1, n)
+        target = target.reshape(-1, n)
+        mask = torch.ones_like(preds, dtype=torch.bool) if mask is None else mask.reshape(-1, n)
+        judged = None if judged is None else judged.reshape(-1, n)
+
+    work = working_dtype(preds)
+    target = torch.where(mask, target.to(work), 0)
+    ideal = _format_ideal(ideal_target, target, batch_shape, preds.device, work, validate_args)
+    return RankingInput(
+        preds=preds, target=target, mask=mask, ideal_target=ideal, batch_shape=batch_shape, judged=judged
+    )
+
+
+def working_dtype(preds: Tensor) -> torch.dtype:
+    """float64 when the scores are float64, else float32 (bf16/fp16 scores are ranked as given)."""
+    return torch.float64 if preds.dtype == torch.float64 else torch.float32
+
+
+def _check_tensor(name: str, value: object) -> None:
+    if not isinstance(value, Tensor):
+        raise TypeError(f"Argument `{name}` must be a torch.Tensor, got {type(value).__name__}.")
+
+
+def _check_same_device(name: str, value: Tensor, preds: Tensor) -> None:
+    if value.device != preds.device:
+        raise ValueError(f"Argument `{name}` must be on the device of `preds` ({preds.device}), got {value.device}.")
+
+
+def _check_bool_like_preds(name: str, value: Tensor | None, preds: Tensor) -> None:
+    if value is None:
+        return
+    _check_tensor(name, value)
+    if value.dtype != torch.bool:
+        raise TypeError(f"Argument `{name}` must be a bool tensor, got dtype {value.dtype}.")
+    if value.shape != preds.shape:
+        raise ValueError(
+            f"Argument `{name}` must have the shape of `preds` {tuple(preds.shape)}, got {tuple(value.shape)}."
+        )
+    _check_same_device(name, value, preds)
+
+
+def _check_values(preds: Tensor, target: Tensor) -> None:
+    """Checks that read values (one host synchronisation); skipped with ``validate_args=False``."""
+    if preds.is_floating_point() and bool(torch.isnan(preds).any()):
+        raise ValueError("Argument `preds` contains NaN scores; a NaN has no place in a ranking.")
+    if target.is_floating_point() and bool(torch.isnan(target).any()):
+        raise ValueError("Argument `target` contains NaN labels.")
+    if target.dtype != torch.bool and bool((target < 0).any()):
+        raise ValueError("Argument `target` must hold labels >= 0, got a negative label.")
+
+
+def _format_ideal(
+    ideal_target: Tensor | None,
+    target: Tensor,
+    batch_shape: tuple[int, ...],
+    device: torch.device,
+    work: torch.dtype,
+    validate_args: bool,
+) -> Tensor:
+    if ideal_target is None:
+        return target
+    _check_tensor("ideal_target", ideal_target)
+    if tuple(ideal_target.shape[:-1]) != batch_shape or ideal_target.ndim == 0 or ideal_target.shape[-1] == 0:
+        raise ValueError(
+            f"Argument `ideal_target` must have shape {(*batch_shape, 'M')} (the leading dims of `preds` and "
+            f"M >= 1 judged labels per query), got {tuple(ideal_target.shape)}."
+        )
+    if ideal_target.device != device:
+        raise ValueError(
+            f"Argument `ideal_target` must be on the device of `preds` ({device}), got {ideal_target.device}."
+        )
+    if validate_args and ideal_target.dtype != torch.bool and bool((ideal_target < 0).any()):
+        raise ValueError("Argument `ideal_target` must hold labels >= 0 (pad with 0), got a negative label.")
+    return ideal_target.reshape(-1, ideal_target.shape[-1]).to(work)
+
+
+def _group_flat(items: list[Tensor], indexes: Tensor, mask: Tensor | None) -> tuple[list[Tensor], Tensor]:
+    """Group flat per-item tensors into padded ``[Q, N]`` rows, one per distinct value of ``indexes``.
+
+    Rows follow the ascending order of the index values; items keep their input order within a row.
+    Vectorised: a stable sort by index, then each item's column is its offset from its group's start.
+    """
+    preds = items[0]
+    _check_tensor("indexes", indexes)
+    if indexes.dtype == torch.bool or indexes.is_floating_point() or indexes.is_complex():
+        raise TypeError(f"Argument `indexes` must be an integer tensor, got dtype {indexes.dtype}.")
+    if preds.ndim != 1 or indexes.shape != preds.shape:
+        raise ValueError(
+            "With `indexes`, arguments `preds`, `target` and `indexes` must be 1-D of equal length, got "
+            f"{tuple(preds.shape)}, {tuple(items[1].shape)} and {tuple(indexes.shape)}."
+        )
+    _check_same_device("indexes", indexes, preds)
+    if mask is not None:
+        items, indexes = [x[mask] for x in items], indexes[mask]
+        if indexes.numel() == 0:
+            raise ValueError("Argument `mask` leaves no item to rank.")
+    order = torch.sort(indexes, stable=True).indices
+    _, row, counts = torch.unique_consecutive(indexes[order], return_inverse=True, return_counts=True)
+    num_rows, width = counts.numel(), int(counts.max())  # the output shape needs one host read
+    starts = torch.cumsum(counts, 0) - counts
+    col = torch.arange(order.numel(), device=preds.device) - starts[row]
+    dense = []
+    for x in items:
+        out = x.new_zeros(num_rows, width)
+        out[row, col] = x[order]
+        dense.append(out)
+    dense_mask = torch.zeros(num_rows, width, dtype=torch.bool, device=preds.device)
+    dense_mask[row, col] = True
+    return dense, dense_mask

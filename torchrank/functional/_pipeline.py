@@ -1,0 +1,139 @@
+"""One pipeline for every ranking function: validate, format, rank once, measure, reduce.
+
+A measure is a function ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])``; this module
+owns everything around it, so the public functions cannot drift apart in how they check arguments,
+treat queries without relevant items or reduce.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import Tensor
+
+from torchrank.functional._inputs import (
+    EMPTY_TARGET_ACTIONS,
+    REDUCTIONS,
+    TIES,
+    RankingInput,
+    check_choice,
+    format_inputs,
+    normalize_k,
+)
+from torchrank.functional._ranking import Ranking, rank
+
+Measure = Callable[..., tuple[Tensor, Tensor]]
+
+COMMON_ARGS = """
+    Args:
+        preds: Scores ``[..., N]`` (higher ranks first), or 1-D with ``indexes``. Never thresholded.
+        target: Labels of the same shape: bool, int or float, ``>= 0``; binary or graded.
+        k: Cut-off: an int, a sequence of ints (one sort; the output gains a last dimension of that
+            length) or ``None`` for the whole list.
+        indexes: Flat input: the query id of each item (1-D, like ``preds``); queries come out in
+            ascending id order.
+        mask: Bool ``[..., N]``, True for a real item; padded items are never ranked and never count.
+        ideal_target: Labels ``[..., M]`` of every judged item of each query (0-padded) for the number of
+            relevant items and the ideal ranking, when the list does not hold them all. Default: ``target``.
+        ties: Order of equal scores: ``"average"`` (expected value over random orders), ``"optimistic"``,
+            ``"pessimistic"`` or ``"first"`` (input order).
+        empty_target_action: Score of a query with no relevant item: ``"neg"`` (0), ``"pos"`` (1),
+            ``"skip"`` (NaN, left out of the mean) or ``"error"``.
+        reduction: ``"mean"`` over queries, ``"sum"``, or ``"none"`` (per-query values ``[...]``).
+        relevance_threshold: Binary relevance is ``label >= relevance_threshold`` (trec_eval's ``-l``).
+        validate_args: Run the checks that read tensor values (NaN scores, negative labels); each
+            synchronises a GPU stream once. The shape, dtype and device checks always run.
+"""
+
+
+def with_common_args(fn: Callable) -> Callable:
+    """Insert the shared argument documentation where a docstring says ``{common_args}``."""
+    fn.__doc__ = (fn.__doc__ or "").replace("    {common_args}\n", COMMON_ARGS.lstrip("\n"))
+    return fn
+
+
+def run_measure(
+    measure: Measure,
+    preds: Tensor,
+    target: Tensor,
+    *,
+    k: int | Sequence[int] | None = None,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    ideal_target: Tensor | None = None,
+    judged: Tensor | None = None,
+    ties: str = "average",
+    empty_target_action: str = "neg",
+    reduction: str = "mean",
+    relevance_threshold: float = 1,
+    validate_args: bool = True,
+    **params: object,
+) -> Tensor:
+    """Validate and rank the input, apply ``measure`` and reduce its per-query values."""
+    check_options(ties, empty_target_action, reduction, relevance_threshold)
+    ks, k_is_sequence = normalize_k(k)
+    inputs = format_inputs(
+        preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged,
+        validate_args=validate_args,
+    )
+    ranking = rank(inputs, ties=ties, relevance_threshold=relevance_threshold)
+    values, no_relevant = measure(ranking, ks, **params)
+    return finalize(values, no_relevant, inputs, empty_target_action, reduction, k_is_sequence)
+
+
+def check_options(ties: str, empty_target_action: str, reduction: str, relevance_threshold: float) -> None:
+    """The checks of the options every ranking function shares."""
+    check_choice("ties", ties, TIES)
+    check_choice("empty_target_action", empty_target_action, EMPTY_TARGET_ACTIONS)
+    check_choice("reduction", reduction, REDUCTIONS)
+    if isinstance(relevance_threshold, bool) or not isinstance(relevance_threshold, int | float):
+        raise TypeError(f"Argument `relevance_threshold` must be a number, got {relevance_threshold!r}.")
+    if not relevance_threshold > 0:
+        raise ValueError(
+            f"Argument `relevance_threshold` must be > 0 (label 0 means not relevant), got {relevance_threshold}."
+        )
+
+
+def finalize(
+    values: Tensor,
+    no_relevant: Tensor,
+    inputs: RankingInput,
+    empty_target_action: str,
+    reduction: str,
+    k_is_sequence: bool,
+) -> Tensor:
+    """Score queries without relevant items as ``empty_target_action`` says, then reduce.
+
+    ``values`` is ``[Q, K]``; the result is ``[*batch_shape, K]`` for ``reduction="none"`` and ``[K]``
+    otherwise, with the K dimension dropped when ``k`` was a single int or ``None``.
+    """
+    if empty_target_action == "error" and bool(no_relevant.any()):
+        raise ValueError(
+            "A query has no relevant item and `empty_target_action='error'`; pass 'neg', 'pos' or 'skip' "
+            "to score such queries."
+        )
+    fill = {"neg": 0.0, "pos": 1.0, "skip": float("nan"), "error": 0.0}[empty_target_action]
+    values = torch.where(no_relevant.unsqueeze(1), torch.full_like(values, fill), values)
+    if reduction == "none":
+        out = values.reshape(*inputs.batch_shape, values.shape[-1])
+    elif reduction == "sum":
+        out = torch.nansum(values, 0)
+    else:
+        out = torch.nanmean(values, 0)
+    return out if k_is_sequence else out[..., 0]
+
+
+def check_max_label(max_label: float | None, target: Tensor, validate_args: bool) -> None:
+    """``max_label`` (top of a graded label scale) is positive and, when values are checked, not exceeded."""
+    if max_label is None:
+        return
+    if isinstance(max_label, bool) or not isinstance(max_label, int | float) or not max_label > 0:
+        raise ValueError(f"Argument `max_label` must be a number > 0, got {max_label!r}.")
+    if validate_args and isinstance(target, Tensor) and bool((target > max_label).any()):
+        raise ValueError(f"Argument `target` holds a label above `max_label={max_label}`.")
+
+
+def no_relevant_item(ranking: Ranking) -> Tensor:
+    """Queries with no judged item at or above the relevance threshold ``[Q]`` (binary measures)."""
+    return ranking.num_relevant == 0

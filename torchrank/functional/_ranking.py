@@ -1,0 +1,280 @@
+"""The one sort every ranking metric builds on.
+
+:func:`rank` orders each list once and returns a :class:`Ranking`: labels in rank order, the validity mask,
+the number of relevant items and, lazily and cached, everything the metrics share (tie groups, cumulative
+hits, the distribution of the first relevant position, ideal gains). A metric is then a few tensor
+operations over these, and several metrics over the same input share one sort.
+
+Ties (DESIGN section 4). ``"first"`` keeps input order among equal scores; ``"optimistic"`` /
+``"pessimistic"`` put higher / lower labels first. ``"average"`` gives the exact expected value of a
+metric when each group of equal scores is ordered uniformly at random: every position of a tie group then
+holds each of the group's items with equal probability, so a metric linear in per-position values uses
+the group mean; the non-linear ones (AP, RR, ERR, Kendall tau, ...) use the closed forms below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import cached_property
+
+import torch
+from torch import Tensor
+
+from torchrank.functional._inputs import RankingInput
+
+Gain = str | Callable[[Tensor], Tensor]
+Discount = str | Callable[[Tensor], Tensor]
+
+
+def rank(inputs: RankingInput, *, ties: str = "average", relevance_threshold: float = 1) -> Ranking:
+    """Sort each list of ``inputs`` by descending score once, ordering ties as ``ties`` says.
+
+    Padded items go last (after real items scored ``-inf``) and never count.
+
+    Example:
+        >>> import torch
+        >>> from torchrank.functional._inputs import format_inputs
+        >>> r = rank(format_inputs(torch.tensor([0.1, 0.9, 0.5]), torch.tensor([0, 2, 1])), ties="first")
+        >>> r.labels
+        tensor([[2., 1., 0.]])
+    """
+    preds, target, mask = inputs.preds, inputs.target, inputs.mask
+    order = _ranking_order(preds, target, mask, ties)
+    return Ranking(
+        scores=preds.gather(1, order),
+        labels=target.gather(1, order),
+        valid=mask.gather(1, order),
+        ideal_labels=inputs.ideal_target,
+        judged=None if inputs.judged is None else inputs.judged.gather(1, order),
+        ties=ties,
+        relevance_threshold=relevance_threshold,
+    )
+
+
+def _ranking_order(preds: Tensor, target: Tensor, mask: Tensor, ties: str) -> Tensor:
+    """Permutation of each row: real items by descending score, ties as ``ties`` says, padding last.
+
+    Two stable sorts: first by the tie-break key (descending), then by score (descending); a stable sort
+    keeps the first sort's order among equal scores.
+    """
+    scores = torch.where(mask, preds, torch.finfo(preds.dtype).min if preds.is_floating_point() else preds.min())
+    scores = scores.float() if scores.dtype in (torch.float16, torch.bfloat16) else scores
+    if ties == "first" or ties == "average":
+        # padding last among equal (lowest) scores; input order kept otherwise
+        key = mask.to(torch.int8)
+    else:
+        sign = 1 if ties == "optimistic" else -1
+        key = torch.where(mask, sign * target, torch.finfo(target.dtype).min)
+    order = torch.sort(key, dim=1, descending=True, stable=True).indices
+    by_score = torch.sort(scores.gather(1, order), dim=1, descending=True, stable=True).indices
+    return order.gather(1, by_score)
+
+
+class Ranking:
+    """Labels of each query in rank order, and the quantities metrics share, computed once on demand.
+
+    Shapes: ``Q`` queries, ``N`` ranked positions, ``M`` judged (ideal) labels.
+    """
+
+    def __init__(
+        self,
+        scores: Tensor,
+        labels: Tensor,
+        valid: Tensor,
+        ideal_labels: Tensor,
+        ties: str,
+        relevance_threshold: float,
+        judged: Tensor | None = None,
+    ) -> None:
+        self.scores = scores  # [Q, N], in rank order
+        self.labels = labels  # [Q, N], 0 at padding
+        self.valid = valid  # [Q, N] bool
+        self.ideal_labels = ideal_labels  # [Q, M], unsorted, 0 at padding
+        self.judged = judged  # [Q, N] bool or None (every item judged)
+        self.ties = ties
+        self.relevance_threshold = relevance_threshold
+        self.dtype = labels.dtype
+        self.num_queries, self.list_size = labels.shape
+
+    # ---------------------------------------------------------------- basic per-query quantities
+    @cached_property
+    def positions(self) -> Tensor:
+        """1-based ranks ``[N]``."""
+        return torch.arange(1, self.list_size + 1, device=self.labels.device, dtype=self.dtype)
+
+    @cached_property
+    def num_valid(self) -> Tensor:
+        """Number of ranked (real) items per query ``[Q]``."""
+        return self.valid.sum(1).to(self.dtype)
+
+    @cached_property
+    def relevant(self) -> Tensor:
+        """Binary relevance in rank order ``[Q, N]`` (``label >= relevance_threshold``)."""
+        return ((self.labels >= self.relevance_threshold) & self.valid).to(self.dtype)
+
+    @cached_property
+    def num_relevant(self) -> Tensor:
+        """``R``: relevant judged items per query, retrieved or not ``[Q]``."""
+        return (self.ideal_labels >= self.relevance_threshold).sum(1).to(self.dtype)
+
+    @cached_property
+    def has_positive_label(self) -> Tensor:
+        """Queries with a judged label > 0 ``[Q]`` bool (graded measures)."""
+        return (self.ideal_labels > 0).any(1)
+
+    def top_label(self, max_label: float | None) -> Tensor:
+        """Top of the label scale: ``max_label``, or each query's largest judged label ``[Q, 1]``."""
+        if max_label is not None:
+            return torch.as_tensor(float(max_label), dtype=self.dtype, device=self.labels.device)
+        top = torch.maximum(self.ideal_labels.amax(1), self.labels.amax(1))
+        return torch.where(top > 0, top, 1).unsqueeze(1)
+
+    # ---------------------------------------------------------------- tie groups
+    @cached_property
+    def _groups(self) -> tuple[Tensor, Tensor, Tensor]:
+        """Tie group of each position: ``(group_id, start, size)``, each ``[Q, N]`` int64.
+
+        ``group_id`` numbers the groups of a row from 0, ``start`` is the 0-based position where the
+        position's group begins and ``size`` its number of items. Padding forms its own group.
+        """
+        q, n = self.labels.shape
+        boundary = torch.ones(q, n, dtype=torch.bool, device=self.labels.device)
+        boundary[:, 1:] = (self.scores[:, 1:] != self.scores[:, :-1]) | (self.valid[:, 1:] != self.valid[:, :-1])
+        group_id = torch.cumsum(boundary, 1) - 1
+        sizes = torch.zeros(q, n, dtype=torch.long, device=self.labels.device)
+        sizes.scatter_add_(1, group_id, torch.ones_like(group_id))
+        starts = torch.cumsum(sizes, 1) - sizes
+        return group_id, starts.gather(1, group_id), sizes.gather(1, group_id)
+
+    @property
+    def averages_ties(self) -> bool:
+        return self.ties == "average"
+
+    def group_sum(self, values: Tensor) -> Tensor:
+        """Sum of ``values`` over each position's tie group, broadcast back to positions ``[Q, N]``."""
+        group_id = self._groups[0]
+        sums = torch.zeros_like(values).scatter_add_(1, group_id, values)
+        return sums.gather(1, group_id)
+
+    def expected(self, values: Tensor) -> Tensor:
+        """Expected per-position value under random order of tie groups (the group mean), or ``values``."""
+        if not self.averages_ties:
+            return values
+        return self.group_sum(values) / self._groups[2].to(self.dtype)
+
+    # ---------------------------------------------------------------- shared cumulative quantities
+    @cached_property
+    def hits(self) -> Tensor:
+        """Expected number of relevant items in the top i, ``[Q, N]``."""
+        return torch.cumsum(self.expected(self.relevant), 1)
+
+    @cached_property
+    def relevant_times_count(self) -> Tensor:
+        """``E[rel_i * c_i]`` ``[Q, N]``, with ``c_i`` the relevant items in the top i (AP, MAR).
+
+        With random order inside a group of size m holding r relevant items and C relevant before it,
+        position j (1-based within the group) is relevant with probability r/m and, given that, each of
+        the j-1 group positions above it is relevant with probability (r-1)/(m-1):
+        ``E = r/m * (C + 1 + (j-1)(r-1)/(m-1))`` (McSherry and Najork, 2008).
+        """
+        if not self.averages_ties:
+            return self.relevant * torch.cumsum(self.relevant, 1)
+        _, start, size = self._groups
+        m = size.to(self.dtype)
+        r = self.group_sum(self.relevant)
+        before = torch.cumsum(self.relevant, 1) - self.relevant  # exclusive count at each position
+        prior = before.gather(1, start)  # relevant before the group
+        offset = self.positions.unsqueeze(0) - 1 - start.to(self.dtype)  # j - 1
+        within = torch.where(m > 1, offset * (r - 1) / (m - 1).clamp_min(1), 0)
+        return r / m * (prior + 1 + within)
+
+    @cached_property
+    def first_relevant_probability(self) -> Tensor:
+        """``P(first relevant item at position i)`` ``[Q, N]`` (RR, hit rate, FRP).
+
+        Only the first tie group holding a relevant item can hold the first one. For position j of that
+        group (size m, r relevant): ``P = prod_{t<j-1} (m-r-t)/(m-t) * r/(m-j+1)``: the j-1 positions above
+        are non-relevant, then a relevant one. Earlier groups hold no relevant item, so a running product of
+        the per-position factors along the row (factor 1 in those groups) gives the first term.
+        """
+        before = torch.cumsum(self.relevant, 1) - self.relevant
+        if not self.averages_ties:
+            return self.relevant * (before == 0).to(self.dtype)
+        _, start, size = self._groups
+        m = size.to(self.dtype)
+        r = self.group_sum(self.relevant)
+        t = self.positions.unsqueeze(0) - 1 - start.to(self.dtype)
+        prior = before.gather(1, start)
+        first_group = (prior == 0) & (r > 0)
+        none_above = ((m - r - t) / (m - t)).clamp_min(0)  # P(position is non-relevant | none above is)
+        factor = torch.where(first_group, none_above, torch.ones_like(none_above))
+        survive = exclusive_cumprod(factor)
+        return torch.where(first_group, survive * r / (m - t), torch.zeros_like(m))
+
+    # ---------------------------------------------------------------- gains and discounts
+    def gains(self, gain: Gain, labels: Tensor | None = None) -> Tensor:
+        """``gain(label)`` for ``labels`` (default: the ranked labels), 0 at padding."""
+        labels = self.labels if labels is None else labels
+        if callable(gain):
+            return gain(labels).to(self.dtype)
+        if gain == "linear":
+            return labels
+        return torch.pow(2.0, labels) - 1  # "exponential"
+
+    def ideal_gains(self, gain: Gain) -> Tensor:
+        """Gains of all judged items sorted descending ``[Q, M]``: the ideal ranking."""
+        return torch.sort(self.gains(gain, self.ideal_labels), dim=1, descending=True).values
+
+
+def exclusive_cumprod(x: Tensor) -> Tensor:
+    """Product of the values before each position of a row (1 at the first) ``[Q, N]``."""
+    out = torch.ones_like(x)
+    out[:, 1:] = torch.cumprod(x[:, :-1], 1)
+    return out
+
+
+def discount_weights(
+    discount: Discount, positions: Tensor, *, log_base: float = 2.0, power: float = 1.0
+) -> Tensor:
+    """Weights ``1 / discount(i)`` for 1-based ranks ``positions``.
+
+    ``"log"``: ``log_b(i + 1)`` with ``b = log_base`` (2 by default, as trec_eval); ``"power"``: ``i ** power``
+    (Zipf's law for ``power=1``); ``"linear"``: ``i``; a callable maps the ranks to the divisors.
+
+    Example:
+        >>> import torch
+        >>> discount_weights("log", torch.tensor([1.0, 3.0]))
+        tensor([1.0000, 0.5000])
+    """
+    if callable(discount):
+        divisor = discount(positions).to(positions.dtype)
+    elif discount == "log":
+        divisor = torch.log(positions + 1) / torch.log(torch.tensor(float(log_base), dtype=positions.dtype))
+    elif discount == "power":
+        divisor = positions**power
+    elif discount == "linear":
+        divisor = positions
+    else:
+        raise ValueError(f"Argument `discount` must be 'log', 'power', 'linear' or a callable, got {discount!r}.")
+    return 1.0 / divisor
+
+
+def cutoff_index(ranking: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+    """For each cut-off, the gather index ``[Q, K]`` into the rank axis and the effective k ``[Q, K]``.
+
+    ``None`` means the whole list: the effective k is then the number of ranked items of each query.
+    A cut-off past the list end gathers the last position (every later position would add nothing).
+    """
+    q, n = ranking.num_queries, ranking.list_size
+    device = ranking.labels.device
+    cols = []
+    for k in ks:
+        cols.append(ranking.num_valid if k is None else torch.full((q,), float(k), dtype=ranking.dtype, device=device))
+    k_eff = torch.stack(cols, 1)
+    index = torch.where(k_eff > 0, k_eff - 1, 0).clamp_max(n - 1).long()
+    return index, k_eff
+
+
+def at_cutoffs(cumulative: Tensor, index: Tensor) -> Tensor:
+    """Read a per-position cumulative quantity ``[Q, N]`` at each query's cut-offs ``[Q, K]``."""
+    return cumulative.gather(1, index)

@@ -1,0 +1,157 @@
+"""Discounted cumulative gain and its normalised form.
+
+``DCG@k = sum_{i<=k} gain(label_i) / discount(i)``; ``NDCG@k = DCG@k / IDCG@k`` with the ideal DCG of the
+judged labels sorted descending, also at k. DCG is linear in the per-position gains, so under
+``ties="average"`` each tie group's mean gain gives the exact expected value (this equals
+scikit-learn's tie-averaged ``ndcg_score``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import Tensor
+
+from torchrank.functional._inputs import check_choice
+from torchrank.functional._pipeline import run_measure, with_common_args
+from torchrank.functional._ranking import Discount, Gain, Ranking, at_cutoffs, cutoff_index, discount_weights
+
+GAINS = ("linear", "exponential")
+DISCOUNTS = ("log", "power", "linear")
+
+
+def check_gain_discount(gain: Gain, discount: Discount, log_base: float) -> None:
+    """Validate the gain and discount options shared by DCG-style measures."""
+    if not callable(gain):
+        check_choice("gain", gain, GAINS)
+    if not callable(discount):
+        check_choice("discount", discount, DISCOUNTS)
+    if not log_base > 1:
+        raise ValueError(f"Argument `log_base` must be > 1, got {log_base}.")
+
+
+def _dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Callable[[Tensor], Tensor]) -> Tensor:
+    index, _ = cutoff_index(r, ks)
+    return at_cutoffs(torch.cumsum(r.expected(r.gains(gain)) * weights(r.positions), 1), index)
+
+
+def _ideal_dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Callable[[Tensor], Tensor]) -> Tensor:
+    ideal = r.ideal_gains(gain)
+    m = ideal.shape[1]
+    positions = torch.arange(1, m + 1, device=ideal.device, dtype=ideal.dtype)
+    cumulative = torch.cumsum(ideal * weights(positions), 1)
+    index = torch.tensor([m - 1 if k is None else min(k, m) - 1 for k in ks], device=ideal.device)
+    return cumulative[:, index]
+
+
+Weights = Callable[[Tensor], Tensor]
+
+
+def _dcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> tuple[Tensor, Tensor]:
+    return _dcg_at(r, ks, gain, weights), ~_has_ideal_gain(r, gain)
+
+
+def _ndcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> tuple[Tensor, Tensor]:
+    ideal = _ideal_dcg_at(r, ks, gain, weights)
+    values = _dcg_at(r, ks, gain, weights) / torch.where(ideal > 0, ideal, 1)
+    return values, ~_has_ideal_gain(r, gain)
+
+
+def _has_ideal_gain(r: Ranking, gain: Gain) -> Tensor:
+    return (r.gains(gain, r.ideal_labels) > 0).any(1)
+
+
+def _weights(discount: Discount, log_base: float, power: float) -> Callable[[Tensor], Tensor]:
+    return lambda positions: discount_weights(discount, positions, log_base=log_base, power=power)
+
+
+@with_common_args
+def dcg(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    k: int | Sequence[int] | None = None,
+    gain: Gain = "linear",
+    discount: Discount = "log",
+    log_base: float = 2.0,
+    power: float = 1.0,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    ideal_target: Tensor | None = None,
+    ties: str = "average",
+    empty_target_action: str = "neg",
+    reduction: str = "mean",
+    relevance_threshold: float = 1,
+    validate_args: bool = True,
+) -> Tensor:
+    """Discounted cumulative gain at k: ``sum_{i<=k} gain(label_i) / discount(i)``.
+
+    Graded: the label itself is the gain's input (``relevance_threshold`` does not apply).
+
+    {common_args}
+        gain: ``"linear"`` (the label; trec_eval, scikit-learn, torchmetrics), ``"exponential"``
+            (``2^label - 1``; ranx ``ndcg_burges``, LightGBM) or a callable on the label tensor.
+        discount: ``"log"`` (``log_b(i + 1)``), ``"power"`` (``i ** power``; Zipf for 1), ``"linear"``
+            (``i``) or a callable of the 1-based rank returning the divisor.
+        log_base: ``b`` of the ``"log"`` discount.
+        power: Exponent of the ``"power"`` discount.
+
+    Example:
+        >>> import torch
+        >>> labels = torch.tensor([3, 3, 0, 3, 2])  # in rank order
+        >>> dcg(torch.arange(5, 0, -1.0), labels, k=5)
+        tensor(6.9585)
+    """
+    check_gain_discount(gain, discount, log_base)
+    return run_measure(
+        _dcg, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
+        empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
+        validate_args=validate_args, gain=gain, weights=_weights(discount, log_base, power),
+    )
+
+
+@with_common_args
+def ndcg(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    k: int | Sequence[int] | None = None,
+    gain: Gain = "linear",
+    discount: Discount = "log",
+    log_base: float = 2.0,
+    power: float = 1.0,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    ideal_target: Tensor | None = None,
+    ties: str = "average",
+    empty_target_action: str = "neg",
+    reduction: str = "mean",
+    relevance_threshold: float = 1,
+    validate_args: bool = True,
+) -> Tensor:
+    """Normalised DCG at k: DCG@k over the ideal DCG@k of the judged labels (trec_eval ``ndcg_cut_k``).
+
+    With ``k=None`` the whole list against the whole ideal ranking (trec_eval ``ndcg``). A query whose ideal
+    DCG is 0 gets ``empty_target_action``'s value.
+
+    {common_args}
+        gain: ``"linear"`` (the label; trec_eval, scikit-learn, torchmetrics), ``"exponential"``
+            (``2^label - 1``; ranx ``ndcg_burges``, LightGBM) or a callable on the label tensor.
+        discount: ``"log"`` (``log_b(i + 1)``), ``"power"`` (``i ** power``; Zipf for 1), ``"linear"``
+            (``i``) or a callable of the 1-based rank returning the divisor.
+        log_base: ``b`` of the ``"log"`` discount.
+        power: Exponent of the ``"power"`` discount.
+
+    Example:
+        >>> import torch
+        >>> labels = torch.tensor([3, 3, 0, 3, 2])  # in rank order: DCG 6.958, ideal 7.254
+        >>> ndcg(torch.arange(5, 0, -1.0), labels, k=5)
+        tensor(0.9592)
+    """
+    check_gain_discount(gain, discount, log_base)
+    return run_measure(
+        _ndcg, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
+        empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
+        validate_args=validate_args, gain=gain, weights=_weights(discount, log_base, power),
+    )

@@ -1,0 +1,132 @@
+"""Expected reciprocal rank (Chapelle, Metzler, Zhang and Grinspan, CIKM 2009).
+
+``ERR@k = sum_{i<=k} (1/i) R_i prod_{j<i} (1 - R_j)`` with ``R_i`` the probability that the item at rank i
+satisfies the user. ``R = (2^g - 1) / 2^g_max`` (exponential utility; ``g_max`` the top of the label
+scale, by default each query's largest judged label), ``2 sigmoid(g) - 1`` (for unbounded labels; 0 for
+label 0) or a callable.
+
+Ties (``"average"``): the product over a whole tie group does not depend on its order, so only the terms
+inside a group need care. Write ``x = 1 - R`` and ``E_t`` for the mean, over the t-item subsets of the
+group, of the product of their x. The item at group position j stops the user with expected probability
+``E[R_{(j)} prod_{l<j} x_{(l)}] = E_{j-1} - E_j``, and ``E_t`` follows from the exact recurrence over the
+group's items ``E_t^(n) = ((n-t)/n) E_t^(n-1) + (t/n) x_n E_{t-1}^(n-1)`` (a dynamic program over the
+largest tie group, never over queries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import Tensor
+
+from torchrank.functional._inputs import check_choice
+from torchrank.functional._pipeline import check_max_label, run_measure, with_common_args
+from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index, exclusive_cumprod
+
+Transform = str | Callable[[Tensor], Tensor]
+TRANSFORMS = ("exponential", "sigmoid")
+
+
+def stop_probability(r: Ranking, transform: Transform, max_label: float | None) -> Tensor:
+    """``R_i`` of each ranked item ``[Q, N]``, 0 at padding."""
+    labels = r.labels
+    if callable(transform):
+        prob = transform(labels).to(r.dtype)
+    elif transform == "sigmoid":
+        prob = 2 * torch.sigmoid(labels) - 1
+    else:
+        prob = (torch.pow(2.0, labels) - 1) / torch.pow(2.0, r.top_label(max_label))
+    return torch.where(r.valid, prob, 0)
+
+
+def _err(r: Ranking, ks: Sequence[int | None], transform: Transform, max_label: float | None) -> tuple[Tensor, Tensor]:
+    prob = stop_probability(r, transform, max_label)
+    index, _ = cutoff_index(r, ks)
+    contributions = _expected_stops(r, prob) / r.positions
+    return at_cutoffs(torch.cumsum(contributions, 1), index), ~(r.ideal_labels > 0).any(1)
+
+
+def _expected_stops(r: Ranking, prob: Tensor) -> Tensor:
+    """Probability that the user stops at each position ``[Q, N]``, exact under random order of ties."""
+    keep = 1 - prob
+    reach = exclusive_cumprod(keep)
+    if not r.averages_ties:
+        return reach * prob
+    group_id, start, size = r._groups
+    offset = (r.positions.long() - 1).unsqueeze(0) - start
+    before_above, before_here = _subset_product_means(keep, group_id, offset, size)
+    return reach.gather(1, start) * (before_above - before_here)
+
+
+def _subset_product_means(keep: Tensor, group_id: Tensor, offset: Tensor, size: Tensor) -> tuple[Tensor, Tensor]:
+    """``(E_{j-1}, E_j)`` at each position: means of products of ``keep`` over subsets of its tie group.
+
+    Singletons need no work (``E_0 = 1``, ``E_1 = keep``); groups of two or more items are gathered into a
+    ``[G, M]`` matrix and run through the recurrence, one step per item of the largest group.
+    """
+    above, here = torch.ones_like(keep), keep.clone()
+    tied = size > 1
+    if not bool(tied.any()):  # one host read: the matrix shape depends on the data
+        return above, here
+    rows, cols = tied.nonzero(as_tuple=True)
+    _, group = torch.unique(rows * keep.shape[1] + (cols - offset[rows, cols]), return_inverse=True)
+    num_groups, width = int(group.max()) + 1, int(size.max())
+    items = torch.ones(num_groups, width, dtype=keep.dtype, device=keep.device)
+    items[group, offset[rows, cols]] = keep[rows, cols]
+    group_size = torch.zeros(num_groups, dtype=torch.long, device=keep.device).scatter_(0, group, size[rows, cols])
+
+    means = torch.zeros(num_groups, width + 1, dtype=keep.dtype, device=keep.device)
+    means[:, 0] = 1
+    t = torch.arange(1, width + 1, device=keep.device, dtype=keep.dtype)
+    for n in range(1, width + 1):  # over the items of a tie group, all groups at once
+        step = means.clone()
+        step[:, 1:] = (n - t) / n * means[:, 1:] + t / n * items[:, n - 1 : n] * means[:, :-1]
+        means = torch.where((group_size >= n).unsqueeze(1), step, means)
+    j = offset[rows, cols]
+    above[rows, cols] = means[group, j]
+    here[rows, cols] = means[group, j + 1]
+    return above, here
+
+
+@with_common_args
+def err(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    k: int | Sequence[int] | None = None,
+    transform: Transform = "exponential",
+    max_label: float | None = None,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    ideal_target: Tensor | None = None,
+    ties: str = "average",
+    empty_target_action: str = "neg",
+    reduction: str = "mean",
+    relevance_threshold: float = 1,
+    validate_args: bool = True,
+) -> Tensor:
+    """Expected reciprocal rank at k (Chapelle et al., 2009).
+
+    Graded: ``relevance_threshold`` does not apply.
+
+    {common_args}
+        transform: Label to stop probability: ``"exponential"`` (``(2^g - 1) / 2^max_label``),
+            ``"sigmoid"`` (``2 sigmoid(g) - 1``) or a callable returning probabilities in [0, 1].
+        max_label: Top of the label scale ``g_max`` for ``"exponential"``. Default: each query's largest
+            judged label; pass the scale's top (4 for LETOR's 0-4) to compare queries on one scale.
+
+    Example:
+        >>> import torch
+        >>> labels = torch.tensor([3, 2, 3, 1, 0])  # in rank order
+        >>> err(torch.arange(5, 0, -1.0), labels, max_label=3)
+        tensor(0.9215)
+    """
+    if not callable(transform):
+        check_choice("transform", transform, TRANSFORMS)
+    check_max_label(max_label, target, validate_args)
+    return run_measure(
+        _err, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
+        empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
+        validate_args=validate_args, transform=transform, max_label=max_label,
+    )

@@ -1,0 +1,178 @@
+"""Measures of where relevant items sit: reciprocal rank, hit rate, first relevant position, mean rank.
+
+RR, hit rate and FRP read the distribution of the first relevant position
+(:attr:`Ranking.first_relevant_probability`), exact under random order of ties. Mean rank is linear in
+per-position relevance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from torchrank.functional._pipeline import no_relevant_item, run_measure, with_common_args
+from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index
+
+
+def _reciprocal_rank(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+    index, _ = cutoff_index(r, ks)
+    return at_cutoffs(torch.cumsum(r.first_relevant_probability / r.positions, 1), index), no_relevant_item(r)
+
+
+def _hit_rate(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+    index, _ = cutoff_index(r, ks)
+    return at_cutoffs(torch.cumsum(r.first_relevant_probability, 1), index), no_relevant_item(r)
+
+
+def _first_relevant_position(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+    index, k_eff = cutoff_index(r, ks)
+    found = at_cutoffs(torch.cumsum(r.first_relevant_probability, 1), index)
+    position_sum = at_cutoffs(torch.cumsum(r.first_relevant_probability * r.positions, 1), index)
+    return position_sum + (k_eff + 1) * (1 - found), no_relevant_item(r)
+
+
+def _mean_rank(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+    index, k_eff = cutoff_index(r, ks)
+    position_sum = at_cutoffs(torch.cumsum(r.expected(r.relevant) * r.positions, 1), index)
+    num_relevant = r.num_relevant.unsqueeze(1)
+    missed = num_relevant - at_cutoffs(r.hits, index)
+    return (position_sum + (k_eff + 1) * missed) / num_relevant.clamp_min(1), no_relevant_item(r)
+
+
+@with_common_args
+def reciprocal_rank(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    k: int | Sequence[int] | None = None,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    ideal_target: Tensor | None = None,
+    ties: str = "average",
+    empty_target_action: str = "neg",
+    reduction: str = "mean",
+    relevance_threshold: float = 1,
+    validate_args: bool = True,
+) -> Tensor:
+    """Reciprocal rank at k: 1 / rank of the first relevant item, 0 if none is in the top k. Mean: MRR.
+
+    {common_args}
+
+    Example:
+        >>> import torch
+        >>> reciprocal_rank(torch.tensor([0.9, 0.8, 0.7]), torch.tensor([0, 0, 1]))
+        tensor(0.3333)
+        >>> reciprocal_rank(torch.tensor([0.9, 0.8, 0.7]), torch.tensor([0, 0, 1]), k=2)
+        tensor(0.)
+    """
+    return run_measure(
+        _reciprocal_rank, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target,
+        ties=ties, empty_target_action=empty_target_action, reduction=reduction,
+        relevance_threshold=relevance_threshold, validate_args=validate_args,
+    )
+
+
+@with_common_args
+def hit_rate(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    k: int | Sequence[int] | None = None,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    ideal_target: Tensor | None = None,
+    ties: str = "average",
+    empty_target_action: str = "neg",
+    reduction: str = "mean",
+    relevance_threshold: float = 1,
+    validate_args: bool = True,
+) -> Tensor:
+    """Hit rate at k: 1 if a relevant item is in the top k, else 0 (trec_eval ``success_k``).
+
+    Under ``ties="average"`` it is the probability that a relevant item is in the top k.
+
+    {common_args}
+
+    Example:
+        >>> import torch
+        >>> hit_rate(torch.tensor([[0.9, 0.8, 0.7], [0.1, 0.2, 0.3]]), torch.tensor([[0, 0, 1], [0, 0, 1]]), k=1)
+        tensor(0.5000)
+    """
+    return run_measure(
+        _hit_rate, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target,
+        ties=ties, empty_target_action=empty_target_action, reduction=reduction,
+        relevance_threshold=relevance_threshold, validate_args=validate_args,
+    )
+
+
+@with_common_args
+def first_relevant_position(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    k: int | Sequence[int] | None = None,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    ideal_target: Tensor | None = None,
+    ties: str = "average",
+    empty_target_action: str = "neg",
+    reduction: str = "mean",
+    relevance_threshold: float = 1,
+    validate_args: bool = True,
+) -> Tensor:
+    """First relevant position at k (FRP@k): the 1-based rank of the first relevant item, k+1 if none is in
+    the top k (with ``k=None``: the list length + 1). Lower is better.
+
+    A query with no relevant item at all gets ``empty_target_action``'s value like every other measure
+    (0 for ``"neg"``); use ``"skip"`` to leave such queries out of the mean.
+
+    {common_args}
+
+    Example:
+        >>> import torch
+        >>> first_relevant_position(torch.tensor([[0.9, 0.8, 0.7], [0.3, 0.2, 0.1]]),
+        ...                         torch.tensor([[0, 1, 0], [0, 0, 1]]), k=2, reduction="none")
+        tensor([2., 3.])
+    """
+    return run_measure(
+        _first_relevant_position, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target,
+        ties=ties, empty_target_action=empty_target_action, reduction=reduction,
+        relevance_threshold=relevance_threshold, validate_args=validate_args,
+    )
+
+
+@with_common_args
+def mean_rank(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    k: int | Sequence[int] | None = None,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    ideal_target: Tensor | None = None,
+    ties: str = "average",
+    empty_target_action: str = "neg",
+    reduction: str = "mean",
+    relevance_threshold: float = 1,
+    validate_args: bool = True,
+) -> Tensor:
+    """Mean rank at k: the mean 1-based position of the query's R relevant items, where a relevant item not
+    ranked in the top k (or not retrieved at all) counts as position k+1 (with ``k=None``: the list
+    length + 1). Lower is better.
+
+    {common_args}
+
+    Example:
+        >>> import torch
+        >>> mean_rank(torch.tensor([0.9, 0.8, 0.7, 0.6]), torch.tensor([1, 0, 0, 1]))
+        tensor(2.5000)
+        >>> mean_rank(torch.tensor([0.9, 0.8, 0.7, 0.6]), torch.tensor([1, 0, 0, 1]), k=2)
+        tensor(2.)
+    """
+    return run_measure(
+        _mean_rank, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target,
+        ties=ties, empty_target_action=empty_target_action, reduction=reduction,
+        relevance_threshold=relevance_threshold, validate_args=validate_args,
+    )

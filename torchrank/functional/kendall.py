@@ -1,0 +1,101 @@
+"""Kendall's tau between the predicted order and the label order of each list.
+
+Over the pairs of real items not tied in label (pairs tied in label carry no order to agree with):
+``tau = (concordant - discordant) / sqrt(n0 * (n0 - n_label_ties))`` where ``n0`` counts all pairs. With
+distinct scores this is exactly Kendall's tau-b (``scipy.stats.kendalltau``). Score ties are resolved by
+``ties``: ``"average"`` gives the expected tau over random orders of each tie group (a tied pair is then
+concordant or discordant with probability 1/2, so it adds 0 on average); scipy's tau-b instead drops
+score-tied pairs from the denominator. ``distance=True`` gives the normalised Kendall tau distance: the
+fraction of pairs (not tied in label) that the ranking orders wrongly.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from torchrank.functional._inputs import RankingInput, check_choice, format_inputs
+from torchrank.functional._pipeline import EMPTY_TARGET_ACTIONS, REDUCTIONS, TIES, finalize, with_common_args
+
+_PAIR_BUDGET = 1 << 24  # pair comparisons per chunk of queries: bounds memory at O(Q N) + O(budget)
+
+
+def _pair_counts(preds: Tensor, target: Tensor, mask: Tensor) -> Tensor:
+    """Per query ``[Q, 5]``: pairs, label-tied pairs, S = concordant - discordant, discordant, and
+    score-tied pairs not tied in label split as [order by input agrees with label, disagrees]."""
+    upper = torch.triu(torch.ones(preds.shape[1], preds.shape[1], dtype=torch.bool, device=preds.device), 1)
+    pair = mask.unsqueeze(2) & mask.unsqueeze(1) & upper
+    score_sign = torch.sign(preds.unsqueeze(2) - preds.unsqueeze(1))
+    label_sign = torch.sign(target.unsqueeze(2) - target.unsqueeze(1))
+    agree = (score_sign * label_sign).to(target.dtype)
+    score_tied = pair & (score_sign == 0) & (label_sign != 0)
+    counts = [
+        pair.sum((1, 2)),
+        (pair & (label_sign == 0)).sum((1, 2)),
+        torch.where(pair, agree, 0).sum((1, 2)),
+        (pair & (agree < 0)).sum((1, 2)),
+        (score_tied & (label_sign > 0)).sum((1, 2)),  # earlier input item has the higher label
+        (score_tied & (label_sign < 0)).sum((1, 2)),
+    ]
+    return torch.stack([c.to(target.dtype) for c in counts], 1)
+
+
+def _kendall(inputs: RankingInput, ties: str, distance: bool) -> tuple[Tensor, Tensor]:
+    q, n = inputs.preds.shape
+    preds = inputs.preds.to(inputs.target.dtype) if inputs.preds.dtype != torch.float64 else inputs.preds
+    chunk = max(1, _PAIR_BUDGET // max(n * n, 1))
+    counts = torch.cat(
+        [
+            _pair_counts(preds[s : s + chunk], inputs.target[s : s + chunk], inputs.mask[s : s + chunk])
+            for s in range(0, q, chunk)  # chunks of queries bound memory; each chunk is one batched op
+        ]
+    )
+    pairs, label_tied, s_sum, discordant, tied_up, tied_down = counts.unbind(1)
+    ordered = pairs - label_tied
+    tied = tied_up + tied_down
+    if distance:
+        wrong = {"average": discordant + tied / 2, "optimistic": discordant, "pessimistic": discordant + tied}
+        wrong["first"] = discordant + tied_down
+        values = wrong[ties] / ordered.clamp_min(1)
+    else:
+        numerator = {"average": s_sum, "optimistic": s_sum + tied, "pessimistic": s_sum - tied}
+        numerator["first"] = s_sum + tied_up - tied_down
+        values = numerator[ties] / torch.sqrt(pairs * ordered).clamp_min(1)
+    return values.unsqueeze(1), ordered == 0
+
+
+@with_common_args
+def kendall_tau(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    distance: bool = False,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    ties: str = "average",
+    empty_target_action: str = "neg",
+    reduction: str = "mean",
+    validate_args: bool = True,
+) -> Tensor:
+    """Kendall's tau between the predicted ranking and the labels, or the normalised tau distance.
+
+    It compares whole lists, so it takes no ``k``, ``ideal_target`` or ``relevance_threshold``. A list whose
+    labels give no ordered pair (all equal, or fewer than two items) gets ``empty_target_action``'s value.
+    Memory is O(pairs) per chunk of queries: lists of thousands of items are compared in chunks.
+
+    {common_args}
+        distance: Return the fraction of label-ordered pairs ranked wrongly instead of the correlation.
+
+    Example:
+        >>> import torch
+        >>> kendall_tau(torch.tensor([0.9, 0.5, 0.1]), torch.tensor([2, 1, 0]))
+        tensor(1.)
+        >>> kendall_tau(torch.tensor([0.9, 0.5, 0.1]), torch.tensor([0, 1, 2]), distance=True)
+        tensor(1.)
+    """
+    check_choice("ties", ties, TIES)
+    check_choice("empty_target_action", empty_target_action, EMPTY_TARGET_ACTIONS)
+    check_choice("reduction", reduction, REDUCTIONS)
+    inputs = format_inputs(preds, target, indexes=indexes, mask=mask, validate_args=validate_args)
+    values, no_order = _kendall(inputs, ties, distance)
+    return finalize(values, no_order, inputs, empty_target_action, reduction, k_is_sequence=False)

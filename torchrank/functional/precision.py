@@ -1,0 +1,166 @@
+"""Set-based measures at a cut-off: precision, recall, F1 and R-precision.
+
+Each is linear in the relevance of the positions it counts, so under ``ties="average"`` the expected
+value is exact with each tie group's mean relevance (McSherry and Najork, 2008).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from torch import Tensor
+
+from torchrank.functional._pipeline import no_relevant_item, run_measure, with_common_args
+from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index
+
+
+def _precision(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+    index, k_eff = cutoff_index(r, ks)
+    return at_cutoffs(r.hits, index) / k_eff.clamp_min(1), no_relevant_item(r)
+
+
+def _recall(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+    index, _ = cutoff_index(r, ks)
+    return at_cutoffs(r.hits, index) / r.num_relevant.clamp_min(1).unsqueeze(1), no_relevant_item(r)
+
+
+def _f1(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+    # 2PR/(P+R) with P = h/k and R = h/|rel| is 2h/(k+|rel|): linear in the hits h
+    index, k_eff = cutoff_index(r, ks)
+    return 2 * at_cutoffs(r.hits, index) / (k_eff + r.num_relevant.unsqueeze(1)).clamp_min(1), no_relevant_item(r)
+
+
+def _r_precision(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+    index = (r.num_relevant - 1).clamp(0, r.list_size - 1).long().unsqueeze(1)
+    return at_cutoffs(r.hits, index) / r.num_relevant.clamp_min(1).unsqueeze(1), no_relevant_item(r)
+
+
+@with_common_args
+def precision(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    k: int | Sequence[int] | None = None,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    ideal_target: Tensor | None = None,
+    ties: str = "average",
+    empty_target_action: str = "neg",
+    reduction: str = "mean",
+    relevance_threshold: float = 1,
+    validate_args: bool = True,
+) -> Tensor:
+    """Precision at k: relevant items in the top k divided by k, also when the list is shorter (trec_eval).
+
+    With ``k=None`` the denominator is the number of ranked items.
+
+    {common_args}
+
+    Example:
+        >>> import torch
+        >>> preds = torch.tensor([[0.9, 0.8, 0.7, 0.6], [0.2, 0.4, 0.3, 0.1]])
+        >>> target = torch.tensor([[1, 0, 1, 0], [0, 0, 1, 1]])
+        >>> precision(preds, target, k=2, reduction="none")
+        tensor([0.5000, 0.5000])
+        >>> precision(preds, target, k=[1, 3])
+        tensor([0.5000, 0.5000])
+    """
+    return run_measure(
+        _precision, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
+        empty_target_action=empty_target_action, reduction=reduction,
+        relevance_threshold=relevance_threshold, validate_args=validate_args,
+    )
+
+
+@with_common_args
+def recall(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    k: int | Sequence[int] | None = None,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    ideal_target: Tensor | None = None,
+    ties: str = "average",
+    empty_target_action: str = "neg",
+    reduction: str = "mean",
+    relevance_threshold: float = 1,
+    validate_args: bool = True,
+) -> Tensor:
+    """Recall at k: relevant items in the top k divided by the number of relevant items R.
+
+    {common_args}
+
+    Example:
+        >>> import torch
+        >>> recall(torch.tensor([0.9, 0.8, 0.7, 0.6]), torch.tensor([1, 0, 1, 0]), k=2)
+        tensor(0.5000)
+    """
+    return run_measure(
+        _recall, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
+        empty_target_action=empty_target_action, reduction=reduction,
+        relevance_threshold=relevance_threshold, validate_args=validate_args,
+    )
+
+
+@with_common_args
+def f1(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    k: int | Sequence[int] | None = None,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    ideal_target: Tensor | None = None,
+    ties: str = "average",
+    empty_target_action: str = "neg",
+    reduction: str = "mean",
+    relevance_threshold: float = 1,
+    validate_args: bool = True,
+) -> Tensor:
+    """F1 at k: the harmonic mean ``2PR / (P + R)`` of precision and recall at k (0 when both are 0).
+
+    {common_args}
+
+    Example:
+        >>> import torch
+        >>> f1(torch.tensor([0.9, 0.8, 0.7, 0.6]), torch.tensor([1, 0, 1, 0]), k=2)
+        tensor(0.5000)
+    """
+    return run_measure(
+        _f1, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
+        empty_target_action=empty_target_action, reduction=reduction,
+        relevance_threshold=relevance_threshold, validate_args=validate_args,
+    )
+
+
+@with_common_args
+def r_precision(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    ideal_target: Tensor | None = None,
+    ties: str = "average",
+    empty_target_action: str = "neg",
+    reduction: str = "mean",
+    relevance_threshold: float = 1,
+    validate_args: bool = True,
+) -> Tensor:
+    """R-precision: precision at R, the number of relevant items of the query (trec_eval ``Rprec``).
+
+    It takes no ``k``: the cut-off is each query's R.
+
+    {common_args}
+
+    Example:
+        >>> import torch
+        >>> r_precision(torch.tensor([0.9, 0.8, 0.7, 0.6]), torch.tensor([1, 0, 1, 0]))
+        tensor(0.5000)
+    """
+    return run_measure(
+        _r_precision, preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
+        empty_target_action=empty_target_action, reduction=reduction,
+        relevance_threshold=relevance_threshold, validate_args=validate_args,
+    )

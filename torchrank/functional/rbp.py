@@ -1,0 +1,80 @@
+"""Rank-biased precision (Moffat and Zobel, TOIS 2008) and its residual.
+
+``RBP@k = (1 - p) sum_{i<=k} g_i p^(i-1)`` with gains ``g_i = label_i / max_label`` in [0, 1]; by default
+``max_label`` is the largest judged label of each query, as trec_eval 10 does (which also ignores its
+relevance level ``-l`` for RBP, as here: RBP is graded). RBP is linear in the gains, so under
+``ties="average"`` each tie group's mean gain gives the exact expected value.
+
+The residual is the most the unseen part could add: ``p^d`` for the items below the evaluated depth
+``d = min(k, list length)`` plus ``(1 - p) sum_{i<=d, unjudged} p^(i-1)`` for unjudged ranked items.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from torchrank.functional._pipeline import check_max_label, run_measure, with_common_args
+from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index
+
+
+def _rbp(
+    r: Ranking, ks: Sequence[int | None], p: float, max_label: float | None, residual: bool
+) -> tuple[Tensor, Tensor]:
+    index, k_eff = cutoff_index(r, ks)
+    weights = (1 - p) * torch.pow(torch.as_tensor(p, dtype=r.dtype), r.positions - 1)
+    if residual:
+        unjudged = torch.zeros_like(r.labels) if r.judged is None else (r.valid & ~r.judged).to(r.dtype)
+        unseen = torch.pow(torch.as_tensor(p, dtype=r.dtype), torch.minimum(k_eff, r.num_valid.unsqueeze(1)))
+        return at_cutoffs(torch.cumsum(r.expected(unjudged) * weights, 1), index) + unseen, ~r.has_positive_label
+    gains = r.labels / r.top_label(max_label)
+    return at_cutoffs(torch.cumsum(r.expected(gains) * weights, 1), index), ~r.has_positive_label
+
+
+@with_common_args
+def rbp(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    k: int | Sequence[int] | None = None,
+    p: float = 0.9,
+    max_label: float | None = None,
+    residual: bool = False,
+    judged: Tensor | None = None,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    ideal_target: Tensor | None = None,
+    ties: str = "average",
+    empty_target_action: str = "neg",
+    reduction: str = "mean",
+    relevance_threshold: float = 1,
+    validate_args: bool = True,
+) -> Tensor:
+    """Rank-biased precision at k with persistence ``p``, or its residual.
+
+    {common_args}
+        p: Persistence, the probability of looking at the next item, in (0, 1); 0.9 as trec_eval.
+        max_label: Top of the label scale: gains are ``label / max_label``. Default: each query's largest
+            judged label (trec_eval 10), so a query's value does not depend on the rest of the batch.
+        residual: Return the residual (the most unjudged and unseen items could add) instead of RBP.
+        judged: Bool like ``preds``, True for items with a judgment; only the residual reads it.
+            Default: every ranked item is judged.
+
+    Example:
+        >>> import torch
+        >>> rbp(torch.tensor([0.9, 0.8, 0.7]), torch.tensor([1, 0, 1]), p=0.5)  # 0.5 * (1 + 0.25)
+        tensor(0.6250)
+        >>> rbp(torch.tensor([0.9, 0.8, 0.7]), torch.tensor([1, 0, 1]), p=0.5, residual=True)  # 0.5 ** 3
+        tensor(0.1250)
+    """
+    if not 0 < p < 1:
+        raise ValueError(f"Argument `p` must lie in (0, 1), got {p}.")
+    check_max_label(max_label, target, validate_args)
+    return run_measure(
+        _rbp, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged,
+        ties=ties, empty_target_action=empty_target_action, reduction=reduction,
+        relevance_threshold=relevance_threshold, validate_args=validate_args,
+        p=p, max_label=max_label, residual=residual,
+    )

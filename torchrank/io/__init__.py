@@ -1,0 +1,25 @@
+"""Readers for ranking data: TREC qrels/runs (``trec_eval`` semantics) and SVMlight/LETOR files.
+
+Example:
+    >>> from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN, read_qrels, read_run, trec_to_dense
+    >>> batch = trec_to_dense(read_qrels(SAMPLE_QRELS), read_run(SAMPLE_RUN))
+    >>> batch.qids, tuple(batch.preds.shape), tuple(batch.ideal_target.shape)
+    (['301', '302', '303'], (3, 500), (3, 1708))
+"""
+
+from ._errors import TrecFormatError
+from .svmlight import SvmlightData, group_to_dense, read_svmlight
+from .trec import SAMPLE_QRELS, SAMPLE_RUN, TrecBatch, read_qrels, read_run, trec_to_dense
+
+__all__ = [
+    "SAMPLE_QRELS",
+    "SAMPLE_RUN",
+    "SvmlightData",
+    "TrecBatch",
+    "TrecFormatError",
+    "group_to_dense",
+    "read_qrels",
+    "read_run",
+    "read_svmlight",
+    "trec_to_dense",
+]

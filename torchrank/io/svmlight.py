@@ -1,0 +1,305 @@
+"""Reader for SVMlight / LETOR learning-to-rank files and per-query packing into padded tensors.
+
+A data line reads ``label [qid:Q] idx:val idx:val ... [# comment]`` with 1-based feature indices
+(feature ``idx`` lands in column ``idx - 1``). Queries come either from the ``qid:`` fields (LETOR,
+Microsoft MSLR, Yahoo) or from a LightGBM-style group file (``.query``: one group size per line, the
+number of consecutive rows of each query).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from ._common import read_lines
+from ._errors import TrecFormatError
+
+__all__ = ["SvmlightData", "group_to_dense", "read_svmlight"]
+
+_FEATURE = "an 'index:value' feature with a positive integer index and a numeric value"
+
+
+@dataclass(frozen=True, eq=False)
+class SvmlightData:
+    """Rows of an SVMlight / LETOR file.
+
+    Attributes:
+        features: ``[num_docs, F]`` float32 dense feature matrix (absent features are 0).
+        labels: ``[num_docs]`` float32 relevance labels.
+        qid: ``[num_docs]`` int64 query index in ``0..Q-1``, numbered in order of first appearance.
+    """
+
+    features: Tensor
+    labels: Tensor
+    qid: Tensor
+
+
+def _strict_float(tok: bytes) -> float:
+    """``float`` without Python's extensions to C syntax (digit-group underscores)."""
+    if b"_" in tok:
+        raise ValueError(tok)
+    return float(tok)
+
+
+def _strict_int(tok: bytes) -> int:
+    """``int`` without Python's extensions to C syntax (digit-group underscores)."""
+    if b"_" in tok:
+        raise ValueError(tok)
+    return int(tok)
+
+
+def _convert(
+    tokens: Sequence[bytes],
+    conv: Callable[[bytes], float],
+    linenos: Sequence[int],
+    path: str | os.PathLike[str],
+    expected: str,
+) -> list:
+    """``list(map(conv, tokens))``; on failure find the first bad token and report its line."""
+    try:
+        return list(map(conv, tokens))
+    except ValueError:
+        pass
+    for tok, lineno in zip(tokens, linenos, strict=True):
+        try:
+            conv(tok)
+        except ValueError:
+            raise TrecFormatError(path, lineno, expected, tok) from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _read_groups(group_file: str | os.PathLike[str]) -> list[int]:
+    sizes: list[int] = []
+    for lineno, line in enumerate(read_lines(group_file), 1):
+        tok = line.strip()
+        if not tok:
+            continue
+        try:
+            size = int(tok)
+        except ValueError:
+            size = 0
+        if size < 1 or b"_" in tok:
+            raise TrecFormatError(group_file, lineno, "a positive integer group size", line)
+        sizes.append(size)
+    if not sizes:
+        raise TrecFormatError(group_file, 0, "at least one group size", b"")
+    return sizes
+
+
+def read_svmlight(
+    path: str | os.PathLike[str],
+    *,
+    n_features: int | None = None,
+    group_file: str | os.PathLike[str] | None = None,
+) -> SvmlightData:
+    """Read an SVMlight / LETOR ranking file into dense tensors.
+
+    Everything from a ``#`` to the end of its line is a comment; blank lines are skipped. Feature values
+    are parsed as doubles and stored as float32; within a line each index may occur once (in any order).
+
+    Args:
+        path: The data file.
+        n_features: Number of feature columns ``F``; defaults to the largest index seen. An index above
+            it is an error.
+        group_file: LightGBM-style query file (one group size per line) for data without ``qid:``
+            fields. Giving it for data that has ``qid:`` fields is an error.
+
+    Returns:
+        A :class:`SvmlightData`; pack it per query with :func:`group_to_dense`.
+
+    Raises:
+        TrecFormatError: A malformed label, ``qid:`` or feature; a repeated index within a line; an
+            index above ``n_features``; ``qid:`` on some lines only; neither ``qid:`` fields nor a group
+            file (or both); group sizes that do not add up to the number of rows; an empty file.
+
+    Example:
+        >>> import os, tempfile
+        >>> text = "2 qid:10 1:0.5 3:1 # doc A\\n0 qid:10 2:0.25\\n1 qid:7 3:2\\n"
+        >>> with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        ...     _ = f.write(text)
+        >>> data = read_svmlight(f.name)
+        >>> data.features
+        tensor([[0.5000, 0.0000, 1.0000],
+                [0.0000, 0.2500, 0.0000],
+                [0.0000, 0.0000, 2.0000]])
+        >>> data.labels, data.qid
+        (tensor([2., 0., 1.]), tensor([0, 0, 1]))
+        >>> os.remove(f.name)
+    """
+    if n_features is not None and (isinstance(n_features, bool) or n_features < 0):
+        raise ValueError(f"n_features must be a non-negative int or None, got {n_features!r}")
+    lines = read_lines(path)
+    linenos: list[int] = []
+    label_tokens: list[bytes] = []
+    qid_tokens: list[bytes | None] = []
+    feat_tokens: list[bytes] = []
+    counts: list[int] = []
+    for lineno, line in enumerate(lines, 1):
+        hash_at = line.find(b"#")
+        parts = (line if hash_at < 0 else line[:hash_at]).split()
+        if not parts:
+            continue
+        linenos.append(lineno)
+        label_tokens.append(parts[0])
+        if len(parts) > 1 and parts[1].startswith(b"qid:"):
+            qid_tokens.append(parts[1][4:])
+            feats = parts[2:]
+        else:
+            qid_tokens.append(None)
+            feats = parts[1:]
+        feat_tokens += feats
+        counts.append(len(feats))
+    num_docs = len(linenos)
+    if not num_docs:
+        raise TrecFormatError(path, 0, "at least one 'label [qid:Q] idx:val ...' line", b"\n".join(lines[:3]))
+
+    def line_of(i: int) -> bytes:
+        return lines[linenos[i] - 1]
+
+    labels = torch.tensor(
+        _convert(label_tokens, _strict_float, linenos, path, "a numeric label"), dtype=torch.float32
+    )
+
+    # Queries: from qid: fields or from the group file, never both, never neither.
+    has_qid = [t is not None for t in qid_tokens]
+    if any(has_qid) and not all(has_qid):
+        first = has_qid[0]
+        i = has_qid.index(not first)
+        what = (
+            "a 'qid:' field like the first data line" if first else "no 'qid:' field like the first data line"
+        )
+        raise TrecFormatError(path, linenos[i], what, line_of(i))
+    if has_qid[0]:
+        if group_file is not None:
+            raise TrecFormatError(
+                path,
+                linenos[0],
+                f"no 'qid:' field since group_file={os.fspath(group_file)!r} is given",
+                line_of(0),
+            )
+        raw = torch.tensor(
+            _convert(qid_tokens, _strict_int, linenos, path, "an integer 'qid:' value"), dtype=torch.int64
+        )
+        uniq, inv = torch.unique(raw, return_inverse=True)
+        first_seen = torch.full((uniq.numel(),), num_docs, dtype=torch.int64)
+        first_seen.scatter_reduce_(0, inv, torch.arange(num_docs), reduce="amin")
+        renumber = torch.empty_like(first_seen)
+        renumber[torch.argsort(first_seen)] = torch.arange(uniq.numel())
+        qid = renumber[inv]
+    elif group_file is not None:
+        sizes = _read_groups(group_file)
+        if sum(sizes) != num_docs:
+            raise TrecFormatError(
+                group_file,
+                0,
+                f"group sizes adding up to the {num_docs} rows of {os.fspath(path)}",
+                f"{len(sizes)} groups adding up to {sum(sizes)}",
+            )
+        qid = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes, dtype=torch.int64))
+    else:
+        raise TrecFormatError(path, linenos[0], "a 'qid:' field (or a group_file argument)", line_of(0))
+
+    # Features, converted in bulk; the slow per-token path only runs to locate an error.
+    count_t = torch.tensor(counts, dtype=torch.int64)
+    tok_line = torch.repeat_interleave(torch.tensor(linenos, dtype=torch.int64), count_t)
+    blob = b" ".join(feat_tokens)
+    pieces = blob.replace(b":", b" ").split()
+    ok = b"_" not in blob and blob.count(b":") == len(feat_tokens) and len(pieces) == 2 * len(feat_tokens)
+    if ok:
+        try:
+            idx_list = list(map(int, pieces[0::2]))
+            val_list = list(map(float, pieces[1::2]))
+        except ValueError:
+            ok = False
+    if not ok:
+        for tok, lineno in zip(feat_tokens, tok_line.tolist(), strict=True):
+            i, sep, v = tok.partition(b":")
+            try:
+                _ = (_strict_int(i), _strict_float(v))
+            except ValueError:
+                sep = b""
+            if not sep:
+                raise TrecFormatError(path, lineno, _FEATURE, tok)
+        raise AssertionError("unreachable")  # pragma: no cover
+    idx = torch.tensor(idx_list, dtype=torch.int64)
+    vals = torch.tensor(val_list, dtype=torch.float64)
+
+    if idx.numel():
+        bad = torch.nonzero(idx < 1)
+        if bad.numel():
+            j = int(bad[0])
+            raise TrecFormatError(path, int(tok_line[j]), _FEATURE, feat_tokens[j])
+        max_idx = int(idx.max())
+    else:
+        max_idx = 0
+    width = max_idx if n_features is None else n_features
+    if max_idx > width:
+        j = int(torch.nonzero(idx > width)[0])
+        raise TrecFormatError(
+            path, int(tok_line[j]), f"a feature index <= n_features={width}", feat_tokens[j]
+        )
+
+    row = torch.repeat_interleave(torch.arange(num_docs), count_t)
+    if idx.numel() > 1:
+        key = torch.sort(row * (width + 1) + idx).values
+        dup = torch.nonzero(key[1:] == key[:-1])
+        if dup.numel():
+            r = int(key[int(dup[0])] // (width + 1))
+            raise TrecFormatError(path, linenos[r], "each feature index at most once per line", line_of(r))
+    features = torch.zeros((num_docs, width), dtype=torch.float32)
+    features[row, idx - 1] = vals.to(torch.float32)
+    return SvmlightData(features=features, labels=labels, qid=qid)
+
+
+def group_to_dense(values: Tensor, labels: Tensor, qid: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Pack per-row data into padded per-query tensors.
+
+    Rows are grouped by ``qid`` (queries in ascending ``qid`` order, i.e. order of first appearance for
+    :func:`read_svmlight` output); within a query the rows keep their original order. Fully vectorised
+    and device-agnostic.
+
+    Args:
+        values: ``[D, ...]`` per-row values, e.g. features ``[D, F]`` or scores ``[D]``.
+        labels: ``[D]`` per-row labels.
+        qid: ``[D]`` integer query id of each row (need not be contiguous or sorted).
+
+    Returns:
+        ``(x, y, mask)``: ``x`` of shape ``[Q, N, ...]``, ``y`` ``[Q, N]`` and a bool ``mask`` ``[Q, N]``
+        that is True for real rows; padded entries are 0. ``N`` is the largest query size.
+
+    Example:
+        >>> qid = torch.tensor([5, 5, 2, 5])
+        >>> x, y, mask = group_to_dense(torch.tensor([0.1, 0.2, 0.3, 0.4]), torch.tensor([1, 0, 2, 1]), qid)
+        >>> x
+        tensor([[0.3000, 0.0000, 0.0000],
+                [0.1000, 0.2000, 0.4000]])
+        >>> y
+        tensor([[2, 0, 0],
+                [1, 0, 1]])
+        >>> mask
+        tensor([[ True, False, False],
+                [ True,  True,  True]])
+    """
+    if qid.ndim != 1 or labels.shape != qid.shape or values.ndim < 1 or values.shape[0] != qid.shape[0]:
+        raise ValueError(
+            "expected qid [D], labels [D] and values [D, ...], got shapes "
+            f"{tuple(qid.shape)}, {tuple(labels.shape)}, {tuple(values.shape)}"
+        )
+    uniq, inv = torch.unique(qid, return_inverse=True)
+    num_q, num_docs = uniq.numel(), qid.numel()
+    counts = torch.bincount(inv, minlength=num_q)
+    width = int(counts.max()) if num_docs else 0
+    order = torch.argsort(inv, stable=True)
+    row = inv[order]
+    col = torch.arange(num_docs, device=qid.device) - (torch.cumsum(counts, 0) - counts)[row]
+    x = values.new_zeros((num_q, width, *values.shape[1:]))
+    x[row, col] = values[order]
+    y = labels.new_zeros((num_q, width))
+    y[row, col] = labels[order]
+    mask = torch.zeros((num_q, width), dtype=torch.bool, device=qid.device)
+    mask[row, col] = True
+    return x, y, mask
