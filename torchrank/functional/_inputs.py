@@ -32,6 +32,7 @@ class RankingInput:
     ideal_target: Tensor  # [Q, M] floating labels of all judged items, 0 at padding
     batch_shape: tuple[int, ...]
     judged: Tensor | None = None  # [Q, N] bool, True for an item with a judgment (RBP residual)
+    padded: bool = True  # False when every position is a real item (known without reading values)
 
 
 def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
@@ -112,8 +113,10 @@ def format_inputs(
         (preds, target, *rest), mask = _group_flat(items, indexes, mask)
         judged = rest[0] if rest else None
         batch_shape: tuple[int, ...] = (preds.shape[0],)
+        padded = True
     else:
         batch_shape = tuple(preds.shape[:-1])
+        padded = mask is not None
         n = preds.shape[-1]
         preds = preds.reshape(-1, n)
         target = target.reshape(-1, n)
@@ -121,10 +124,11 @@ def format_inputs(
         judged = None if judged is None else judged.reshape(-1, n)
 
     work = working_dtype(preds)
-    target = torch.where(mask, target.to(work), 0)
+    target = torch.where(mask, target.to(work), 0) if padded else target.to(work)
     ideal = _format_ideal(ideal_target, target, batch_shape, preds.device, work, validate_args)
     return RankingInput(
-        preds=preds, target=target, mask=mask, ideal_target=ideal, batch_shape=batch_shape, judged=judged
+        preds=preds, target=target, mask=mask, ideal_target=ideal, batch_shape=batch_shape, judged=judged,
+        padded=padded,
     )
 
 

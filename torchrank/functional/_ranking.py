@@ -39,11 +39,11 @@ def rank(inputs: RankingInput, *, ties: str = "average", relevance_threshold: fl
         tensor([[2., 1., 0.]])
     """
     preds, target, mask = inputs.preds, inputs.target, inputs.mask
-    order = _ranking_order(preds, target, mask, ties)
+    order = _ranking_order(preds, target, mask if inputs.padded else None, ties)
     return Ranking(
         scores=preds.gather(1, order),
         labels=target.gather(1, order),
-        valid=mask.gather(1, order),
+        valid=mask.gather(1, order) if inputs.padded else mask,
         ideal_labels=inputs.ideal_target,
         judged=None if inputs.judged is None else inputs.judged.gather(1, order),
         ties=ties,
@@ -51,14 +51,21 @@ def rank(inputs: RankingInput, *, ties: str = "average", relevance_threshold: fl
     )
 
 
-def _ranking_order(preds: Tensor, target: Tensor, mask: Tensor, ties: str) -> Tensor:
+def _ranking_order(preds: Tensor, target: Tensor, mask: Tensor | None, ties: str) -> Tensor:
     """Permutation of each row: real items by descending score, ties as ``ties`` says, padding last.
 
-    Two stable sorts: first by the tie-break key (descending), then by score (descending); a stable sort
-    keeps the first sort's order among equal scores.
+    Without padding, ``"average"`` needs one sort of any stability (tie groups are averaged whole) and
+    ``"first"`` one stable sort. Otherwise two stable sorts: first by the tie-break key (descending), then
+    by score (descending); a stable sort keeps the first sort's order among equal scores.
     """
-    scores = torch.where(mask, preds, torch.finfo(preds.dtype).min if preds.is_floating_point() else preds.min())
-    scores = scores.float() if scores.dtype in (torch.float16, torch.bfloat16) else scores
+    scores = preds.float() if preds.dtype in (torch.float16, torch.bfloat16) else preds
+    if mask is None and ties in ("average", "first"):
+        return torch.sort(scores, dim=1, descending=True, stable=ties == "first").indices
+    if mask is None:
+        mask = torch.ones_like(scores, dtype=torch.bool)
+    # the lowest score there is; real items of equal score stay first through the key sort below
+    lowest = -float("inf") if scores.is_floating_point() else torch.iinfo(scores.dtype).min
+    scores = torch.where(mask, scores, lowest)
     if ties == "first" or ties == "average":
         # padding last among equal (lowest) scores; input order kept otherwise
         key = mask.to(torch.int8)
@@ -221,9 +228,12 @@ class Ranking:
             return labels
         return torch.pow(2.0, labels) - 1  # "exponential"
 
-    def ideal_gains(self, gain: Gain) -> Tensor:
-        """Gains of all judged items sorted descending ``[Q, M]``: the ideal ranking."""
-        return torch.sort(self.gains(gain, self.ideal_labels), dim=1, descending=True).values
+    def ideal_gains(self, gain: Gain, depth: int | None = None) -> Tensor:
+        """Gains of the judged items sorted descending, the top ``depth`` of them (all for None) ``[Q, <=M]``."""
+        gains = self.gains(gain, self.ideal_labels)
+        if depth is not None and depth < gains.shape[1]:
+            return torch.topk(gains, depth, dim=1).values  # cheaper than a full sort for small cut-offs
+        return torch.sort(gains, dim=1, descending=True).values
 
 
 def exclusive_cumprod(x: Tensor) -> Tensor:

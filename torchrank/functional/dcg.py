@@ -37,7 +37,7 @@ def _dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Callable[
 
 
 def _ideal_dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Callable[[Tensor], Tensor]) -> Tensor:
-    ideal = r.ideal_gains(gain)
+    ideal = r.ideal_gains(gain, None if None in ks else max(ks))
     m = ideal.shape[1]
     positions = torch.arange(1, m + 1, device=ideal.device, dtype=ideal.dtype)
     cumulative = torch.cumsum(ideal * weights(positions), 1)

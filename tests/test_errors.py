@@ -1,0 +1,109 @@
+"""Bad input gets an error that names the argument and what was expected."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import torchrank.functional as F
+
+P = torch.tensor([[0.3, 0.2, 0.1]])
+T = torch.tensor([[1, 0, 1]])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"target": torch.tensor([[1, 0]])}, ValueError, r"`preds` and `target` must have the same shape"),
+        ({"target": T.to("meta")}, ValueError, r"`target` must be on the device of `preds`"),
+        ({"preds": P.tolist()}, TypeError, r"`preds` must be a torch.Tensor"),
+        ({"preds": P > 0}, TypeError, r"`preds` must hold real scores"),
+        ({"k": 0}, ValueError, r"`k` must hold positive ints"),
+        ({"k": -3}, ValueError, r"`k` must hold positive ints"),
+        ({"k": 2.0}, TypeError, r"`k` must be a positive int"),
+        ({"k": True}, TypeError, r"`k` must be a positive int"),
+        ({"k": []}, ValueError, r"`k` must be a positive int or a non-empty sequence"),
+        ({"k": [5, 0]}, ValueError, r"`k` must hold positive ints"),
+        ({"k": "10"}, TypeError, r"`k`"),
+        ({"preds": torch.tensor([[0.3, float("nan"), 0.1]])}, ValueError, r"`preds` contains NaN"),
+        ({"target": torch.tensor([[1, -1, 0]])}, ValueError, r"`target` must hold labels >= 0"),
+        ({"target": torch.tensor([[1.0, float("nan"), 0]])}, ValueError, r"`target` contains NaN"),
+        ({"preds": torch.empty(1, 0), "target": torch.empty(1, 0)}, ValueError, r"`preds` must not be empty"),
+        ({"preds": torch.empty(0, 3), "target": torch.empty(0, 3)}, ValueError, r"`preds` must not be empty"),
+        ({"mask": torch.ones(1, 3)}, TypeError, r"`mask` must be a bool tensor"),
+        ({"mask": torch.ones(1, 2, dtype=torch.bool)}, ValueError, r"`mask` must have the shape of `preds`"),
+        ({"ideal_target": torch.ones(2, 3)}, ValueError, r"`ideal_target` must have shape"),
+        ({"ideal_target": torch.tensor([[1, -2]])}, ValueError, r"`ideal_target` must hold labels >= 0"),
+        ({"ties": "random"}, ValueError, r"`ties` must be one of"),
+        ({"reduction": "avg"}, ValueError, r"`reduction` must be one of"),
+        ({"empty_target_action": "ignore"}, ValueError, r"`empty_target_action` must be one of"),
+        ({"relevance_threshold": 0}, ValueError, r"`relevance_threshold` must be > 0"),
+        ({"relevance_threshold": "1"}, TypeError, r"`relevance_threshold` must be a number"),
+        ({"gain": "quadratic"}, ValueError, r"`gain` must be one of"),
+        ({"discount": "sqrt"}, ValueError, r"`discount` must be one of"),
+        ({"log_base": 1.0}, ValueError, r"`log_base` must be > 1"),
+    ],
+)
+def test_bad_arguments(kwargs, error, match):
+    call = {"preds": P, "target": T} | kwargs
+    with pytest.raises(error, match=match):
+        F.ndcg(call.pop("preds"), call.pop("target"), **call)
+
+
+@pytest.mark.parametrize(
+    ("indexes", "error", "match"),
+    [
+        (torch.tensor([0.0, 0.0, 1.0]), TypeError, r"`indexes` must be an integer tensor"),
+        (torch.tensor([0, 1]), ValueError, r"`preds`, `target` and `indexes` must be 1-D of equal length"),
+        ([0, 0, 1], TypeError, r"`indexes` must be a torch.Tensor"),
+    ],
+)
+def test_bad_indexes(indexes, error, match):
+    with pytest.raises(error, match=match):
+        F.precision(P[0], T[0], indexes=indexes)
+
+
+def test_flat_input_rejects_ideal_target_and_an_all_false_mask():
+    with pytest.raises(ValueError, match="`indexes` and `ideal_target` cannot be combined"):
+        F.recall(P[0], T[0], indexes=torch.tensor([0, 0, 1]), ideal_target=T[0])
+    with pytest.raises(ValueError, match="`mask` leaves no item"):
+        F.recall(P[0], T[0], indexes=torch.tensor([0, 0, 1]), mask=torch.zeros(3, dtype=torch.bool))
+
+
+def test_measure_specific_arguments():
+    with pytest.raises(ValueError, match=r"`p` must lie in \(0, 1\)"):
+        F.rbp(P, T, p=1.0)
+    with pytest.raises(ValueError, match=r"`max_label` must be a number > 0"):
+        F.err(P, T, max_label=0)
+    with pytest.raises(ValueError, match=r"label above `max_label=1`"):
+        F.err(P, torch.tensor([[2, 0, 1]]), max_label=1)
+    with pytest.raises(ValueError, match="`transform` must be one of"):
+        F.err(P, T, transform="linear")
+    with pytest.raises(ValueError, match="`ties` must be one of"):
+        F.kendall_tau(P, T, ties="dense")
+
+
+def test_unknown_measure_names_list_the_grammar():
+    with pytest.raises(ValueError, match=r"Unknown measure 'ndgc@10'.*Families: .*'ndcg'"):
+        F.evaluate(P, T, ["ndcg@10", "ndgc@10"])
+    with pytest.raises(ValueError, match="rprec takes no cut-off"):
+        F.evaluate(P, T, ["rprec@5"])
+    with pytest.raises(ValueError, match="at least one measure"):
+        F.evaluate(P, T, [])
+    with pytest.raises(TypeError, match="must be a string"):
+        F.parse_measure(10)
+
+
+@pytest.mark.parametrize(
+    ("name", "family", "k", "params"),
+    [
+        ("ndcg@10", "ndcg", 10, ()), ("NDCG_CUT_10", "ndcg", 10, ()), ("ndcg_cut.10", "ndcg", 10, ()),
+        ("P_5", "precision", 5, ()), ("P.5", "precision", 5, ()), ("p@5", "precision", 5, ()),
+        ("map", "map", None, ()), ("map_cut_100", "map", 100, ()), ("recip_rank", "mrr", None, ()),
+        ("Rprec", "rprec", None, ()), ("success_1", "success", 1, ()), ("rbp.95", "rbp", None, (("p", 0.95),)),
+        ("rbp_resid", "rbp_resid", None, ()), ("ndcg_burges@5", "ndcg_exp", 5, ()), ("err@20", "err", 20, ()),
+    ],
+)
+def test_measure_grammar(name, family, k, params):
+    parsed = F.parse_measure(name)
+    assert (parsed.name, parsed.family, parsed.k, parsed.params) == (name, family, k, params)

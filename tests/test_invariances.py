@@ -1,0 +1,154 @@
+"""Properties every measure must keep: padding, permutation, layout, reductions, devices and dtypes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import ALL_MEASURES, CUTOFF_MEASURES
+
+import torchrank.functional as F
+
+IDS = [m[0] for m in ALL_MEASURES]
+KS = [1, 3, 10]
+
+
+def _kwargs(name, fn):
+    return {"k": KS} if any(name == m[0] for m in CUTOFF_MEASURES) else {}
+
+
+def _data(seed=0, q=40, n=12, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    preds = torch.randn(q, n, generator=g, dtype=dtype)
+    target = torch.randint(0, 4, (q, n), generator=g).to(dtype)
+    target[0] = 0  # a query with no relevant item
+    target[1] = 1  # labels without order
+    return preds, target
+
+
+@pytest.mark.parametrize(("name", "fn", "_"), ALL_MEASURES, ids=IDS)
+@pytest.mark.parametrize("ties", ["average", "first", "optimistic", "pessimistic"])
+def test_appended_padding_changes_nothing(name, fn, _, ties):
+    preds, target = _data()
+    kw = _kwargs(name, fn) | {"ties": ties, "reduction": "none"}
+    plain = fn(preds, target, **kw)
+    g = torch.Generator().manual_seed(1)
+    pad_preds = torch.cat([preds, 1e6 * torch.randn(preds.shape[0], 5, generator=g, dtype=preds.dtype)], 1)
+    pad_target = torch.cat([target, torch.randint(0, 4, (target.shape[0], 5), generator=g).to(target.dtype)], 1)
+    mask = torch.cat([torch.ones_like(preds, dtype=torch.bool), torch.zeros(preds.shape[0], 5, dtype=torch.bool)], 1)
+    torch.testing.assert_close(fn(pad_preds, pad_target, mask=mask, **kw), plain)
+
+
+@pytest.mark.parametrize(("name", "fn", "_"), ALL_MEASURES, ids=IDS)
+@pytest.mark.parametrize("ties", ["average", "first", "optimistic", "pessimistic"])
+def test_permuting_items_with_distinct_scores_changes_nothing(name, fn, _, ties):
+    preds, target = _data()
+    kw = _kwargs(name, fn) | {"ties": ties, "reduction": "none"}
+    perm = torch.randperm(preds.shape[1], generator=torch.Generator().manual_seed(2))
+    torch.testing.assert_close(fn(preds[:, perm], target[:, perm], **kw), fn(preds, target, **kw))
+
+
+@pytest.mark.parametrize(("name", "fn", "_"), ALL_MEASURES, ids=IDS)
+def test_layouts_agree(name, fn, _):
+    """Leading batch dims, 1-D single queries and flat input with indexes give the same per-query values."""
+    preds, target = _data(q=6)
+    kw = _kwargs(name, fn)
+    per_query = fn(preds, target, reduction="none", **kw)
+    batched = fn(preds.reshape(2, 3, -1), target.reshape(2, 3, -1), reduction="none", **kw)
+    torch.testing.assert_close(batched.reshape(per_query.shape), per_query)
+    torch.testing.assert_close(fn(preds[2], target[2], reduction="none", **kw), per_query[2])
+    rows = torch.arange(6).repeat_interleave(preds.shape[1])
+    flat = fn(preds.flatten(), target.flatten(), indexes=rows, reduction="none", **kw)
+    torch.testing.assert_close(flat, per_query)
+
+
+@pytest.mark.parametrize(("name", "fn", "_"), CUTOFF_MEASURES, ids=[m[0] for m in CUTOFF_MEASURES])
+def test_sequence_of_k_equals_single_calls(name, fn, _):
+    preds, target = _data()
+    together = fn(preds, target, k=KS, reduction="none")
+    for j, k in enumerate(KS):
+        torch.testing.assert_close(together[:, j], fn(preds, target, k=k, reduction="none"))
+
+
+@pytest.mark.parametrize(("name", "fn", "_"), ALL_MEASURES, ids=IDS)
+def test_reductions_and_empty_target_actions(name, fn, _):
+    preds, target = _data()
+    kw = _kwargs(name, fn)
+    values = fn(preds, target, reduction="none", empty_target_action="skip", **kw)
+    assert torch.isnan(values[0]).all() and not torch.isnan(values[2:]).any()
+    torch.testing.assert_close(fn(preds, target, empty_target_action="skip", **kw), values.nanmean(0))
+    torch.testing.assert_close(fn(preds, target, reduction="sum", empty_target_action="skip", **kw), values.nansum(0))
+    assert (fn(preds, target, reduction="none", empty_target_action="pos", **kw)[0] == 1).all()
+    assert (fn(preds, target, reduction="none", **kw)[0] == 0).all()
+    with pytest.raises(ValueError, match="no relevant item"):
+        fn(preds, target, empty_target_action="error", **kw)
+
+
+@pytest.mark.parametrize(("name", "fn", "_"), ALL_MEASURES, ids=IDS)
+def test_fully_padded_rows_and_validate_args_off(name, fn, _):
+    preds, target = _data(q=4)
+    mask = torch.ones_like(preds, dtype=torch.bool)
+    mask[3] = False  # a query whose list is empty (a qrels query missing from the run)
+    kw = _kwargs(name, fn) | {"reduction": "none"}
+    values = fn(preds, target, mask=mask, **kw)
+    assert torch.isfinite(values).all()
+    torch.testing.assert_close(fn(preds, target, mask=mask, validate_args=False, **kw), values)
+
+
+def test_empty_lists_score_zero_for_higher_is_better_measures():
+    preds = torch.zeros(2, 3)
+    target = torch.tensor([[1, 0, 0], [1, 1, 0]])
+    mask = torch.tensor([[False] * 3, [True] * 3])
+    ideal = target.clone()
+    for fn in (F.precision, F.recall, F.average_precision, F.ndcg, F.reciprocal_rank, F.err, F.rbp):
+        assert fn(preds, target, mask=mask, ideal_target=ideal, reduction="none")[0] == 0
+
+
+def test_real_items_scored_minus_inf_rank_before_padding():
+    preds = torch.tensor([[-float("inf"), 0.5, 7.0]])
+    target = torch.tensor([[1, 0, 5]])
+    mask = torch.tensor([[True, True, False]])
+    for ties in ("average", "first", "optimistic", "pessimistic"):
+        assert F.reciprocal_rank(preds, target, mask=mask, ties=ties).item() == 0.5
+        assert F.precision(preds, target, mask=mask, k=2, ties=ties).item() == 0.5
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.int64])
+def test_score_dtypes(dtype):
+    preds = torch.tensor([[4, 3, 2, 1], [1, 2, 3, 4]]).to(dtype)
+    target = torch.tensor([[1, 0, 1, 0], [1, 0, 0, 0]])
+    out = F.evaluate(preds, target, ["ndcg@3", "map", "mrr"], reduction="none")
+    assert out["mrr"].dtype == torch.float32
+    torch.testing.assert_close(out["mrr"], torch.tensor([1.0, 0.25]))
+
+
+def test_bool_and_float_targets_agree():
+    preds, target = _data()
+    binary = target > 0
+    torch.testing.assert_close(F.average_precision(preds, binary), F.average_precision(preds, binary.to(torch.float64)))
+
+
+def test_evaluate_equals_single_functions():
+    preds, target = _data()
+    out = F.evaluate(preds, target, ["ndcg@5", "ndcg_cut_10", "map", "P_5", "recall@10", "mrr", "rbp.95", "err@3"],
+                     reduction="none")
+    torch.testing.assert_close(out["ndcg@5"], F.ndcg(preds, target, k=5, reduction="none"))
+    torch.testing.assert_close(out["ndcg_cut_10"], F.ndcg(preds, target, k=10, reduction="none"))
+    torch.testing.assert_close(out["map"], F.average_precision(preds, target, reduction="none"))
+    torch.testing.assert_close(out["P_5"], F.precision(preds, target, k=5, reduction="none"))
+    torch.testing.assert_close(out["recall@10"], F.recall(preds, target, k=10, reduction="none"))
+    torch.testing.assert_close(out["mrr"], F.reciprocal_rank(preds, target, reduction="none"))
+    torch.testing.assert_close(out["rbp.95"], F.rbp(preds, target, p=0.95, reduction="none"))
+    torch.testing.assert_close(out["err@3"], F.err(preds, target, k=3, reduction="none"))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.parametrize(("name", "fn", "_"), ALL_MEASURES, ids=IDS)
+@pytest.mark.parametrize("ties", ["average", "first"])
+def test_cpu_and_cuda_agree(name, fn, _, ties):
+    preds, target = _data(q=300, n=50)
+    preds = torch.round(preds * 2) / 2  # ties
+    kw = _kwargs(name, fn) | {"ties": ties, "reduction": "none"}
+    cpu = fn(preds, target, **kw)
+    cuda = fn(preds.cuda(), target.cuda(), **kw)
+    assert cuda.device.type == "cuda"
+    torch.testing.assert_close(cuda.cpu(), cpu)
