@@ -71,15 +71,37 @@ def run_measure(
     **params: object,
 ) -> Tensor:
     """Validate and rank the input, apply ``measure`` and reduce its per-query values."""
-    check_options(ties, empty_target_action, reduction, relevance_threshold)
     ks, k_is_sequence = normalize_k(k)
+    inputs, ranking = prepare(
+        preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
+        empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
+        validate_args=validate_args,
+    )
+    values, no_relevant = measure(ranking, ks, **params)
+    return finalize(values, no_relevant, inputs, empty_target_action, reduction, k_is_sequence)
+
+
+def prepare(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    indexes: Tensor | None,
+    mask: Tensor | None,
+    ideal_target: Tensor | None,
+    judged: Tensor | None,
+    ties: str,
+    empty_target_action: str,
+    reduction: str,
+    relevance_threshold: float,
+    validate_args: bool,
+) -> tuple[RankingInput, Ranking]:
+    """Check the shared options, format the input and rank it once."""
+    check_options(ties, empty_target_action, reduction, relevance_threshold)
     inputs = format_inputs(
         preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged,
         validate_args=validate_args,
     )
-    ranking = rank(inputs, ties=ties, relevance_threshold=relevance_threshold)
-    values, no_relevant = measure(ranking, ks, **params)
-    return finalize(values, no_relevant, inputs, empty_target_action, reduction, k_is_sequence)
+    return inputs, rank(inputs, ties=ties, relevance_threshold=relevance_threshold)
 
 
 def check_options(ties: str, empty_target_action: str, reduction: str, relevance_threshold: float) -> None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from torchrank.functional._inputs import RankingInput, check_choice, format_inputs
-from torchrank.functional._pipeline import EMPTY_TARGET_ACTIONS, REDUCTIONS, TIES, finalize, with_common_args
+from torchrank.functional._inputs import RankingInput, format_inputs
+from torchrank.functional._pipeline import check_options, finalize, with_common_args
 
 _PAIR_BUDGET = 1 << 24  # pair comparisons per chunk of queries: bounds memory at O(Q N) + O(budget)
 
@@ -93,9 +93,7 @@ def kendall_tau(
         >>> kendall_tau(torch.tensor([0.9, 0.5, 0.1]), torch.tensor([0, 1, 2]), distance=True)
         tensor(1.)
     """
-    check_choice("ties", ties, TIES)
-    check_choice("empty_target_action", empty_target_action, EMPTY_TARGET_ACTIONS)
-    check_choice("reduction", reduction, REDUCTIONS)
+    check_options(ties, empty_target_action, reduction, relevance_threshold=1)
     inputs = format_inputs(preds, target, indexes=indexes, mask=mask, validate_args=validate_args)
     values, no_order = _kendall(inputs, ties, distance)
     return finalize(values, no_order, inputs, empty_target_action, reduction, k_is_sequence=False)

@@ -30,9 +30,7 @@ from dataclasses import dataclass, field
 
 from torch import Tensor
 
-from torchrank.functional._inputs import format_inputs
-from torchrank.functional._pipeline import Measure, check_options, finalize
-from torchrank.functional._ranking import rank
+from torchrank.functional._pipeline import Measure, finalize, prepare
 from torchrank.functional.average_precision import _average_precision, _average_recall
 from torchrank.functional.dcg import _dcg, _ndcg, _weights
 from torchrank.functional.err import _err
@@ -157,12 +155,11 @@ def evaluate(
     parsed = [parse_measure(m) for m in measures]
     if not parsed:
         raise ValueError("Argument `measures` must name at least one measure.")
-    check_options(ties, empty_target_action, reduction, relevance_threshold)
-    inputs = format_inputs(
-        preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged,
+    inputs, ranking = prepare(
+        preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
+        empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
         validate_args=validate_args,
     )
-    ranking = rank(inputs, ties=ties, relevance_threshold=relevance_threshold)
     groups: dict[tuple, list[ParsedMeasure]] = {}
     for m in parsed:
         groups.setdefault((m.family, m.params), []).append(m)
