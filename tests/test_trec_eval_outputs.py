@@ -53,8 +53,8 @@ def test_matches_published_trec_eval_output(expected_file):
         batch.preds, batch.target, measures, mask=batch.mask, ideal_target=batch.ideal_target,
         judged=batch.judged, ties="first", reduction="none", relevance_threshold=threshold,
     )
-    # trec_eval -c scores a query missing from the run 0 in every measure, rbp_resid too (whose value
-    # for an empty ranking is 1: nothing was seen); the command line applies that convention
+    # trec_eval -c scores a query missing from the run 0 in every measure, rbp_resid too, whereas
+    # torchrank's residual of an empty ranking is 1 (nothing was seen): apply trec_eval's convention
     missing = ~batch.mask.any(1)
     if "rbp_resid" in ours:
         ours["rbp_resid"] = ours["rbp_resid"].masked_fill(missing, 0)

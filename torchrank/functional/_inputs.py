@@ -42,7 +42,10 @@ def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
 
 
 def normalize_k(k: int | Sequence[int] | None) -> tuple[list[int | None], bool]:
-    """Return the cut-offs as a list (``[None]`` for the whole list) and whether a sequence was given."""
+    """Return the cut-offs as a list (``[None]`` for the whole list) and whether a sequence was given.
+
+    A sequence holds positive ints only; to mix the whole list with cut-offs, use ``evaluate``.
+    """
     if k is None:
         return [None], False
     if _is_int(k):

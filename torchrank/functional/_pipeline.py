@@ -7,6 +7,7 @@ treat queries without relevant items or reduce.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 
 import torch
@@ -25,31 +26,39 @@ from torchrank.functional._ranking import Ranking, rank
 
 Measure = Callable[..., tuple[Tensor, Tensor]]
 
-COMMON_ARGS = """
-    Args:
-        preds: Scores ``[..., N]`` (higher ranks first), or 1-D with ``indexes``. Never thresholded.
-        target: Labels of the same shape: bool, int or float, ``>= 0``; binary or graded.
-        k: Cut-off: an int, a sequence of ints (one sort; the output gains a last dimension of that
-            length) or ``None`` for the whole list.
-        indexes: Flat input: the query id of each item (1-D, like ``preds``); queries come out in
-            ascending id order.
-        mask: Bool ``[..., N]``, True for a real item; padded items are never ranked and never count.
-        ideal_target: Labels ``[..., M]`` of every judged item of each query (0-padded) for the number of
-            relevant items and the ideal ranking, when the list does not hold them all. Default: ``target``.
-        ties: Order of equal scores: ``"average"`` (expected value over random orders), ``"optimistic"``,
-            ``"pessimistic"`` or ``"first"`` (input order).
-        empty_target_action: Score of a query with no relevant item: ``"neg"`` (0), ``"pos"`` (1),
-            ``"skip"`` (NaN, left out of the mean) or ``"error"``.
-        reduction: ``"mean"`` over queries, ``"sum"``, or ``"none"`` (per-query values ``[...]``).
-        relevance_threshold: Binary relevance is ``label >= relevance_threshold`` (trec_eval's ``-l``).
-        validate_args: Run the checks that read tensor values (NaN scores, negative labels); each
-            synchronises a GPU stream once. The shape, dtype and device checks always run.
-"""
+COMMON_ARGS = {
+    "preds": "Scores ``[..., N]`` (higher ranks first), or 1-D with ``indexes``. Never thresholded.",
+    "target": "Labels of the same shape: bool, int or float, ``>= 0``; binary or graded.",
+    "k": "Cut-off: an int, a sequence of ints (one sort; the output gains a last dimension of that\n"
+    "    length) or ``None`` for the whole list.",
+    "indexes": "Flat input: the query id of each item (1-D, like ``preds``); queries come out in\n"
+    "    ascending id order.",
+    "mask": "Bool ``[..., N]``, True for a real item; padded items are never ranked and never count.",
+    "ideal_target": "Labels ``[..., M]`` of every judged item of each query (0-padded) for the number of\n"
+    "    relevant items and the ideal ranking, when the list does not hold them all. Default: ``target``.",
+    "ties": "Order of equal scores: ``\"average\"`` (expected value over random orders), ``\"optimistic\"``,\n"
+    "    ``\"pessimistic\"`` or ``\"first\"`` (input order).",
+    "empty_target_action": "Score of a query with no relevant item: ``\"neg\"`` (0), ``\"pos\"`` (1),\n"
+    "    ``\"skip\"`` (NaN, left out of the mean) or ``\"error\"``.",
+    "reduction": "``\"mean\"`` over queries, ``\"sum\"``, or ``\"none\"`` (per-query values ``[...]``).",
+    "relevance_threshold": "Binary relevance is ``label >= relevance_threshold`` (trec_eval's ``-l``).",
+    "validate_args": "Run the checks that read tensor values (NaN scores, negative labels); each\n"
+    "    synchronises a GPU stream once. The shape, dtype and device checks always run.",
+}
 
 
 def with_common_args(fn: Callable) -> Callable:
-    """Insert the shared argument documentation where a docstring says ``{common_args}``."""
-    fn.__doc__ = (fn.__doc__ or "").replace("    {common_args}\n", COMMON_ARGS.lstrip("\n"))
+    """Document the shared arguments ``fn`` takes where its docstring says ``{common_args}``.
+
+    Only the arguments in ``fn``'s signature are listed, in signature order, so a function that takes no
+    ``k`` documents none.
+    """
+    taken = [name for name in inspect.signature(fn).parameters if name in COMMON_ARGS]
+    lines = ["    Args:"]
+    for name in taken:
+        text = COMMON_ARGS[name].replace("\n", "\n        ")
+        lines.append(f"        {name}: {text}")
+    fn.__doc__ = (fn.__doc__ or "").replace("    {common_args}\n", "\n".join(lines) + "\n")
     return fn
 
 

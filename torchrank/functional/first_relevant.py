@@ -162,6 +162,9 @@ def mean_rank(
     ranked in the top k (or not retrieved at all) counts as position k+1 (with ``k=None``: the list
     length + 1). Lower is better.
 
+    A query with no relevant item gets ``empty_target_action``'s value (0 for ``"neg"``, the best value of
+    this lower-is-better measure): use ``"skip"`` to leave such queries out of the mean.
+
     {common_args}
 
     Example:

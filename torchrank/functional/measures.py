@@ -1,6 +1,6 @@
 """Measure names and :func:`evaluate`: many measures over one input, ranked once.
 
-The grammar (case-insensitive apart from trec_eval's ``P``), shared by configs and the command line:
+The grammar (case-insensitive), shared by configs and the command line:
 
 ==========================  =============================================================
 name                        measure
@@ -78,7 +78,7 @@ FAMILIES: dict[str, Family] = {
 }
 ALIASES = {
     "p": "precision", "ap": "map", "map_cut": "map", "recall_cut": "recall", "hit_rate": "success",
-    "hit": "success", "hits": "success", "rr": "mrr", "recip_rank": "mrr", "reciprocal_rank": "mrr",
+    "hit": "success", "rr": "mrr", "recip_rank": "mrr", "reciprocal_rank": "mrr",
     "r_precision": "rprec", "ndcg_cut": "ndcg", "ndcg_burges": "ndcg_exp", "dcg_burges": "dcg_exp",
     "average_precision": "map", "average_recall": "mar", "first_relevant_position": "frp",
 }

@@ -28,7 +28,9 @@ def _rbp(
     if residual:
         unjudged = torch.zeros_like(r.labels) if r.judged is None else (r.valid & ~r.judged).to(r.dtype)
         unseen = torch.pow(torch.as_tensor(p, dtype=r.dtype), torch.minimum(k_eff, r.num_valid.unsqueeze(1)))
-        return at_cutoffs(torch.cumsum(r.expected(unjudged) * weights, 1), index) + unseen, ~r.has_positive_label
+        residual_values = at_cutoffs(torch.cumsum(r.expected(unjudged) * weights, 1), index) + unseen
+        # what unseen items could add does not depend on the judged ones: no empty-query action
+        return residual_values, torch.zeros_like(r.has_positive_label)
     gains = r.labels / r.top_label(max_label)
     return at_cutoffs(torch.cumsum(r.expected(gains) * weights, 1), index), ~r.has_positive_label
 
@@ -57,8 +59,10 @@ def rbp(
     {common_args}
         p: Persistence, the probability of looking at the next item, in (0, 1); 0.9 as trec_eval.
         max_label: Top of the label scale: gains are ``label / max_label``. Default: each query's largest
-            judged label (trec_eval 10), so a query's value does not depend on the rest of the batch.
-        residual: Return the residual (the most unjudged and unseen items could add) instead of RBP.
+            label (of ``ideal_target`` and the ranked items; trec_eval 10), so a query's value does not
+            depend on the rest of the batch.
+        residual: Return the residual (the most unjudged and unseen items could add) instead of RBP;
+            ``empty_target_action`` does not apply to it.
         judged: Bool like ``preds``, True for items with a judgment; only the residual reads it.
             Default: every ranked item is judged.
 
