@@ -1,0 +1,206 @@
+"""The one stateful mechanism behind every torchrank metric.
+
+Dense input (``[..., N]`` rows, whole lists): ``update`` computes per-query values with the functional
+and adds them to float64 sums and counts (``dist_reduce_fx="sum"``), so memory stays constant over an
+epoch and a sync is one collective per state, exact for uneven shards and ranks without data.
+Flat input with ``indexes`` (a query may span updates and ranks): the items are kept and grouped at
+``compute``. ``keep_per_query=True`` also keeps each query's value, for the median, plots and tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+from torchmetrics import Metric
+from torchmetrics.utilities.data import dim_zero_cat
+
+from torchrank.functional._inputs import check_choice
+
+AGGREGATIONS = ("mean", "median", "min", "max")
+
+
+class RankingMetric(Metric):
+    """Accumulates one or several ranking measures; subclasses say which (``_values``) and how they are named.
+
+    Args:
+        num_outputs: Values per query (one per cut-off or measure).
+        config: What identifies the metric's configuration (name and parameters): metrics of different
+            configurations never share a ``MetricCollection`` compute group, even when their states
+            happen to be equal after a first update.
+        keep_per_query: Also keep every query's values (memory grows with the number of queries).
+        aggregation: ``"mean"`` over queries, or ``"median"``, ``"min"``, ``"max"`` (these keep the
+            per-query values).
+        kwargs: torchmetrics' ``Metric`` options (``sync_on_compute``, ``dist_sync_on_step``,
+            ``process_group``, ``compute_on_cpu``, ...).
+    """
+
+    is_differentiable = False
+    higher_is_better: bool | None = True
+    full_state_update = False
+    plot_lower_bound: float | None = 0.0
+    plot_upper_bound: float | None = 1.0
+
+    total: Tensor
+    count: Tensor
+
+    def __init__(
+        self,
+        num_outputs: int,
+        config: str,
+        keep_per_query: bool = False,
+        aggregation: str = "mean",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        check_choice("aggregation", aggregation, AGGREGATIONS)
+        if not isinstance(keep_per_query, bool):
+            raise TypeError(f"Argument `keep_per_query` must be a bool, got {keep_per_query!r}.")
+        self.num_outputs = num_outputs
+        self.aggregation = aggregation
+        self.keep_per_query = keep_per_query or aggregation != "mean"
+        self._mode: str | None = None  # "dense" or "flat", fixed by the first update until reset
+        self.add_state("total", torch.zeros(num_outputs, dtype=torch.float64), dist_reduce_fx="sum")
+        self.add_state("count", torch.zeros(num_outputs, dtype=torch.float64), dist_reduce_fx="sum")
+        self.add_state("config_id", _config_id(config), dist_reduce_fx="max")
+        if self.keep_per_query:
+            self.add_state("per_query", [], dist_reduce_fx="cat")
+        for name in ("flat_preds", "flat_target", "flat_indexes", "flat_judged"):
+            self.add_state(name, [], dist_reduce_fx="cat")
+
+    # ------------------------------------------------------------------ what subclasses provide
+    def _values(self, preds: Tensor, target: Tensor, **inputs: Tensor | None) -> Tensor:
+        """Per-query values ``[Q, num_outputs]`` (NaN where a query is skipped), from the functional."""
+        raise NotImplementedError
+
+    def _format_output(self, values: Tensor) -> Any:
+        """The user-facing form of ``[num_outputs]`` values (a tensor, or a dict of named values)."""
+        return values[0] if self.num_outputs == 1 and not getattr(self, "_k_is_sequence", False) else values
+
+    # ------------------------------------------------------------------ torchmetrics contract
+    def update(
+        self,
+        preds: Tensor,
+        target: Tensor,
+        indexes: Tensor | None = None,
+        mask: Tensor | None = None,
+        ideal_target: Tensor | None = None,
+        judged: Tensor | None = None,
+    ) -> None:
+        """Add a batch: dense ``[..., N]`` whole lists, or flat items with their query ``indexes``.
+
+        Nothing is stored unless the whole batch is valid, so a failed update leaves the state unchanged.
+        """
+        mode = "dense" if indexes is None else "flat"
+        if self._mode is not None and mode != self._mode:
+            raise ValueError(
+                f"This metric received {self._mode} input before and {mode} input now; use one layout "
+                "(dense rows, or flat items with `indexes`) until `reset()`."
+            )
+        if mode == "flat":
+            self._update_flat(preds, target, indexes, mask, ideal_target, judged)
+        else:
+            values = self._values(preds, target, mask=mask, ideal_target=ideal_target, judged=judged)
+            values = values.reshape(-1, self.num_outputs)
+            self._add(values)
+        self._mode = mode
+
+    def _update_flat(
+        self,
+        preds: Tensor,
+        target: Tensor,
+        indexes: Tensor,
+        mask: Tensor | None,
+        ideal_target: Tensor | None,
+        judged: Tensor | None,
+    ) -> None:
+        # validate the batch the way compute will read it, before storing anything
+        self._values(preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged)
+        keep = slice(None) if mask is None else mask
+        self.flat_preds.append(preds[keep])
+        self.flat_target.append(target[keep])
+        self.flat_indexes.append(indexes[keep])
+        if judged is not None:
+            self.flat_judged.append(judged[keep])
+
+    def _add(self, values: Tensor) -> None:
+        known = ~torch.isnan(values)
+        self.total += torch.where(known, values, 0).sum(0, dtype=torch.float64)
+        self.count += known.sum(0, dtype=torch.float64)
+        if self.keep_per_query:
+            self.per_query.append(values.to(torch.float64))
+
+    def compute(self) -> Any:
+        """The mean (or ``aggregation``) over every query seen, across updates and processes."""
+        total, count = self.total.clone(), self.count.clone()
+        per_query = [dim_zero_cat(self.per_query)] if self.keep_per_query and self.per_query else []
+        if isinstance(self.flat_preds, Tensor) or self.flat_preds:  # a tensor after a sync, else a list
+            judged = dim_zero_cat(self.flat_judged) if _non_empty(self.flat_judged) else None
+            flat = self._values(
+                dim_zero_cat(self.flat_preds), dim_zero_cat(self.flat_target),
+                indexes=dim_zero_cat(self.flat_indexes), judged=judged,
+            ).reshape(-1, self.num_outputs).to(torch.float64)
+            known = ~torch.isnan(flat)
+            total += torch.where(known, flat, 0).sum(0)
+            count += known.sum(0)
+            per_query.append(flat)
+        if self.aggregation == "mean":
+            value = total / count  # NaN where no query was counted, as for an empty mean
+        else:
+            value = _aggregate(torch.cat(per_query) if per_query else total.new_zeros(0, self.num_outputs),
+                               self.aggregation)
+        return self._format_output(value.to(torch.get_default_dtype()))
+
+    def per_query_values(self) -> Tensor:
+        """Each query's values ``[Q, num_outputs]`` in update order (needs ``keep_per_query=True``)."""
+        if not self.keep_per_query:
+            raise RuntimeError("Per-query values are kept only with `keep_per_query=True`.")
+        return dim_zero_cat(self.per_query) if self.per_query else self.total.new_zeros(0, self.num_outputs)
+
+    def reset(self) -> None:
+        super().reset()
+        self._mode = None
+
+    def plot(self, val: Any = None, ax: Any = None) -> Any:
+        """Plot a value (default: ``compute()``) or a sequence of values; needs matplotlib."""
+        return self._plot(val, ax)
+
+
+def _config_id(config: str) -> Tensor:
+    """A deterministic number per configuration (the same in every process, unlike ``hash``)."""
+    digest = hashlib.sha256(config.encode()).digest()
+    return torch.tensor(float(int.from_bytes(digest[:6], "big")), dtype=torch.float64)
+
+
+def _non_empty(state: Tensor | list) -> bool:
+    return isinstance(state, Tensor) or bool(state)
+
+
+def _aggregate(values: Tensor, aggregation: str) -> Tensor:
+    """Median / min / max over queries of each column, ignoring NaN (skipped queries)."""
+    if aggregation == "median":
+        return torch.nanmedian(values, 0).values if values.numel() else values.new_full(values.shape[1:], torch.nan)
+    fill = float("inf") if aggregation == "min" else -float("inf")
+    filled = torch.where(torch.isnan(values), fill, values)
+    if values.shape[0] == 0:
+        return values.new_full(values.shape[1:], torch.nan)
+    out = filled.amin(0) if aggregation == "min" else filled.amax(0)
+    return torch.where(torch.isinf(out) & (out == fill), torch.nan, out)
+
+
+def metric_config(name: str, params: dict[str, Any]) -> str:
+    """A stable text form of a metric's configuration (callables by qualified name)."""
+
+    def show(value: Any) -> str:
+        if callable(value):
+            return getattr(value, "__qualname__", repr(value))
+        return repr(value)
+
+    return name + "(" + ", ".join(f"{key}={show(value)}" for key, value in sorted(params.items())) + ")"
+
+
+ValuesFn = Callable[..., Tensor]
+KS = int | Sequence[int] | None

@@ -1,0 +1,230 @@
+"""A ``torchmetrics.Metric`` for every measure of :mod:`torchrank.functional`, and :class:`RankingMetrics`.
+
+Each class is its functional plus accumulation: keyword arguments the functional takes (``k``, ``ties``,
+``gain``, ``p``, ...) configure the measure, the others (``sync_on_compute``, ``compute_on_cpu``, ...)
+go to ``torchmetrics.Metric``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+import torch
+from torch import Tensor
+
+import torchrank.functional as F
+from torchrank.functional._inputs import normalize_k
+from torchrank.functional.measures import parse_measure
+from torchrank.metrics._base import RankingMetric, metric_config
+
+_INPUTS = ("preds", "target", "indexes", "mask", "ideal_target", "judged", "reduction")
+_PROBE = (torch.tensor([[0.5, 0.25]]), torch.tensor([[1, 0]]))  # validates options at construction
+
+
+class FunctionalMetric(RankingMetric):
+    """Accumulates the per-query values of ``_function`` (a :mod:`torchrank.functional` measure).
+
+    Args:
+        k: Cut-off(s), as in the functional: an int, a sequence (the value gains a last dimension) or None.
+        keep_per_query: Keep every query's value (``per_query_values()``; needed for ``aggregation``
+            other than the mean).
+        aggregation: ``"mean"``, ``"median"``, ``"min"`` or ``"max"`` over queries.
+        kwargs: The functional's own options (``ties``, ``empty_target_action``, ``relevance_threshold``,
+            ``validate_args``, and e.g. ``gain`` for NDCG) and torchmetrics' ``Metric`` options.
+    """
+
+    _function: ClassVar[Callable[..., Tensor]]
+
+    def __init__(
+        self, k: int | Sequence[int] | None = None, *, keep_per_query: bool = False, aggregation: str = "mean",
+        **kwargs: Any,
+    ) -> None:
+        accepted = set(inspect.signature(type(self)._function).parameters) - set(_INPUTS)
+        if k is not None and "k" not in accepted:
+            raise TypeError(f"{type(self).__name__} takes no cut-off `k`: it evaluates whole lists.")
+        params = {name: kwargs.pop(name) for name in list(kwargs) if name in accepted}
+        ks, k_is_sequence = normalize_k(k)
+        if "k" in accepted:
+            params["k"] = k
+        self._params = params
+        self._k_is_sequence = k_is_sequence
+        type(self)._function(*_PROBE, **params)  # a bad option fails here, not at the first update
+        super().__init__(
+            num_outputs=len(ks), config=metric_config(type(self).__name__, params),
+            keep_per_query=keep_per_query, aggregation=aggregation, **kwargs,
+        )
+        self.k = k
+
+    def _values(self, preds: Tensor, target: Tensor, **inputs: Tensor | None) -> Tensor:
+        given = {name: value for name, value in inputs.items() if value is not None}
+        return type(self)._function(preds, target, reduction="none", **given, **self._params)
+
+
+class Precision(FunctionalMetric):
+    """Precision@k over queries (:func:`torchrank.functional.precision`).
+
+    Example:
+        >>> import torch
+        >>> metric = Precision(k=2)
+        >>> metric.update(torch.tensor([[0.9, 0.8, 0.1]]), torch.tensor([[1, 0, 1]]))
+        >>> metric.update(torch.tensor([[0.2, 0.7, 0.1]]), torch.tensor([[0, 1, 1]]))
+        >>> metric.compute()
+        tensor(0.5000)
+    """
+
+    _function = staticmethod(F.precision)
+
+
+class Recall(FunctionalMetric):
+    """Recall@k (:func:`torchrank.functional.recall`)."""
+
+    _function = staticmethod(F.recall)
+
+
+class F1(FunctionalMetric):
+    """F1@k (:func:`torchrank.functional.f1`)."""
+
+    _function = staticmethod(F.f1)
+
+
+class HitRate(FunctionalMetric):
+    """Hit rate / success@k (:func:`torchrank.functional.hit_rate`)."""
+
+    _function = staticmethod(F.hit_rate)
+
+
+class MAP(FunctionalMetric):
+    """Mean average precision at k: AP over all R relevant items (:func:`torchrank.functional.average_precision`)."""
+
+    _function = staticmethod(F.average_precision)
+
+
+class RPrecision(FunctionalMetric):
+    """R-precision (:func:`torchrank.functional.r_precision`); takes no ``k``."""
+
+    _function = staticmethod(F.r_precision)
+
+
+class MAR(FunctionalMetric):
+    """Mean average recall at k (:func:`torchrank.functional.average_recall`)."""
+
+    _function = staticmethod(F.average_recall)
+
+
+class DCG(FunctionalMetric):
+    """DCG@k (:func:`torchrank.functional.dcg`; ``gain``, ``discount``, ``log_base``, ``power``)."""
+
+    _function = staticmethod(F.dcg)
+    plot_upper_bound = None
+
+
+class NDCG(FunctionalMetric):
+    """NDCG@k (:func:`torchrank.functional.ndcg`; ``gain``, ``discount``, ``log_base``, ``power``).
+
+    Example:
+        >>> import torch
+        >>> metric = NDCG(k=[1, 3])
+        >>> metric.update(torch.tensor([[0.9, 0.5, 0.1]]), torch.tensor([[0, 2, 1]]))
+        >>> metric.compute()
+        tensor([0.0000, 0.6697])
+    """
+
+    _function = staticmethod(F.ndcg)
+
+
+class MRR(FunctionalMetric):
+    """Mean reciprocal rank at k (:func:`torchrank.functional.reciprocal_rank`)."""
+
+    _function = staticmethod(F.reciprocal_rank)
+
+
+class ERR(FunctionalMetric):
+    """Expected reciprocal rank at k (:func:`torchrank.functional.err`; ``transform``, ``max_label``)."""
+
+    _function = staticmethod(F.err)
+
+
+class RBP(FunctionalMetric):
+    """Rank-biased precision (:func:`torchrank.functional.rbp`; ``p``, ``max_label``, ``residual``)."""
+
+    _function = staticmethod(F.rbp)
+
+
+class MeanRank(FunctionalMetric):
+    """Mean rank of the relevant items (:func:`torchrank.functional.mean_rank`); lower is better."""
+
+    _function = staticmethod(F.mean_rank)
+    higher_is_better = False
+    plot_lower_bound = 1.0
+    plot_upper_bound = None
+
+
+class FirstRelevantPosition(FunctionalMetric):
+    """First relevant position, FRP@k (:func:`torchrank.functional.first_relevant_position`); lower is better."""
+
+    _function = staticmethod(F.first_relevant_position)
+    higher_is_better = False
+    plot_lower_bound = 1.0
+    plot_upper_bound = None
+
+
+class KendallTau(FunctionalMetric):
+    """Kendall's tau, or with ``distance=True`` the tau distance (:func:`torchrank.functional.kendall_tau`)."""
+
+    _function = staticmethod(F.kendall_tau)
+    plot_lower_bound = -1.0
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if self._params.get("distance", False):
+            self.higher_is_better = False
+            self.plot_lower_bound = 0.0
+
+
+class RankingMetrics(RankingMetric):
+    """Several measures by name (``"ndcg@10"``, ``"map"``, ``"P@5"``, ``"rbp.95"``, ``"ndcg_cut_10"``, ...),
+    ranked once per update; ``compute`` returns a dict keyed by the names as given (``self.log_dict``-ready).
+
+    Args:
+        measures: Names in the grammar of :func:`torchrank.functional.evaluate`.
+        keep_per_query: Keep every query's values.
+        aggregation: ``"mean"``, ``"median"``, ``"min"`` or ``"max"`` over queries.
+        kwargs: ``evaluate``'s options (``ties``, ``empty_target_action``, ``relevance_threshold``,
+            ``validate_args``) and torchmetrics' ``Metric`` options.
+
+    Example:
+        >>> import torch
+        >>> metrics = RankingMetrics(["ndcg@2", "map", "P@1"])
+        >>> metrics.update(torch.tensor([[0.9, 0.8, 0.1]]), torch.tensor([[1, 0, 1]]))
+        >>> {name: round(value.item(), 4) for name, value in metrics.compute().items()}
+        {'ndcg@2': 0.6131, 'map': 0.8333, 'P@1': 1.0}
+    """
+
+    def __init__(
+        self, measures: Sequence[str], *, keep_per_query: bool = False, aggregation: str = "mean", **kwargs: Any
+    ) -> None:
+        if isinstance(measures, str):
+            raise TypeError("Argument `measures` must be a sequence of names, got a single string.")
+        measures = list(measures)
+        for name in measures:
+            parse_measure(name)
+        if len(set(measures)) != len(measures):
+            raise ValueError(f"Argument `measures` names a measure twice: {measures}.")
+        accepted = set(inspect.signature(F.evaluate).parameters) - set(_INPUTS) - {"measures"}
+        self._params = {name: kwargs.pop(name) for name in list(kwargs) if name in accepted}
+        F.evaluate(*_PROBE, measures, **self._params)
+        self.measures = measures
+        super().__init__(
+            num_outputs=len(measures), config=metric_config("RankingMetrics", {"measures": measures, **self._params}),
+            keep_per_query=keep_per_query, aggregation=aggregation, **kwargs,
+        )
+
+    def _values(self, preds: Tensor, target: Tensor, **inputs: Tensor | None) -> Tensor:
+        given = {name: value for name, value in inputs.items() if value is not None}
+        values = F.evaluate(preds, target, self.measures, reduction="none", **given, **self._params)
+        return torch.stack([values[name].reshape(-1) for name in self.measures], 1)
+
+    def _format_output(self, values: Tensor) -> dict[str, Tensor]:
+        return {name: values[j] for j, name in enumerate(self.measures)}
