@@ -152,3 +152,17 @@ def test_cpu_and_cuda_agree(name, fn, _, ties):
     cuda = fn(preds.cuda(), target.cuda(), **kw)
     assert cuda.device.type == "cuda"
     torch.testing.assert_close(cuda.cpu(), cpu)
+
+
+@pytest.mark.parametrize(("name", "fn", "_"), CUTOFF_MEASURES, ids=[m[0] for m in CUTOFF_MEASURES])
+@pytest.mark.parametrize("ties", ["average", "first"])
+@pytest.mark.parametrize("tied", [False, True], ids=["distinct", "tied"])
+def test_top_k_path_equals_full_sort(name, fn, _, ties, tied):
+    """Without padding, small cut-offs may be ranked by a top-k (on CPU, when no tie reaches them);
+    an all-True mask always takes the full sort: both must agree, ties at the cut-off included."""
+    preds, target = _data(q=60, n=30)
+    if tied:
+        preds = torch.round(preds * 2) / 2  # tie groups straddle the cut-offs
+    kw = {"k": [1, 3, 5], "ties": ties, "reduction": "none"}
+    full = fn(preds, target, mask=torch.ones_like(preds, dtype=torch.bool), **kw)
+    torch.testing.assert_close(fn(preds, target, **kw), full)

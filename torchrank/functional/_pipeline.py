@@ -84,7 +84,7 @@ def run_measure(
     inputs, ranking = prepare(
         preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
         empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
-        validate_args=validate_args,
+        validate_args=validate_args, depth=deepest(ks),
     )
     values, no_relevant = measure(ranking, ks, **params)
     return finalize(values, no_relevant, inputs, empty_target_action, reduction, k_is_sequence)
@@ -103,14 +103,20 @@ def prepare(
     reduction: str,
     relevance_threshold: float,
     validate_args: bool,
+    depth: int | None = None,
 ) -> tuple[RankingInput, Ranking]:
-    """Check the shared options, format the input and rank it once."""
+    """Check the shared options, format the input and rank it once, to ``depth`` (None: whole lists)."""
     check_options(ties, empty_target_action, reduction, relevance_threshold)
     inputs = format_inputs(
         preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged,
         validate_args=validate_args,
     )
-    return inputs, rank(inputs, ties=ties, relevance_threshold=relevance_threshold)
+    return inputs, rank(inputs, ties=ties, relevance_threshold=relevance_threshold, depth=depth)
+
+
+def deepest(ks: Sequence[int | None]) -> int | None:
+    """The deepest rank the cut-offs read: None when one of them is the whole list."""
+    return None if None in ks else max(ks)
 
 
 def check_options(ties: str, empty_target_action: str, reduction: str, relevance_threshold: float) -> None:
@@ -145,7 +151,7 @@ def finalize(
             "to score such queries."
         )
     fill = {"neg": 0.0, "pos": 1.0, "skip": float("nan"), "error": 0.0}[empty_target_action]
-    values = torch.where(no_relevant.unsqueeze(1), torch.full_like(values, fill), values)
+    values = values.masked_fill(no_relevant.unsqueeze(1), fill)
     if reduction == "none":
         out = values.reshape(*inputs.batch_shape, values.shape[-1])
     elif reduction == "sum":

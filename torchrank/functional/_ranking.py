@@ -14,6 +14,7 @@ the group mean; the non-linear ones (AP, RR, ERR, Kendall tau, ...) use the clos
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from functools import cached_property
 
@@ -26,10 +27,14 @@ Gain = str | Callable[[Tensor], Tensor]
 Discount = str | Callable[[Tensor], Tensor]
 
 
-def rank(inputs: RankingInput, *, ties: str = "average", relevance_threshold: float = 1) -> Ranking:
+def rank(
+    inputs: RankingInput, *, ties: str = "average", relevance_threshold: float = 1, depth: int | None = None
+) -> Ranking:
     """Sort each list of ``inputs`` by descending score once, ordering ties as ``ties`` says.
 
-    Padded items go last (after real items scored ``-inf``) and never count.
+    Padded items go last (after real items scored ``-inf``) and never count. ``depth``: the deepest
+    position any measure will read (None: the whole list); on CPU, lists without padding whose top
+    ``depth`` items hold no tied scores are ranked by a top-k instead of a full sort.
 
     Example:
         >>> import torch
@@ -39,16 +44,35 @@ def rank(inputs: RankingInput, *, ties: str = "average", relevance_threshold: fl
         tensor([[2., 1., 0.]])
     """
     preds, target, mask = inputs.preds, inputs.target, inputs.mask
-    order = _ranking_order(preds, target, mask if inputs.padded else None, ties)
+    order = None
+    if depth is not None and depth < preds.shape[1] and not inputs.padded and ties in ("average", "first"):
+        order = _untied_top(preds, depth)
+        if order is not None:
+            ties = "first"  # no tie reaches the evaluated depth: every tie order gives the same values
+    if order is None:
+        order = _ranking_order(preds, target, mask if inputs.padded else None, ties)
     return Ranking(
         scores=preds.gather(1, order),
         labels=target.gather(1, order),
-        valid=mask.gather(1, order) if inputs.padded else mask,
+        valid=mask.gather(1, order) if inputs.padded else mask[:, : order.shape[1]],  # all True
         ideal_labels=inputs.ideal_target,
         judged=None if inputs.judged is None else inputs.judged.gather(1, order),
         ties=ties,
         relevance_threshold=relevance_threshold,
     )
+
+
+def _untied_top(preds: Tensor, depth: int) -> Tensor | None:
+    """Indices of each row's ``depth`` highest scores, in order, if no tie touches them; else None.
+
+    Only on CPU, where reading the answer costs no device synchronisation.
+    """
+    if preds.device.type != "cpu":
+        return None
+    values, order = torch.topk(preds, depth, dim=1, sorted=True)
+    tied_inside = (values[:, 1:] == values[:, :-1]).any()
+    tied_at_edge = ((preds == values[:, -1:]).sum(1) > 1).any()
+    return None if bool(tied_inside | tied_at_edge) else order
 
 
 def _ranking_order(preds: Tensor, target: Tensor, mask: Tensor | None, ties: str) -> Tensor:
@@ -153,9 +177,16 @@ class Ranking:
         starts = torch.cumsum(sizes, 1) - sizes
         return group_id, starts.gather(1, group_id), sizes.gather(1, group_id)
 
-    @property
+    @cached_property
     def averages_ties(self) -> bool:
-        return self.ties == "average"
+        """Whether tie groups need averaging: ``ties="average"`` and a tie exists (or, off CPU, may exist:
+        finding out would synchronise the device)."""
+        if self.ties != "average":
+            return False
+        if self.labels.device.type != "cpu":
+            return True
+        tied = (self.scores[:, 1:] == self.scores[:, :-1]) & self.valid[:, 1:] & self.valid[:, :-1]
+        return bool(tied.any())
 
     def group_sum(self, values: Tensor) -> Tensor:
         """Sum of ``values`` over each position's tie group, broadcast back to positions ``[Q, N]``."""
@@ -173,7 +204,35 @@ class Ranking:
     @cached_property
     def hits(self) -> Tensor:
         """Expected number of relevant items in the top i, ``[Q, N]``."""
-        return torch.cumsum(self.expected(self.relevant), 1)
+        return torch.cumsum(self.expected_relevant, 1) if self.averages_ties else self.relevant_count
+
+    @cached_property
+    def expected_relevant(self) -> Tensor:
+        """Probability that each position holds a relevant item ``[Q, N]``."""
+        return self.expected(self.relevant)
+
+    @cached_property
+    def relevant_count(self) -> Tensor:
+        """Relevant items in the top i in this order (ties as sorted) ``[Q, N]``."""
+        return torch.cumsum(self.relevant, 1)
+
+    @cached_property
+    def relevant_before(self) -> Tensor:
+        """Relevant items above each position in this order ``[Q, N]``."""
+        return self.relevant_count - self.relevant
+
+    @cached_property
+    def reciprocal_positions(self) -> Tensor:
+        """``1 / i`` for the 1-based ranks ``[N]``."""
+        return 1.0 / self.positions
+
+    @cached_property
+    def _group_stats(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Per position: group size m, relevant items r in the group, relevant items before the group,
+        and the 0-based offset inside the group (all floating ``[Q, N]``)."""
+        _, start, size = self._groups
+        offset = self.positions.unsqueeze(0) - 1 - start.to(self.dtype)
+        return size.to(self.dtype), self.group_sum(self.relevant), self.relevant_before.gather(1, start), offset
 
     @cached_property
     def relevant_times_count(self) -> Tensor:
@@ -185,13 +244,8 @@ class Ranking:
         ``E = r/m * (C + 1 + (j-1)(r-1)/(m-1))`` (McSherry and Najork, 2008).
         """
         if not self.averages_ties:
-            return self.relevant * torch.cumsum(self.relevant, 1)
-        _, start, size = self._groups
-        m = size.to(self.dtype)
-        r = self.group_sum(self.relevant)
-        before = torch.cumsum(self.relevant, 1) - self.relevant  # exclusive count at each position
-        prior = before.gather(1, start)  # relevant before the group
-        offset = self.positions.unsqueeze(0) - 1 - start.to(self.dtype)  # j - 1
+            return self.relevant * self.relevant_count
+        m, r, prior, offset = self._group_stats  # offset = j - 1
         within = torch.where(m > 1, offset * (r - 1) / (m - 1).clamp_min(1), 0)
         return r / m * (prior + 1 + within)
 
@@ -204,14 +258,9 @@ class Ranking:
         are non-relevant, then a relevant one. Earlier groups hold no relevant item, so a running product of
         the per-position factors along the row (factor 1 in those groups) gives the first term.
         """
-        before = torch.cumsum(self.relevant, 1) - self.relevant
         if not self.averages_ties:
-            return self.relevant * (before == 0).to(self.dtype)
-        _, start, size = self._groups
-        m = size.to(self.dtype)
-        r = self.group_sum(self.relevant)
-        t = self.positions.unsqueeze(0) - 1 - start.to(self.dtype)
-        prior = before.gather(1, start)
+            return self.relevant * (self.relevant_before == 0).to(self.dtype)
+        m, r, prior, t = self._group_stats
         first_group = (prior == 0) & (r > 0)
         none_above = ((m - r - t) / (m - t)).clamp_min(0)  # P(position is non-relevant | none above is)
         factor = torch.where(first_group, none_above, torch.ones_like(none_above))
@@ -259,7 +308,7 @@ def discount_weights(
     if callable(discount):
         divisor = discount(positions).to(positions.dtype)
     elif discount == "log":
-        divisor = torch.log(positions + 1) / torch.log(torch.tensor(float(log_base), dtype=positions.dtype))
+        divisor = torch.log(positions + 1) / math.log(log_base)
     elif discount == "power":
         divisor = positions**power
     elif discount == "linear":

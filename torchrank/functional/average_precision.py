@@ -17,7 +17,7 @@ from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index
 
 def _average_precision(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     index, _ = cutoff_index(r, ks)
-    precision_sum = torch.cumsum(r.relevant_times_count / r.positions, 1)
+    precision_sum = torch.cumsum(r.relevant_times_count * r.reciprocal_positions, 1)
     return at_cutoffs(precision_sum, index) / r.num_relevant.clamp_min(1).unsqueeze(1), no_relevant_item(r)
 
 

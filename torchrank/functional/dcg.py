@@ -8,6 +8,7 @@ scikit-learn's tie-averaged ``ndcg_score``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import torch
@@ -31,21 +32,21 @@ def check_gain_discount(gain: Gain, discount: Discount, log_base: float) -> None
         raise ValueError(f"Argument `log_base` must be > 1, got {log_base}.")
 
 
-def _dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Callable[[Tensor], Tensor]) -> Tensor:
+# weights(n, dtype, device) -> the discount weights of ranks 1..n
+Weights = Callable[[int, torch.dtype, torch.device], Tensor]
+
+
+def _dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> Tensor:
     index, _ = cutoff_index(r, ks)
-    return at_cutoffs(torch.cumsum(r.expected(r.gains(gain)) * weights(r.positions), 1), index)
+    discounted = r.expected(r.gains(gain)) * weights(r.list_size, r.dtype, r.labels.device)
+    return at_cutoffs(torch.cumsum(discounted, 1), index)
 
 
-def _ideal_dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Callable[[Tensor], Tensor]) -> Tensor:
+def _ideal_dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> Tensor:
     ideal = r.ideal_gains(gain, None if None in ks else max(ks))
     m = ideal.shape[1]
-    positions = torch.arange(1, m + 1, device=ideal.device, dtype=ideal.dtype)
-    cumulative = torch.cumsum(ideal * weights(positions), 1)
-    index = torch.tensor([m - 1 if k is None else min(k, m) - 1 for k in ks], device=ideal.device)
-    return cumulative[:, index]
-
-
-Weights = Callable[[Tensor], Tensor]
+    cumulative = torch.cumsum(ideal * weights(m, ideal.dtype, ideal.device), 1)
+    return cumulative[:, [m - 1 if k is None else min(k, m) - 1 for k in ks]]
 
 
 def _dcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> tuple[Tensor, Tensor]:
@@ -62,8 +63,22 @@ def _has_ideal_gain(r: Ranking, gain: Gain) -> Tensor:
     return (r.gains(gain, r.ideal_labels) > 0).any(1)
 
 
-def _weights(discount: Discount, log_base: float, power: float) -> Callable[[Tensor], Tensor]:
-    return lambda positions: discount_weights(discount, positions, log_base=log_base, power=power)
+def _weights(discount: Discount, log_base: float, power: float) -> Weights:
+    if callable(discount):
+        return lambda n, dtype, device: discount_weights(discount, _ranks(n, dtype, device))
+    return functools.partial(_named_weights, discount, float(log_base), float(power))
+
+
+@functools.lru_cache(maxsize=64)
+def _named_weights(
+    discount: str, log_base: float, power: float, n: int, dtype: torch.dtype, device: torch.device
+) -> Tensor:
+    """Weights of a named discount, built once per list length (read-only: shared between calls)."""
+    return discount_weights(discount, _ranks(n, dtype, device), log_base=log_base, power=power)
+
+
+def _ranks(n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    return torch.arange(1, n + 1, dtype=dtype, device=device)
 
 
 @with_common_args

@@ -43,7 +43,7 @@ def stop_probability(r: Ranking, transform: Transform, max_label: float | None) 
 def _err(r: Ranking, ks: Sequence[int | None], transform: Transform, max_label: float | None) -> tuple[Tensor, Tensor]:
     prob = stop_probability(r, transform, max_label)
     index, _ = cutoff_index(r, ks)
-    contributions = _expected_stops(r, prob) / r.positions
+    contributions = _expected_stops(r, prob) * r.reciprocal_positions
     return at_cutoffs(torch.cumsum(contributions, 1), index), ~(r.ideal_labels > 0).any(1)
 
 

@@ -18,7 +18,8 @@ from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index
 
 def _reciprocal_rank(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     index, _ = cutoff_index(r, ks)
-    return at_cutoffs(torch.cumsum(r.first_relevant_probability / r.positions, 1), index), no_relevant_item(r)
+    reciprocal_sum = torch.cumsum(r.first_relevant_probability * r.reciprocal_positions, 1)
+    return at_cutoffs(reciprocal_sum, index), no_relevant_item(r)
 
 
 def _hit_rate(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
@@ -35,7 +36,7 @@ def _first_relevant_position(r: Ranking, ks: Sequence[int | None]) -> tuple[Tens
 
 def _mean_rank(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     index, k_eff = cutoff_index(r, ks)
-    position_sum = at_cutoffs(torch.cumsum(r.expected(r.relevant) * r.positions, 1), index)
+    position_sum = at_cutoffs(torch.cumsum(r.expected_relevant * r.positions, 1), index)
     num_relevant = r.num_relevant.unsqueeze(1)
     missed = num_relevant - at_cutoffs(r.hits, index)
     return (position_sum + (k_eff + 1) * missed) / num_relevant.clamp_min(1), no_relevant_item(r)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from torch import Tensor
 
-from torchrank.functional._pipeline import Measure, finalize, prepare
+from torchrank.functional._pipeline import Measure, deepest, finalize, prepare
 from torchrank.functional.average_precision import _average_precision, _average_recall
 from torchrank.functional.dcg import _dcg, _ndcg, _weights
 from torchrank.functional.err import _err
@@ -158,7 +158,7 @@ def evaluate(
     inputs, ranking = prepare(
         preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
         empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
-        validate_args=validate_args,
+        validate_args=validate_args, depth=deepest([m.k for m in parsed]),
     )
     groups: dict[tuple, list[ParsedMeasure]] = {}
     for m in parsed:

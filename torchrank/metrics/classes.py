@@ -7,6 +7,7 @@ go to ``torchmetrics.Metric``.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
@@ -58,6 +59,11 @@ class FunctionalMetric(RankingMetric):
         self.k = k
 
     def _values(self, preds: Tensor, target: Tensor, **inputs: Tensor | None) -> Tensor:
+        if "k" in self._params and self.k != self._params["k"]:
+            raise ValueError(
+                f"`k` changed from {self._params['k']!r} to {self.k!r} after construction; the accumulated "
+                "values are for the first. Create a new metric for another cut-off."
+            )
         given = {name: value for name, value in inputs.items() if value is not None}
         return type(self)._function(preds, target, reduction="none", **given, **self._params)
 
@@ -171,16 +177,27 @@ class FirstRelevantPosition(FunctionalMetric):
 
 
 class KendallTau(FunctionalMetric):
-    """Kendall's tau, or with ``distance=True`` the tau distance (:func:`torchrank.functional.kendall_tau`)."""
+    """Kendall's tau between the ranking and the labels (:func:`torchrank.functional.kendall_tau`)."""
 
     _function = staticmethod(F.kendall_tau)
     plot_lower_bound = -1.0
 
     def __init__(self, **kwargs: Any) -> None:
+        if kwargs.pop("distance", False):
+            raise ValueError("For the tau distance (lower is better) use `KendallTauDistance`.")
         super().__init__(**kwargs)
-        if self._params.get("distance", False):
-            self.higher_is_better = False
-            self.plot_lower_bound = 0.0
+
+
+class KendallTauDistance(FunctionalMetric):
+    """Normalised Kendall tau distance: the share of label-ordered pairs ranked wrongly; lower is better."""
+
+    _function = staticmethod(functools.partial(F.kendall_tau, distance=True))
+    higher_is_better = False
+
+    def __init__(self, **kwargs: Any) -> None:
+        if "distance" in kwargs:
+            raise ValueError("`KendallTauDistance` always gives the distance; for the correlation use `KendallTau`.")
+        super().__init__(**kwargs)
 
 
 class RankingMetrics(RankingMetric):
