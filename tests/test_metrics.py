@@ -1,0 +1,242 @@
+"""Stateful metrics: equal to their functional over many uneven updates, constant memory, torchmetrics'
+contract (collections, clone, forward, state_dict, compute_on_cpu, plot) and clean failures."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+from torchmetrics import MetricCollection
+
+import torchrank.functional as F
+import torchrank.metrics as M
+
+# (class, functional, kwargs)
+PAIRS = [
+    (M.Precision, F.precision, {"k": [1, 5]}),
+    (M.Recall, F.recall, {"k": 5}),
+    (M.F1, F.f1, {"k": 5}),
+    (M.HitRate, F.hit_rate, {"k": 3}),
+    (M.MAP, F.average_precision, {"k": 10}),
+    (M.RPrecision, F.r_precision, {}),
+    (M.MAR, F.average_recall, {}),
+    (M.DCG, F.dcg, {"k": 10, "gain": "exponential"}),
+    (M.NDCG, F.ndcg, {"k": [5, 10], "ties": "first"}),
+    (M.MRR, F.reciprocal_rank, {"k": 10}),
+    (M.ERR, F.err, {"k": 10, "max_label": 3}),
+    (M.RBP, F.rbp, {"p": 0.8}),
+    (M.MeanRank, F.mean_rank, {}),
+    (M.FirstRelevantPosition, F.first_relevant_position, {"k": 5}),
+    (M.KendallTau, F.kendall_tau, {}),
+    (M.KendallTauDistance, functools.partial(F.kendall_tau, distance=True), {}),
+]
+IDS = [f"{cls.__name__}-{i}" for i, (cls, _, _) in enumerate(PAIRS)]
+
+
+def _data(seed=0, q=97, n=15):
+    g = torch.Generator().manual_seed(seed)
+    preds = torch.round(torch.randn(q, n, generator=g) * 3) / 3  # some ties
+    target = torch.randint(0, 4, (q, n), generator=g)
+    target[::7] = 0  # queries without relevant items
+    mask = torch.rand(q, n, generator=g) > 0.15
+    mask[:, 0] = True
+    return preds, target, mask
+
+
+UNEVEN = [0, 1, 4, 5, 23, 24, 60, 97]  # batches of 1, 3, 1, 18, 1, 36, 37 queries
+
+
+@pytest.mark.parametrize(("cls", "fn", "kwargs"), PAIRS, ids=IDS)
+@pytest.mark.parametrize("action", ["neg", "skip"])
+def test_class_equals_functional_over_uneven_updates(cls, fn, kwargs, action):
+    preds, target, mask = _data()
+    metric = cls(empty_target_action=action, **kwargs)
+    for start, stop in zip(UNEVEN[:-1], UNEVEN[1:], strict=True):
+        metric.update(preds[start:stop], target[start:stop], mask=mask[start:stop])
+    expected = fn(preds, target, mask=mask, empty_target_action=action, **kwargs)
+    torch.testing.assert_close(metric.compute(), expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(("cls", "fn", "kwargs"), PAIRS, ids=IDS)
+def test_flat_updates_with_queries_split_across_updates(cls, fn, kwargs):
+    preds, target, mask = _data(seed=1)
+    rows = torch.arange(preds.shape[0]).unsqueeze(1).expand_as(preds)
+    shuffle = torch.randperm(int(mask.sum()), generator=torch.Generator().manual_seed(3))
+    flat = [x[mask][shuffle] for x in (preds, target, rows)]
+    metric = cls(ties="first", **{k: v for k, v in kwargs.items() if k != "ties"})
+    for chunk in torch.arange(shuffle.numel()).split(157):
+        metric.update(flat[0][chunk], flat[1][chunk], indexes=flat[2][chunk] * 3 + 11)
+    # a flat query is grouped in arrival order, which "first" uses for ties: compare with the same grouping
+    expected = fn(flat[0], flat[1], indexes=flat[2], ties="first", **{k: v for k, v in kwargs.items() if k != "ties"})
+    torch.testing.assert_close(metric.compute(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_ranking_metrics_equals_evaluate_and_sorts_once_per_update():
+    preds, target, mask = _data(seed=2)
+    names = ["ndcg@10", "ndcg_cut_5", "map", "P@5", "recall@100", "mrr@10", "err@20", "rbp.95"]
+    metric = M.RankingMetrics(names, keep_per_query=True)
+    for start, stop in zip(UNEVEN[:-1], UNEVEN[1:], strict=True):
+        metric.update(preds[start:stop], target[start:stop], mask=mask[start:stop])
+    result = metric.compute()
+    expected = F.evaluate(preds, target, names, mask=mask)
+    assert list(result) == names
+    for name in names:
+        torch.testing.assert_close(result[name], expected[name], rtol=1e-5, atol=1e-6)
+    assert metric.per_query_values().shape == (preds.shape[0], len(names))
+
+
+@pytest.mark.parametrize("aggregation", ["median", "min", "max"])
+def test_aggregations_over_kept_queries(aggregation):
+    preds, target, mask = _data(seed=4)
+    metric = M.NDCG(k=5, aggregation=aggregation, empty_target_action="skip")
+    metric.update(preds[:40], target[:40], mask=mask[:40])
+    metric.update(preds[40:], target[40:], mask=mask[40:])
+    values = F.ndcg(preds, target, k=5, mask=mask, reduction="none", empty_target_action="skip")
+    values = values[~torch.isnan(values)]
+    expected = {"median": values.median(), "min": values.min(), "max": values.max()}[aggregation]
+    torch.testing.assert_close(metric.compute(), expected)
+
+
+def test_dense_state_memory_is_constant():
+    metric = M.NDCG(k=10)
+    preds, target = torch.randn(2, 6), torch.randint(0, 2, (2, 6))
+
+    def state_bytes():
+        return sum(t.numel() * t.element_size() for t in (metric.total, metric.count, metric.config_id))
+
+    for _ in range(10):
+        metric.update(preds, target)
+    after_10 = (state_bytes(), [len(getattr(metric, name)) for name in ("flat_preds", "flat_target")])
+    for _ in range(10_000 - 10):
+        metric.update(preds, target)
+    assert (state_bytes(), [len(getattr(metric, n)) for n in ("flat_preds", "flat_target")]) == after_10
+    assert metric.count.tolist() == [20_000.0]
+
+
+def test_state_dict_round_trip_resumes_mid_epoch():
+    preds, target, mask = _data(seed=5)
+    full = M.RankingMetrics(["ndcg@5", "map"])
+    full.update(preds, target, mask=mask)
+    first = M.RankingMetrics(["ndcg@5", "map"])
+    first.persistent(True)
+    first.update(preds[:50], target[:50], mask=mask[:50])
+    resumed = M.RankingMetrics(["ndcg@5", "map"])
+    resumed.persistent(True)
+    resumed.load_state_dict(first.state_dict())
+    resumed.update(preds[50:], target[50:], mask=mask[50:])
+    for name, value in full.compute().items():
+        torch.testing.assert_close(resumed.compute()[name], value)
+
+
+def test_collection_never_merges_different_metrics_whose_states_coincide():
+    """torchmetrics merges metrics into a compute group when their states are equal after the first update.
+    A first batch without relevant items makes every sum 0; P@1 and R@1 must still stay apart."""
+    preds, target, _ = _data(seed=6)
+    collection = MetricCollection({"p": M.Precision(k=1), "r": M.Recall(k=1), "p_again": M.Precision(k=1)})
+    collection.update(preds[:4], torch.zeros_like(target[:4]))
+    collection.update(preds[4:], target[4:])
+    out = collection.compute()
+    all_target = torch.cat([torch.zeros_like(target[:4]), target[4:]])
+    torch.testing.assert_close(out["p"], F.precision(preds, all_target, k=1))
+    torch.testing.assert_close(out["r"], F.recall(preds, all_target, k=1))
+    assert sorted(map(sorted, collection.compute_groups.values())) == [["p", "p_again"], ["r"]]
+
+
+def test_clone_forward_and_compute_on_cpu():
+    preds, target, mask = _data(seed=7)
+    metric = M.MAP(k=10, compute_on_cpu=True)
+    twin = metric.clone()
+    batch_value = metric(preds[:30], target[:30], mask=mask[:30])
+    torch.testing.assert_close(batch_value, F.average_precision(preds[:30], target[:30], k=10, mask=mask[:30]))
+    metric(preds[30:], target[30:], mask=mask[30:])
+    torch.testing.assert_close(metric.compute(), F.average_precision(preds, target, k=10, mask=mask))
+    assert twin.count.item() == 0
+    prefixed = MetricCollection({"ndcg": M.NDCG(k=5)}).clone(prefix="val_")
+    prefixed.update(preds, target)
+    assert list(prefixed.compute()) == ["val_ndcg"]
+
+
+def test_contract_attributes():
+    assert M.NDCG.full_state_update is False and M.NDCG.is_differentiable is False
+    assert M.NDCG.higher_is_better and not M.MeanRank.higher_is_better
+    assert not M.FirstRelevantPosition.higher_is_better
+    assert M.KendallTauDistance.higher_is_better is False
+    with pytest.raises(ValueError, match="KendallTauDistance"):
+        M.KendallTau(distance=True)
+    assert M.KendallTau().plot_lower_bound == -1.0
+
+
+def test_plot_uses_matplotlib():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    metric = M.NDCG(k=5)
+    metric.update(*_data(seed=8)[:2])
+    fig, ax = metric.plot()
+    assert fig is not None and ax is not None
+    fig, ax = M.RankingMetrics(["map", "P@5"]).plot([{"map": torch.tensor(0.5), "P@5": torch.tensor(0.2)}] * 3)
+    assert ax is not None
+
+
+def _snapshot(metric):
+    return {name: (value.clone() if isinstance(value, torch.Tensor) else list(value))
+            for name, value in metric.metric_state.items()}
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda m: m.update(torch.randn(2, 4), torch.randint(0, 2, (2, 5))), ValueError, "same shape"),
+        (lambda m: m.update(torch.randn(2, 4) > 0, torch.randint(0, 2, (2, 4))), TypeError, "real scores"),
+        (lambda m: m.update(torch.tensor([[0.1, float("nan")]]), torch.tensor([[1, 0]])), ValueError, "NaN"),
+        (lambda m: m.update(torch.randn(2, 4), -torch.ones(2, 4)), ValueError, "labels >= 0"),
+        (lambda m: m.update(torch.randn(4), torch.ones(4), indexes=torch.zeros(4, dtype=torch.long)), ValueError,
+         "dense input before and flat input now"),
+        (lambda m: setattr(m, "k", 3) or m.update(torch.randn(2, 4), torch.ones(2, 4)), ValueError, "`k` changed"),
+    ],
+)
+def test_failed_update_leaves_state_unchanged(call, error, match):
+    metric = M.NDCG(k=5, keep_per_query=True)
+    metric.update(torch.randn(3, 4), torch.randint(0, 3, (3, 4)))
+    before = _snapshot(metric)
+    with pytest.raises(error, match=match):
+        call(metric)
+    after = _snapshot(metric)
+    assert before.keys() == after.keys()
+    for name in before:
+        if isinstance(before[name], torch.Tensor):
+            assert torch.equal(before[name], after[name]), name
+        else:
+            assert len(before[name]) == len(after[name]), name
+
+
+def test_constructor_errors():
+    with pytest.raises(ValueError, match="Unknown measure 'ndcg@ten'"):
+        M.RankingMetrics(["ndcg@ten"])
+    with pytest.raises(ValueError, match="names a measure twice"):
+        M.RankingMetrics(["map", "map"])
+    with pytest.raises(TypeError, match="sequence of names"):
+        M.RankingMetrics("map")
+    with pytest.raises(ValueError, match="`k` must hold positive ints"):
+        M.NDCG(k=0)
+    with pytest.raises(TypeError, match="takes no cut-off"):
+        M.RPrecision(k=5)
+    with pytest.raises(ValueError, match="`aggregation` must be one of"):
+        M.NDCG(aggregation="mode")
+    with pytest.raises(ValueError, match="Unexpected keyword"):
+        M.NDCG(k=5, top_k=5)
+    with pytest.raises(ValueError, match="`gain` must be one of"):
+        M.NDCG(gain="quadratic")
+
+
+def test_flat_input_with_a_mask_and_judged():
+    preds, target = torch.tensor([0.9, 0.8, 0.7, 0.6]), torch.tensor([1, 0, 1, 1])
+    indexes = torch.tensor([0, 0, 1, 1])
+    mask = torch.tensor([True, False, True, True])
+    metric = M.RBP(p=0.5, residual=True)
+    metric.update(preds, target, indexes=indexes, mask=mask, judged=torch.tensor([True, True, False, True]))
+    expected = F.rbp(preds[mask], target[mask], indexes=indexes[mask], p=0.5, residual=True,
+                     judged=torch.tensor([True, False, True]))
+    torch.testing.assert_close(metric.compute(), expected)
