@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
+from torchmetrics.utilities.distributed import gather_all_tensors
 
 from torchrank.functional._inputs import check_choice
 
@@ -44,8 +45,7 @@ class RankingMetric(Metric):
     plot_lower_bound: float | None = 0.0
     plot_upper_bound: float | None = 1.0
 
-    total: Tensor
-    count: Tensor
+    sums: Tensor  # [2 * num_outputs + 1]: value sums, value counts, then the configuration id
 
     def __init__(
         self,
@@ -63,13 +63,25 @@ class RankingMetric(Metric):
         self.aggregation = aggregation
         self.keep_per_query = keep_per_query or aggregation != "mean"
         self._mode: str | None = None  # "dense" or "flat", fixed by the first update until reset
-        self.add_state("total", torch.zeros(num_outputs, dtype=torch.float64), dist_reduce_fx="sum")
-        self.add_state("count", torch.zeros(num_outputs, dtype=torch.float64), dist_reduce_fx="sum")
-        self.add_state("config_id", _config_id(config), dist_reduce_fx="max")
+        # few states, as each costs collectives in a sync: sums and counts share one tensor with the
+        # configuration id (which keeps MetricCollection from merging different metrics)
+        sums = torch.cat([torch.zeros(2 * num_outputs, dtype=torch.float64), _config_id(config)])
+        self.add_state("sums", sums, dist_reduce_fx=_add_sums_keep_id)
         if self.keep_per_query:
             self.add_state("per_query", [], dist_reduce_fx="cat")
-        for name in ("flat_preds", "flat_target", "flat_indexes", "flat_judged"):
-            self.add_state(name, [], dist_reduce_fx="cat")
+        # flat input: scores, labels and judged (NaN: not given) as float64 columns; query ids apart, int64
+        self.add_state("flat_items", [], dist_reduce_fx="cat")
+        self.add_state("flat_indexes", [], dist_reduce_fx="cat")
+
+    @property
+    def total(self) -> Tensor:
+        """Sum of the per-query values seen in dense updates ``[num_outputs]``."""
+        return self.sums[: self.num_outputs]
+
+    @property
+    def count(self) -> Tensor:
+        """Number of (not skipped) queries behind :attr:`total` ``[num_outputs]``."""
+        return self.sums[self.num_outputs : 2 * self.num_outputs]
 
     # ------------------------------------------------------------------ what subclasses provide
     def _values(self, preds: Tensor, target: Tensor, **inputs: Tensor | None) -> Tensor:
@@ -120,28 +132,30 @@ class RankingMetric(Metric):
         # validate the batch the way compute will read it, before storing anything
         self._values(preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged)
         keep = slice(None) if mask is None else mask
-        self.flat_preds.append(preds[keep])
-        self.flat_target.append(target[keep])
-        self.flat_indexes.append(indexes[keep])
-        if judged is not None:
-            self.flat_judged.append(judged[keep])
+        judged_column = torch.full_like(preds[keep], torch.nan) if judged is None else judged[keep]
+        columns = (preds[keep], target[keep], judged_column)
+        self.flat_items.append(torch.stack([c.to(torch.float64) for c in columns], 1))
+        self.flat_indexes.append(indexes[keep].to(torch.int64))  # one dtype on every process
 
     def _add(self, values: Tensor) -> None:
         known = ~torch.isnan(values)
-        self.total += torch.where(known, values, 0).sum(0, dtype=torch.float64)
-        self.count += known.sum(0, dtype=torch.float64)
+        k = self.num_outputs
+        self.sums[:k] += torch.where(known, values, 0).sum(0, dtype=torch.float64)
+        self.sums[k : 2 * k] += known.sum(0, dtype=torch.float64)
         if self.keep_per_query:
             self.per_query.append(values.to(torch.float64))
 
     def compute(self) -> Any:
         """The mean (or ``aggregation``) over every query seen, across updates and processes."""
         total, count = self.total.clone(), self.count.clone()
-        per_query = [dim_zero_cat(self.per_query)] if self.keep_per_query and self.per_query else []
-        if isinstance(self.flat_preds, Tensor) or self.flat_preds:  # a tensor after a sync, else a list
-            judged = dim_zero_cat(self.flat_judged) if _non_empty(self.flat_judged) else None
+        kept = _concatenated(self.per_query) if self.keep_per_query else None
+        per_query = [] if kept is None else [kept]
+        items = _concatenated(self.flat_items)
+        if items is not None:
+            preds, target, judged = items.unbind(1)
             flat = self._values(
-                dim_zero_cat(self.flat_preds), dim_zero_cat(self.flat_target),
-                indexes=dim_zero_cat(self.flat_indexes), judged=judged,
+                preds, target, indexes=_concatenated(self.flat_indexes),
+                judged=None if bool(torch.isnan(judged).any()) else judged.bool(),
             ).reshape(-1, self.num_outputs).to(torch.float64)
             known = ~torch.isnan(flat)
             total += torch.where(known, flat, 0).sum(0)
@@ -158,7 +172,26 @@ class RankingMetric(Metric):
         """Each query's values ``[Q, num_outputs]`` in update order (needs ``keep_per_query=True``)."""
         if not self.keep_per_query:
             raise RuntimeError("Per-query values are kept only with `keep_per_query=True`.")
-        return dim_zero_cat(self.per_query) if self.per_query else self.total.new_zeros(0, self.num_outputs)
+        kept = _concatenated(self.per_query)
+        return self.total.new_zeros(0, self.num_outputs) if kept is None else kept
+
+    def _sync_dist(self, dist_sync_fn: Callable = gather_all_tensors, process_group: Any = None) -> None:
+        """Sync as torchmetrics does, after giving empty list states an empty tensor of their dtype and
+        trailing shape: torchmetrics' own placeholder (float32, 1-D) would not match the other processes'
+        tensors, and gloo aborts on the size mismatch."""
+        for name, empty in self._empty_list_states().items():
+            if isinstance(getattr(self, name), list) and not getattr(self, name):
+                setattr(self, name, [empty])
+        super()._sync_dist(dist_sync_fn, process_group)
+
+    def _empty_list_states(self) -> dict[str, Tensor]:
+        empty = {
+            "flat_items": torch.zeros(0, 3, dtype=torch.float64, device=self.device),
+            "flat_indexes": torch.zeros(0, dtype=torch.int64, device=self.device),
+        }
+        if self.keep_per_query:
+            empty["per_query"] = torch.zeros(0, self.num_outputs, dtype=torch.float64, device=self.device)
+        return empty
 
     def reset(self) -> None:
         super().reset()
@@ -170,13 +203,23 @@ class RankingMetric(Metric):
 
 
 def _config_id(config: str) -> Tensor:
-    """A deterministic number per configuration (the same in every process, unlike ``hash``)."""
+    """A deterministic number per configuration (the same in every process, unlike ``hash``) ``[1]``."""
     digest = hashlib.sha256(config.encode()).digest()
-    return torch.tensor(float(int.from_bytes(digest[:6], "big")), dtype=torch.float64)
+    return torch.tensor([float(int.from_bytes(digest[:6], "big"))], dtype=torch.float64)
 
 
-def _non_empty(state: Tensor | list) -> bool:
-    return isinstance(state, Tensor) or bool(state)
+def _add_sums_keep_id(stacked: Tensor) -> Tensor:
+    """Reduce ``[processes, 2K + 1]`` sums states: add sums and counts, keep the (equal) configuration id."""
+    return torch.cat([stacked[:, :-1].sum(0), stacked[:, -1:].amax(0)])
+
+
+def _concatenated(state: Tensor | list[Tensor]) -> Tensor | None:
+    """A list state as one tensor, or None when it holds nothing. After a sync torchmetrics leaves a
+    tensor (empty where no process had data) in place of the list."""
+    if isinstance(state, list) and not state:
+        return None
+    value = dim_zero_cat(state)
+    return value if value.numel() else None
 
 
 def _aggregate(values: Tensor, aggregation: str) -> Tensor:
