@@ -243,3 +243,14 @@ def test_flat_input_with_a_mask_and_judged():
     expected = F.rbp(preds[mask], target[mask], indexes=indexes[mask], p=0.5, residual=True,
                      judged=torch.tensor([True, False, True]))
     torch.testing.assert_close(metric.compute(), expected)
+
+
+def test_flat_query_without_relevant_items_in_one_batch_is_judged_at_compute():
+    """A flat batch may hold part of a query: only compute knows whether the query has a relevant item."""
+    metric = M.NDCG(empty_target_action="error")
+    metric.update(torch.tensor([0.9, 0.8]), torch.tensor([0, 0]), indexes=torch.tensor([0, 0]))
+    metric.update(torch.tensor([0.7]), torch.tensor([1]), indexes=torch.tensor([0]))
+    torch.testing.assert_close(metric.compute(), F.ndcg(torch.tensor([0.9, 0.8, 0.7]), torch.tensor([0, 0, 1])))
+    metric.update(torch.tensor([0.5]), torch.tensor([0]), indexes=torch.tensor([1]))
+    with pytest.raises(ValueError, match="no relevant item"):
+        metric.compute()

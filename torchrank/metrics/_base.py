@@ -45,7 +45,7 @@ class RankingMetric(Metric):
     plot_lower_bound: float | None = 0.0
     plot_upper_bound: float | None = 1.0
 
-    sums: Tensor  # [2 * num_outputs + 1]: value sums, value counts, then the configuration id
+    sums: Tensor  # [2 * num_outputs + 3]: value sums, value counts, then the configuration id
 
     def __init__(
         self,
@@ -129,8 +129,12 @@ class RankingMetric(Metric):
         ideal_target: Tensor | None,
         judged: Tensor | None,
     ) -> None:
-        # validate the batch the way compute will read it, before storing anything
-        self._values(preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged)
+        # validate the batch the way compute will read it, before storing anything; a batch may hold part
+        # of a query, so whether a query has a relevant item is judged at compute only
+        self._values(
+            preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged,
+            empty_target_action="neg",
+        )
         keep = slice(None) if mask is None else mask
         judged_column = torch.full_like(preds[keep], torch.nan) if judged is None else judged[keep]
         columns = (preds[keep], target[keep], judged_column)
@@ -202,15 +206,20 @@ class RankingMetric(Metric):
         return self._plot(val, ax)
 
 
+_ID_WORDS = 3
+
+
 def _config_id(config: str) -> Tensor:
-    """A deterministic number per configuration (the same in every process, unlike ``hash``) ``[1]``."""
+    """A deterministic id per configuration (the same in every process, unlike ``hash``): 48 bits as three
+    integers below 2^16, which torchmetrics' ``allclose`` state comparison always tells apart ``[3]``."""
     digest = hashlib.sha256(config.encode()).digest()
-    return torch.tensor([float(int.from_bytes(digest[:6], "big"))], dtype=torch.float64)
+    return torch.tensor([float(int.from_bytes(digest[2 * i : 2 * i + 2], "big")) for i in range(_ID_WORDS)],
+                        dtype=torch.float64)
 
 
 def _add_sums_keep_id(stacked: Tensor) -> Tensor:
-    """Reduce ``[processes, 2K + 1]`` sums states: add sums and counts, keep the (equal) configuration id."""
-    return torch.cat([stacked[:, :-1].sum(0), stacked[:, -1:].amax(0)])
+    """Reduce ``[processes, 2K + 3]`` sums states: add sums and counts, keep the (equal) configuration id."""
+    return torch.cat([stacked[:, :-_ID_WORDS].sum(0), stacked[:, -_ID_WORDS:].amax(0)])
 
 
 def _concatenated(state: Tensor | list[Tensor]) -> Tensor | None:

@@ -40,7 +40,7 @@ class FunctionalMetric(RankingMetric):
 
     def __init__(
         self, k: int | Sequence[int] | None = None, *, keep_per_query: bool = False, aggregation: str = "mean",
-        **kwargs: Any,
+        _identity: dict[str, Any] | None = None, **kwargs: Any,
     ) -> None:
         accepted = set(inspect.signature(type(self)._function).parameters) - set(_INPUTS)
         if k is not None and "k" not in accepted:
@@ -52,8 +52,8 @@ class FunctionalMetric(RankingMetric):
         self._params = params
         self._k_is_sequence = k_is_sequence
         type(self)._function(*_PROBE, **params)  # a bad option fails here, not at the first update
-        super().__init__(
-            num_outputs=len(ks), config=metric_config(type(self).__name__, params),
+        super().__init__(  # _identity: more settings that tell configurations apart (subclasses' own)
+            num_outputs=len(ks), config=metric_config(type(self).__name__, {**params, **(_identity or {})}),
             keep_per_query=keep_per_query, aggregation=aggregation, **kwargs,
         )
         self.k = k
@@ -65,7 +65,7 @@ class FunctionalMetric(RankingMetric):
                 "values are for the first. Create a new metric for another cut-off."
             )
         given = {name: value for name, value in inputs.items() if value is not None}
-        return type(self)._function(preds, target, reduction="none", **given, **self._params)
+        return type(self)._function(preds, target, reduction="none", **(self._params | given))
 
 
 class Precision(FunctionalMetric):
@@ -240,7 +240,7 @@ class RankingMetrics(RankingMetric):
 
     def _values(self, preds: Tensor, target: Tensor, **inputs: Tensor | None) -> Tensor:
         given = {name: value for name, value in inputs.items() if value is not None}
-        values = F.evaluate(preds, target, self.measures, reduction="none", **given, **self._params)
+        values = F.evaluate(preds, target, self.measures, reduction="none", **(self._params | given))
         return torch.stack([values[name].reshape(-1) for name in self.measures], 1)
 
     def _format_output(self, values: Tensor) -> dict[str, Tensor]:
