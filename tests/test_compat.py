@@ -1,0 +1,326 @@
+"""torchrank.compat against torchmetrics.retrieval: equal values where the semantics match (random data, uneven
+queries and updates, every empty_target_action, ignore_index, every aggregation), and each documented
+difference shown as documented."""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import warnings
+
+import pytest
+import torch
+import torchmetrics.retrieval as TM
+from torchmetrics import MetricCollection
+
+import torchrank.compat as C
+import torchrank.functional as F
+import torchrank.metrics as M
+
+TOP_KS = [None, 1, 3, 10, 100]
+ACTIONS = ["neg", "pos", "skip"]
+AGGREGATIONS = ["mean", "median", "min", "max"]
+
+# (compat class, torchmetrics class, torchrank class, graded labels, argument sets whose semantics match)
+CASES = [
+    (C.RetrievalNormalizedDCG, TM.RetrievalNormalizedDCG, M.NDCG, True, [{"top_k": k} for k in TOP_KS]),
+    (C.RetrievalMAP, TM.RetrievalMAP, M.MAP, False, [{}]),
+    (C.RetrievalMRR, TM.RetrievalMRR, M.MRR, False, [{"top_k": k} for k in TOP_KS]),
+    (C.RetrievalPrecision, TM.RetrievalPrecision, M.Precision, False,
+     [{"top_k": k, "adaptive_k": a} for k in TOP_KS for a in (False, True)]),
+    (C.RetrievalRecall, TM.RetrievalRecall, M.Recall, False, [{"top_k": k} for k in TOP_KS]),
+    (C.RetrievalHitRate, TM.RetrievalHitRate, M.HitRate, False, [{"top_k": k} for k in TOP_KS]),
+    (C.RetrievalRPrecision, TM.RetrievalRPrecision, M.RPrecision, False, [{}]),
+    (C.RetrievalFallOut, TM.RetrievalFallOut, M.Recall, False, [{"top_k": k} for k in TOP_KS]),
+]
+IDS = [case[0].__name__ for case in CASES]
+
+EMPTY_QUERY, NONPOSITIVE_QUERY, ALL_RELEVANT_QUERY = 5, 8, 11  # query ids with a special role
+
+
+def _data(graded: bool, ignore: bool, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """~600 items of 40 queries (1 to 29 items, ids 5, 8, ..., 122), shuffled; distinct scores, ~15% of them <= 0.
+
+    Query 5 has no relevant item, query 8 has relevant items scored <= 0 only, query 11 only relevant items.
+    With ``ignore``, ~8% of the labels are -1 (the ``ignore_index``).
+    """
+    g = torch.Generator().manual_seed(seed)
+    sizes = torch.randint(1, 30, (40,), generator=g)
+    sizes[:4] = torch.tensor([6, 7, 5, 9])
+    indexes = torch.repeat_interleave(torch.arange(40) * 3 + 5, sizes)
+    n = indexes.numel()
+    indexes = indexes[torch.randperm(n, generator=g)]
+    preds = torch.randperm(n, generator=g).float() / n - 0.15
+    target = torch.randint(0, 4, (n,), generator=g) if graded else (torch.rand(n, generator=g) < 0.3).long()
+    target[indexes == EMPTY_QUERY] = 0
+    special = indexes == NONPOSITIVE_QUERY
+    preds[special] = -0.5 - torch.arange(int(special.sum())) / 1000.0
+    target[special] = torch.tensor([1, 0, 1, 0, 0, 1, 0][: int(special.sum())])
+    target[indexes == ALL_RELEVANT_QUERY] = 1
+    if ignore:
+        target[torch.rand(n, generator=g) < 0.08] = -1
+    return preds, target, indexes
+
+
+def _batches(preds, target, indexes):
+    """Uneven updates; queries span several of them."""
+    bounds = [0, 37, 250, 251, 400, preds.numel()]
+    for lo, hi in itertools.pairwise(bounds):
+        yield preds[lo:hi], target[lo:hi], indexes[lo:hi]
+
+
+def _both(compat_cls, tm_cls, batches, **kwargs):
+    ours, theirs = compat_cls(**kwargs), tm_cls(**kwargs)
+    for p, t, i in batches:
+        ours.update(p, t, indexes=i)
+        theirs.update(p, t, indexes=i)
+    return ours, theirs
+
+
+def _close(ours, theirs):
+    torch.testing.assert_close(ours.to(torch.float64), theirs.to(torch.float64), atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize(("compat_cls", "tm_cls", "base", "graded", "argsets"), CASES, ids=IDS)
+def test_matches_torchmetrics(compat_cls, tm_cls, base, graded, argsets):
+    assert issubclass(compat_cls, base)
+    batches = list(_batches(*_data(graded, ignore=False)))
+    ignored = list(_batches(*_data(graded, ignore=True)))
+    configs = [(batches, dict(args, empty_target_action=action)) for args in argsets for action in ACTIONS]
+    configs += [(batches, dict(argsets[len(argsets) // 2], empty_target_action=action, aggregation=aggregation))
+                for action in ACTIONS for aggregation in AGGREGATIONS[1:]]
+    configs += [(ignored, dict(args, empty_target_action="skip", ignore_index=-1)) for args in argsets]
+    configs += [(ignored, dict(argsets[-1], empty_target_action="pos", ignore_index=-1, aggregation="median"))]
+    for data, kw in configs:
+        ours, theirs = _both(compat_cls, tm_cls, data, **kw)
+        _close(ours.compute(), theirs.compute())
+
+
+@pytest.mark.parametrize(("compat_cls", "tm_cls", "base", "graded", "argsets"), CASES, ids=IDS)
+def test_error_action_matches_torchmetrics(compat_cls, tm_cls, base, graded, argsets):
+    preds, target, indexes = _data(graded, ignore=False)
+    # the data holds an empty query (no relevant item; for fall-out: no non-relevant item): both raise at compute
+    ours, theirs = _both(compat_cls, tm_cls, _batches(preds, target, indexes), empty_target_action="error")
+    with pytest.raises(ValueError, match="query with no"):
+        theirs.compute()
+    with pytest.raises(ValueError, match="query with no"):
+        ours.compute()
+    # without such queries: equal values, although queries are split so a batch can lack their relevant items
+    relevant = (target > 0).long()
+    per_query = torch.zeros(indexes.max() + 1).index_add_(0, indexes, relevant.float())
+    size = torch.zeros(indexes.max() + 1).index_add_(0, indexes, torch.ones(indexes.numel()))
+    keep = ((per_query > 0) & (per_query < size))[indexes]
+    for args in argsets:
+        ours, theirs = _both(compat_cls, tm_cls, _batches(preds[keep], target[keep], indexes[keep]),
+                             empty_target_action="error", **args)
+        _close(ours.compute(), theirs.compute())
+
+
+def test_error_action_waits_for_compute():
+    """A query whose first batch has no relevant item is not an error: torchmetrics decides at compute."""
+    batches = [(torch.tensor([0.5, 0.4]), torch.tensor([0, 0]), torch.tensor([0, 0])),
+               (torch.tensor([0.3]), torch.tensor([1]), torch.tensor([0]))]
+    ours, theirs = _both(C.RetrievalNormalizedDCG, TM.RetrievalNormalizedDCG, batches, empty_target_action="error")
+    _close(ours.compute(), theirs.compute())
+
+
+def test_compute_before_update_raises_like_torchmetrics():
+    with pytest.warns(UserWarning, match="before the ``update``"), pytest.raises(ValueError):
+        TM.RetrievalMRR().compute()
+    with pytest.warns(UserWarning, match="before the ``update``"), pytest.raises(ValueError, match="before any update"):
+        C.RetrievalMRR().compute()
+
+
+@pytest.mark.parametrize("aggregation", AGGREGATIONS)
+def test_all_queries_skipped_gives_zero(aggregation):
+    batches = [(torch.tensor([0.5, 0.4, 0.3]), torch.tensor([0, 0, 0]), torch.tensor([0, 0, 1]))]
+    ours, theirs = _both(C.RetrievalMRR, TM.RetrievalMRR, batches, empty_target_action="skip", aggregation=aggregation)
+    assert theirs.compute() == 0
+    assert ours.compute() == 0
+
+
+@pytest.mark.parametrize("top_k", [1, 3, 10])
+def test_map_at_k_differs_as_documented(top_k):
+    """AP@k divides by all relevant items (after torchmetrics' score filter), not by those found in the top k."""
+    preds, target, indexes = _data(graded=False, ignore=False)
+    with pytest.warns(C.CompatWarning, match="all relevant items"):
+        ours = C.RetrievalMAP(top_k=top_k)
+    theirs, native = TM.RetrievalMAP(top_k=top_k), M.MAP(k=top_k)
+    for p, t, i in _batches(preds, target, indexes):
+        ours.update(p, t, indexes=i)
+        theirs.update(p, t, indexes=i)
+        native.update(p, torch.where(p > 0, t, 0), indexes=i)  # torchmetrics' score filter, then torchrank's AP@k
+    _close(ours.compute(), native.compute())
+    assert ours.compute() < theirs.compute() - 0.01
+
+
+def test_map_documented_example():
+    preds, target = torch.tensor([0.6, 0.5, 0.4, 0.3, 0.2, 0.1]), torch.tensor([1, 0, 0, 1, 0, 1])
+    indexes = torch.zeros(6, dtype=torch.long)
+    with pytest.warns(C.CompatWarning):
+        ours = C.RetrievalMAP(top_k=3)
+    theirs = TM.RetrievalMAP(top_k=3)
+    ours.update(preds, target, indexes)
+    theirs.update(preds, target, indexes)
+    _close(ours.compute(), torch.tensor(1 / 3))
+    _close(theirs.compute(), torch.tensor(1.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", C.CompatWarning)
+        whole = C.RetrievalMAP()  # no warning without top_k: the values match
+    whole.update(preds, target, indexes)
+    _close(whole.compute(), torch.tensor((1 + 2 / 4 + 3 / 6) / 3))
+
+
+def test_nonpositive_scores_as_torchmetrics():
+    """The documented example: scores <= 0 zero the labels in AP, RR, P, R (not in hit rate, R-prec, NDCG)."""
+    preds, target, indexes = torch.tensor([-0.1, -0.5, -0.9]), torch.tensor([1, 0, 1]), torch.zeros(3, dtype=torch.long)
+    filtered = [(C.RetrievalMAP, TM.RetrievalMAP, {}), (C.RetrievalMRR, TM.RetrievalMRR, {}),
+                (C.RetrievalPrecision, TM.RetrievalPrecision, {"top_k": 2}),
+                (C.RetrievalRecall, TM.RetrievalRecall, {"top_k": 2})]
+    for compat_cls, tm_cls, kw in filtered:
+        for action in ("neg", "pos", "skip"):  # the query is not empty: its value is 0 whatever the action
+            ours, theirs = _both(compat_cls, tm_cls, [(preds, target, indexes)], empty_target_action=action, **kw)
+            assert theirs.compute() == 0
+            assert ours.compute() == 0
+    unfiltered = [(C.RetrievalHitRate, TM.RetrievalHitRate, {"top_k": 2}),
+                  (C.RetrievalRPrecision, TM.RetrievalRPrecision, {}),
+                  (C.RetrievalNormalizedDCG, TM.RetrievalNormalizedDCG, {})]
+    for compat_cls, tm_cls, kw in unfiltered:
+        ours, theirs = _both(compat_cls, tm_cls, [(preds, target, indexes)], **kw)
+        assert theirs.compute() > 0
+        _close(ours.compute(), theirs.compute())
+    # torchrank's own classes do not filter
+    native = M.MAP()
+    native.update(preds, target, indexes=indexes)
+    _close(native.compute(), torch.tensor(5 / 6))
+
+
+def test_ties_ndcg_matches_torchmetrics():
+    g = torch.Generator().manual_seed(3)
+    n = 500
+    preds = torch.randint(0, 6, (n,), generator=g).float() / 5  # heavy ties
+    target = torch.randint(0, 4, (n,), generator=g)
+    indexes = torch.randint(0, 30, (n,), generator=g)
+    for top_k in (None, 1, 3, 10):
+        ours, theirs = _both(C.RetrievalNormalizedDCG, TM.RetrievalNormalizedDCG, _batches(preds, target, indexes),
+                             top_k=top_k)
+        _close(ours.compute(), theirs.compute())
+
+
+def test_ties_documented_example():
+    """Two tied items, the first relevant: torchmetrics gives RR 1.0 or 0.5 by its sort's order, compat 0.75."""
+    preds, target, indexes = torch.tensor([0.5, 0.5]), torch.tensor([1, 0]), torch.tensor([0, 0])
+    ours, theirs = _both(C.RetrievalMRR, TM.RetrievalMRR, [(preds, target, indexes)])
+    assert theirs.compute().item() in (0.5, 1.0)
+    _close(ours.compute(), torch.tensor(0.75))
+    for ties, value in (("optimistic", 1.0), ("pessimistic", 0.5), ("first", 1.0)):
+        metric = C.RetrievalMRR(ties=ties)
+        metric.update(preds, target, indexes)
+        _close(metric.compute(), torch.tensor(value))
+
+
+def test_float64_scores_rank_as_float32():
+    """torchmetrics casts scores to float32, so scores equal in float32 tie; compat does the same."""
+    preds = torch.tensor([0.3, 0.3 + 1e-12, 0.1], dtype=torch.float64)
+    ours, theirs = _both(C.RetrievalNormalizedDCG, TM.RetrievalNormalizedDCG,
+                         [(preds, torch.tensor([0, 2, 1]), torch.tensor([0, 0, 0]))])
+    _close(ours.compute(), theirs.compute())
+    target = torch.tensor([0, 2, 1])
+    _close(ours.compute(), F.ndcg(preds.float(), target))  # the pair tied
+    assert abs(ours.compute() - F.ndcg(preds, target)) > 0.01  # in float64 it is no tie
+
+
+def test_multidimensional_input_is_flattened():
+    preds, target, indexes = _data(graded=True, ignore=False)
+    n = preds.numel() // 4 * 4
+    batch = (preds[:n].reshape(4, -1), target[:n].reshape(4, -1), indexes[:n].reshape(4, -1))
+    ours, theirs = _both(C.RetrievalNormalizedDCG, TM.RetrievalNormalizedDCG, [batch], top_k=5)
+    _close(ours.compute(), theirs.compute())
+
+
+def test_forward_gives_the_batch_value():
+    preds, target, indexes = _data(graded=False, ignore=False)
+    ours, theirs = C.RetrievalRecall(top_k=3), TM.RetrievalRecall(top_k=3)
+    for p, t, i in _batches(preds, target, indexes):
+        _close(ours(p, t, indexes=i), theirs(p, t, indexes=i))
+    _close(ours.compute(), theirs.compute())
+
+
+def test_compute_groups_keep_ignore_index_apart():
+    """Equal states after a first batch must not merge metrics that store different items later."""
+    first = (torch.tensor([0.9, 0.8]), torch.tensor([1, 1]), torch.tensor([0, 0]))
+    second = (torch.tensor([0.7, 0.6, 0.5]), torch.tensor([0, 1, 0]), torch.tensor([1, 1, 1]))
+    collection = MetricCollection({"all": C.RetrievalMRR(), "no_zero": C.RetrievalMRR(ignore_index=0)})
+    for batch in (first, second):
+        collection.update(*batch)
+    values = collection.compute()
+    assert len(collection.compute_groups) == 2
+    _close(values["no_zero"], torch.tensor(1.0))  # a merged group would give 0.75 (torchmetrics' collection does)
+    for name, kw in (("all", {}), ("no_zero", {"ignore_index": 0})):
+        reference = TM.RetrievalMRR(**kw)
+        for batch in (first, second):
+            reference.update(*batch)
+        _close(values[name], reference.compute())
+
+
+def test_same_names_signatures_and_direction():
+    for compat_cls, tm_cls, *_ in CASES:
+        assert compat_cls.__name__ == tm_cls.__name__
+        ours = [p for p in inspect.signature(compat_cls).parameters.values() if p.kind == p.POSITIONAL_OR_KEYWORD]
+        theirs = [p for p in inspect.signature(tm_cls).parameters.values() if p.kind == p.POSITIONAL_OR_KEYWORD]
+        assert [(p.name, p.default) for p in ours] == [(p.name, p.default) for p in theirs]
+        assert compat_cls.higher_is_better == tm_cls.higher_is_better
+    assert set(C.__all__) - {"CompatWarning"} == set(TM.__all__) - set(C.NOT_PROVIDED)
+
+
+@pytest.mark.parametrize("name", sorted(C.NOT_PROVIDED))
+def test_not_provided_classes_say_so(name):
+    with pytest.raises(ImportError, match=f"does not provide {name}"):
+        exec(f"from torchrank.compat import {name}", {})
+
+
+def test_unsupported_or_invalid_arguments_raise():
+    with pytest.raises(ValueError, match=r"`aggregation`.*callable is not supported"):
+        C.RetrievalMRR(aggregation=lambda x, dim=None: x.mean())
+    with pytest.raises(ValueError, match="`aggregation`"):
+        C.RetrievalMRR(aggregation="sum")
+    with pytest.raises(ValueError, match="`empty_target_action`"):
+        C.RetrievalMRR(empty_target_action="zero")
+    with pytest.raises(ValueError, match="`ignore_index`"):
+        C.RetrievalMRR(ignore_index=0.5)
+    for top_k in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="`top_k`"):
+            C.RetrievalMAP(top_k=top_k)
+    with pytest.raises(ValueError, match="`adaptive_k`"):
+        C.RetrievalPrecision(top_k=2, adaptive_k=1)
+    for option in ({"k": 3}, {"gain": "exponential"}, {"relevance_threshold": 2}, {"keep_per_query": True}):
+        with pytest.raises(TypeError, match=f"not `{next(iter(option))}`"):
+            C.RetrievalNormalizedDCG(**option)
+    with pytest.raises(ValueError, match="`ties`"):
+        C.RetrievalMRR(ties="random")
+    metric = C.RetrievalMRR()
+    with pytest.raises(ValueError, match="`indexes` cannot be None"):
+        metric.update(torch.tensor([0.5]), torch.tensor([1]), None)
+    with pytest.raises(ValueError, match="same shape"):
+        metric.update(torch.tensor([0.5, 0.4]), torch.tensor([1]), torch.tensor([0]))
+    with pytest.raises(ValueError, match="non-empty"):
+        C.RetrievalMRR(ignore_index=1).update(torch.tensor([0.5]), torch.tensor([1]), torch.tensor([0]))
+
+
+def test_label_checks():
+    indexes = torch.tensor([0, 0])
+    with pytest.raises(ValueError, match="binary"):
+        C.RetrievalMAP().update(torch.tensor([0.5, 0.4]), torch.tensor([2, 0]), indexes)
+    # torchmetrics accepts fractional labels in its binary metrics (and weighs them); compat refuses them
+    TM.RetrievalMRR().update(torch.tensor([0.5, 0.4]), torch.tensor([0.5, 0.0]), indexes)
+    with pytest.raises(ValueError, match="fraction"):
+        C.RetrievalMRR().update(torch.tensor([0.5, 0.4]), torch.tensor([0.5, 0.0]), indexes)
+    # torchmetrics' NDCG accepts negative labels; torchrank refuses them
+    TM.RetrievalNormalizedDCG().update(torch.tensor([0.5, 0.4]), torch.tensor([-1, 2]), indexes)
+    with pytest.raises(ValueError, match=">= 0"):
+        C.RetrievalNormalizedDCG().update(torch.tensor([0.5, 0.4]), torch.tensor([-1, 2]), indexes)
+    # bool labels are fine
+    ours, theirs = _both(C.RetrievalFallOut, TM.RetrievalFallOut,
+                         [(torch.tensor([0.5, 0.4, 0.3]), torch.tensor([True, False, False]), torch.tensor([0, 0, 0]))],
+                         top_k=2)
+    _close(ours.compute(), theirs.compute())
