@@ -4,6 +4,7 @@ contract (collections, clone, forward, state_dict, compute_on_cpu, plot) and cle
 from __future__ import annotations
 
 import functools
+import itertools
 
 import pytest
 import torch
@@ -52,7 +53,7 @@ UNEVEN = [0, 1, 4, 5, 23, 24, 60, 97]  # batches of 1, 3, 1, 18, 1, 36, 37 queri
 def test_class_equals_functional_over_uneven_updates(cls, fn, kwargs, action):
     preds, target, mask = _data()
     metric = cls(empty_target_action=action, **kwargs)
-    for start, stop in zip(UNEVEN[:-1], UNEVEN[1:], strict=True):
+    for start, stop in itertools.pairwise(UNEVEN):
         metric.update(preds[start:stop], target[start:stop], mask=mask[start:stop])
     expected = fn(preds, target, mask=mask, empty_target_action=action, **kwargs)
     torch.testing.assert_close(metric.compute(), expected, rtol=1e-5, atol=1e-6)
@@ -76,7 +77,7 @@ def test_ranking_metrics_equals_evaluate_and_sorts_once_per_update():
     preds, target, mask = _data(seed=2)
     names = ["ndcg@10", "ndcg_cut_5", "map", "P@5", "recall@100", "mrr@10", "err@20", "rbp.95"]
     metric = M.RankingMetrics(names, keep_per_query=True)
-    for start, stop in zip(UNEVEN[:-1], UNEVEN[1:], strict=True):
+    for start, stop in itertools.pairwise(UNEVEN):
         metric.update(preds[start:stop], target[start:stop], mask=mask[start:stop])
     result = metric.compute()
     expected = F.evaluate(preds, target, names, mask=mask)
@@ -254,3 +255,10 @@ def test_flat_query_without_relevant_items_in_one_batch_is_judged_at_compute():
     metric.update(torch.tensor([0.5]), torch.tensor([0]), indexes=torch.tensor([1]))
     with pytest.raises(ValueError, match="no relevant item"):
         metric.compute()
+
+
+def test_inputs_a_measure_does_not_read_are_rejected():
+    with pytest.raises(ValueError, match=r"NDCG does not take \['judged'\]"):
+        M.NDCG(k=5).update(torch.randn(2, 4), torch.ones(2, 4), judged=torch.ones(2, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"KendallTau does not take \['ideal_target'\]"):
+        M.KendallTau().update(torch.randn(2, 4), torch.ones(2, 4), ideal_target=torch.ones(2, 4))

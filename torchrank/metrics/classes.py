@@ -65,6 +65,9 @@ class FunctionalMetric(RankingMetric):
                 "values are for the first. Create a new metric for another cut-off."
             )
         given = {name: value for name, value in inputs.items() if value is not None}
+        unread = set(given) - set(inspect.signature(type(self)._function).parameters)
+        if unread:
+            raise ValueError(f"{type(self).__name__} does not take {sorted(unread)}: its functional has no such input.")
         return type(self)._function(preds, target, reduction="none", **(self._params | given))
 
 
