@@ -21,7 +21,7 @@ LIBRARIES = {
     "ranx": "ranx_over_torchrank_ndcg10",
 }
 
-def _run(out: Path, *extra: str, timeout: float = 55) -> dict:
+def _run(out: Path, *extra: str, timeout: float = 600) -> dict:  # a cold numba cache (ranx) compiles for a minute
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.bench_functional", "--smoke", "--out", str(out), *extra],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout,
@@ -69,3 +69,16 @@ def test_smoke_run_without_comparison_libraries(tmp_path: Path) -> None:
         assert workload["ratios"][ratio]["ratio"] is None
         assert "not run" in workload["ratios"][ratio]["note"]
     assert workload["ratios"]["torchrank_7_over_torchrank_ndcg10"]["ratio"] > 0
+
+
+def test_metrics_epoch_benchmark_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "metrics.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_metrics", "--smoke", "--no-distributed", "--out", str(out)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    report = json.loads(out.read_text())
+    assert set(report["timings"]) >= {"torchrank NDCG(k=10)", "torchmetrics RetrievalNormalizedDCG"}
+    assert all(r["value"] > 0 for r in report["ratios"].values())
+    assert report["agreement"] < 1e-4
