@@ -166,3 +166,17 @@ def test_top_k_path_equals_full_sort(name, fn, _, ties, tied):
     kw = {"k": [1, 3, 5], "ties": ties, "reduction": "none"}
     full = fn(preds, target, mask=torch.ones_like(preds, dtype=torch.bool), **kw)
     torch.testing.assert_close(fn(preds, target, **kw), full)
+
+
+@pytest.mark.parametrize(("name", "fn", "_"), ALL_MEASURES, ids=IDS)
+@pytest.mark.parametrize("ties", ["average", "first", "optimistic"])
+def test_flat_rows_with_minus_inf_scores_equal_masked_dense_rows(name, fn, _, ties):
+    """Rows built from flat input rank with one sort (padding already last); real items scored -inf must
+    still rank above the padding, as with a user mask (the two-sort path)."""
+    preds = torch.tensor([[0.5, -float("inf"), -float("inf"), 0.0], [-float("inf"), 2.0, 0.0, 0.0]])
+    target = torch.tensor([[0, 1, 2, 0], [3, 0, 0, 0]])
+    mask = torch.tensor([[True, True, True, False], [True, True, False, False]])
+    rows = torch.arange(2).unsqueeze(1).expand_as(mask)[mask]
+    kw = _kwargs(name, fn) | {"ties": ties, "reduction": "none"}
+    flat = fn(preds[mask], target[mask], indexes=rows, **kw)
+    torch.testing.assert_close(flat, fn(preds, target, mask=mask, **kw))

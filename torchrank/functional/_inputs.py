@@ -33,6 +33,7 @@ class RankingInput:
     batch_shape: tuple[int, ...]
     judged: Tensor | None = None  # [Q, N] bool, True for an item with a judgment (RBP residual)
     padded: bool = True  # False when every position is a real item (known without reading values)
+    padding_last: bool = False  # True when each row's real items come before its padding (flat input)
 
 
 def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
@@ -116,8 +117,9 @@ def format_inputs(
         (preds, target, *rest), mask = _group_flat(items, indexes, mask)
         judged = rest[0] if rest else None
         batch_shape: tuple[int, ...] = (preds.shape[0],)
-        padded = True
+        padded, padding_last = True, True
     else:
+        padding_last = False
         batch_shape = tuple(preds.shape[:-1])
         padded = mask is not None
         n = preds.shape[-1]
@@ -131,7 +133,7 @@ def format_inputs(
     ideal = _format_ideal(ideal_target, target, batch_shape, preds.device, work, validate_args)
     return RankingInput(
         preds=preds, target=target, mask=mask, ideal_target=ideal, batch_shape=batch_shape, judged=judged,
-        padded=padded,
+        padded=padded, padding_last=padding_last,
     )
 
 
@@ -218,7 +220,12 @@ def _group_flat(items: list[Tensor], indexes: Tensor, mask: Tensor | None) -> tu
         items, indexes = [x[mask] for x in items], indexes[mask]
         if indexes.numel() == 0:
             raise ValueError("Argument `mask` leaves no item to rank.")
-    order = torch.sort(indexes, stable=True).indices
+    # already grouped (each query's items together, ids ascending) is the common case: no sort then
+    grouped = indexes.device.type == "cpu" and bool((indexes[1:] >= indexes[:-1]).all())
+    if grouped:
+        order = torch.arange(indexes.numel(), device=indexes.device)
+    else:
+        order = torch.sort(indexes, stable=True).indices
     _, row, counts = torch.unique_consecutive(indexes[order], return_inverse=True, return_counts=True)
     num_rows, width = counts.numel(), int(counts.max())  # the output shape needs one host read
     starts = torch.cumsum(counts, 0) - counts

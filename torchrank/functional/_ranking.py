@@ -50,7 +50,7 @@ def rank(
         if order is not None:
             ties = "first"  # no tie reaches the evaluated depth: every tie order gives the same values
     if order is None:
-        order = _ranking_order(preds, target, mask if inputs.padded else None, ties)
+        order = _ranking_order(preds, target, mask if inputs.padded else None, ties, inputs.padding_last)
     return Ranking(
         scores=preds.gather(1, order),
         labels=target.gather(1, order),
@@ -75,12 +75,15 @@ def _untied_top(preds: Tensor, depth: int) -> Tensor | None:
     return None if bool(tied_inside | tied_at_edge) else order
 
 
-def _ranking_order(preds: Tensor, target: Tensor, mask: Tensor | None, ties: str) -> Tensor:
+def _ranking_order(
+    preds: Tensor, target: Tensor, mask: Tensor | None, ties: str, padding_last: bool = False
+) -> Tensor:
     """Permutation of each row: real items by descending score, ties as ``ties`` says, padding last.
 
     Without padding, ``"average"`` needs one sort of any stability (tie groups are averaged whole) and
     ``"first"`` one stable sort. Otherwise two stable sorts: first by the tie-break key (descending), then
-    by score (descending); a stable sort keeps the first sort's order among equal scores.
+    by score (descending); a stable sort keeps the first sort's order among equal scores. When each row's
+    padding already follows its real items (``padding_last``), one stable sort keeps it there.
     """
     scores = preds.float() if preds.dtype in (torch.float16, torch.bfloat16) else preds
     if mask is None and ties in ("average", "first"):
@@ -90,6 +93,8 @@ def _ranking_order(preds: Tensor, target: Tensor, mask: Tensor | None, ties: str
     # the lowest score there is; real items of equal score stay first through the key sort below
     lowest = -float("inf") if scores.is_floating_point() else torch.iinfo(scores.dtype).min
     scores = torch.where(mask, scores, lowest)
+    if padding_last and ties in ("average", "first"):
+        return torch.sort(scores, dim=1, descending=True, stable=True).indices
     if ties == "first" or ties == "average":
         # padding last among equal (lowest) scores; input order kept otherwise
         key = mask.to(torch.int8)
