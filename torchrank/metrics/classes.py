@@ -24,6 +24,12 @@ _INPUTS = ("preds", "target", "indexes", "mask", "ideal_target", "judged", "redu
 _PROBE = (torch.tensor([[0.5, 0.25]]), torch.tensor([[1, 0]]))  # validates options at construction
 
 
+@functools.cache
+def _parameters(function: Callable[..., Tensor]) -> frozenset[str]:
+    """The parameter names of a functional (read once: ``inspect.signature`` is slow)."""
+    return frozenset(inspect.signature(function).parameters)
+
+
 class FunctionalMetric(RankingMetric):
     """Accumulates the per-query values of ``_function`` (a :mod:`torchrank.functional` measure).
 
@@ -42,7 +48,7 @@ class FunctionalMetric(RankingMetric):
         self, k: int | Sequence[int] | None = None, *, keep_per_query: bool = False, aggregation: str = "mean",
         _identity: dict[str, Any] | None = None, **kwargs: Any,
     ) -> None:
-        accepted = set(inspect.signature(type(self)._function).parameters) - set(_INPUTS)
+        accepted = _parameters(type(self)._function) - set(_INPUTS)
         if k is not None and "k" not in accepted:
             raise TypeError(f"{type(self).__name__} takes no cut-off `k`: it evaluates whole lists.")
         params = {name: kwargs.pop(name) for name in list(kwargs) if name in accepted}
@@ -65,7 +71,7 @@ class FunctionalMetric(RankingMetric):
                 "values are for the first. Create a new metric for another cut-off."
             )
         given = {name: value for name, value in inputs.items() if value is not None}
-        unread = set(given) - set(inspect.signature(type(self)._function).parameters)
+        unread = set(given) - _parameters(type(self)._function)
         if unread:
             raise ValueError(f"{type(self).__name__} does not take {sorted(unread)}: its functional has no such input.")
         return type(self)._function(preds, target, reduction="none", **(self._params | given))
