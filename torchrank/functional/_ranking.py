@@ -131,6 +131,7 @@ class Ranking:
         self.relevance_threshold = relevance_threshold
         self.dtype = labels.dtype
         self.num_queries, self.list_size = labels.shape
+        self.cutoffs: dict[tuple[int | None, ...], tuple[Tensor, Tensor]] = {}  # see cutoff_index
 
     # ---------------------------------------------------------------- basic per-query quantities
     @cached_property
@@ -329,14 +330,16 @@ def cutoff_index(ranking: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Te
     ``None`` means the whole list: the effective k is then the number of ranked items of each query.
     A cut-off past the list end gathers the last position (every later position would add nothing).
     """
-    q, n = ranking.num_queries, ranking.list_size
-    device = ranking.labels.device
-    cols = []
-    for k in ks:
-        cols.append(ranking.num_valid if k is None else torch.full((q,), float(k), dtype=ranking.dtype, device=device))
-    k_eff = torch.stack(cols, 1)
-    index = torch.where(k_eff > 0, k_eff - 1, 0).clamp_max(n - 1).long()
-    return index, k_eff
+    key = tuple(ks)
+    if key not in ranking.cutoffs:  # measures of one evaluate() often share their cut-offs
+        q, n = ranking.num_queries, ranking.list_size
+        fixed = [float("nan") if k is None else float(k) for k in ks]
+        k_eff = torch.tensor(fixed, dtype=ranking.dtype, device=ranking.labels.device).expand(q, len(ks))
+        if None in ks:
+            k_eff = torch.where(torch.isnan(k_eff), ranking.num_valid.unsqueeze(1), k_eff)
+        index = (k_eff - 1).clamp(0, n - 1).long()
+        ranking.cutoffs[key] = (index, k_eff)
+    return ranking.cutoffs[key]
 
 
 def at_cutoffs(cumulative: Tensor, index: Tensor) -> Tensor:

@@ -24,6 +24,7 @@ name                        measure
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -97,6 +98,7 @@ class ParsedMeasure:
     params: tuple[tuple[str, object], ...]
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_measure(name: str) -> ParsedMeasure:
     """Parse one measure name.
 
