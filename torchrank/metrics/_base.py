@@ -105,6 +105,7 @@ class RankingMetric(Metric):
         """Add a batch: dense ``[..., N]`` whole lists, or flat items with their query ``indexes``.
 
         Nothing is stored unless the whole batch is valid, so a failed update leaves the state unchanged.
+        With flat input, ``judged`` is used only when every flat update gave it.
         """
         mode = "dense" if indexes is None else "flat"
         if self._mode is not None and mode != self._mode:
@@ -173,7 +174,8 @@ class RankingMetric(Metric):
         return self._format_output(value.to(torch.get_default_dtype()))
 
     def per_query_values(self) -> Tensor:
-        """Each query's values ``[Q, num_outputs]`` in update order (needs ``keep_per_query=True``)."""
+        """Each query's values ``[Q, num_outputs]`` from dense updates, in update order (needs
+        ``keep_per_query=True``); flat queries are only grouped, and valued, at ``compute``."""
         if not self.keep_per_query:
             raise RuntimeError("Per-query values are kept only with `keep_per_query=True`.")
         kept = _concatenated(self.per_query)
