@@ -44,6 +44,12 @@ COMMON_ARGS = {
     "relevance_threshold": "Binary relevance is ``label >= relevance_threshold`` (trec_eval's ``-l``).",
     "validate_args": "Run the checks that read tensor values (NaN scores, negative labels); each\n"
     "    synchronises a GPU stream once. The shape, dtype and device checks always run.",
+    "gain": "``\"linear\"`` (the label; trec_eval, scikit-learn, torchmetrics), ``\"exponential\"``\n"
+    "    (``2^label - 1``; ranx ``ndcg_burges``, LightGBM) or a callable on the label tensor.",
+    "discount": "``\"log\"`` (``log_b(i + 1)``), ``\"power\"`` (``i ** power``; Zipf for 1), ``\"linear\"``\n"
+    "    (``i``) or a callable of the 1-based rank returning the divisor.",
+    "log_base": "``b`` of the ``\"log\"`` discount.",
+    "power": "Exponent of the ``\"power\"`` discount.",
 }
 
 

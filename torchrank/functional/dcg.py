@@ -105,12 +105,6 @@ def dcg(
     Graded: the label itself is the gain's input (``relevance_threshold`` does not apply).
 
     {common_args}
-        gain: ``"linear"`` (the label; trec_eval, scikit-learn, torchmetrics), ``"exponential"``
-            (``2^label - 1``; ranx ``ndcg_burges``, LightGBM) or a callable on the label tensor.
-        discount: ``"log"`` (``log_b(i + 1)``), ``"power"`` (``i ** power``; Zipf for 1), ``"linear"``
-            (``i``) or a callable of the 1-based rank returning the divisor.
-        log_base: ``b`` of the ``"log"`` discount.
-        power: Exponent of the ``"power"`` discount.
 
     Example:
         >>> import torch
@@ -151,12 +145,6 @@ def ndcg(
     DCG is 0 gets ``empty_target_action``'s value.
 
     {common_args}
-        gain: ``"linear"`` (the label; trec_eval, scikit-learn, torchmetrics), ``"exponential"``
-            (``2^label - 1``; ranx ``ndcg_burges``, LightGBM) or a callable on the label tensor.
-        discount: ``"log"`` (``log_b(i + 1)``), ``"power"`` (``i ** power``; Zipf for 1), ``"linear"``
-            (``i``) or a callable of the 1-based rank returning the divisor.
-        log_base: ``b`` of the ``"log"`` discount.
-        power: Exponent of the ``"power"`` discount.
 
     Example:
         >>> import torch
