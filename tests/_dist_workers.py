@@ -160,6 +160,22 @@ def task_dense_synced(seed: int, factory: Callable[..., Any], plans: dict[int, l
     return _first(value)
 
 
+def task_dist_sync_on_step(seed: int, factory: Callable[..., Any], plans: dict[int, list[tuple[int, int]]]) -> float:
+    """``dist_sync_on_step=True``: each ``forward`` returns the batch value over both ranks' batches of that
+    step, and the accumulated compute equals the one-process reference on everything."""
+    rank = dist.get_rank()
+    mine = dense_batches(seed, rank, plans[rank])
+    theirs = dense_batches(seed, 1 - rank, plans[1 - rank])
+    metric = factory(dist_sync_on_step=True)
+    for step, (preds, target) in enumerate(mine):
+        batch_value = metric(preds, target)
+        step_rows = [mine[step], theirs[step]] if rank == 0 else [theirs[step], mine[step]]
+        _close(batch_value, _feed(factory(sync_on_compute=False), step_rows, flat=False).compute(), f"step {step}")
+    everything = all_dense(seed, plans)
+    _close(metric.compute(), _feed(factory(sync_on_compute=False), everything, flat=False).compute(), "epoch")
+    return _first(metric.compute())
+
+
 def task_flat_synced(seed: int, factory: Callable[..., Any], functional: Callable[..., Any] | None = None) -> float:
     """Flat items with queries split across ranks and updates: the synced compute equals the reference."""
     rank = dist.get_rank()

@@ -155,6 +155,12 @@ def test_dense_rank_without_data(pool):
     assert values[0] == values[1]
 
 
+def test_dist_sync_on_step_forward_returns_the_synced_batch_value(pool):
+    plans = {0: [(4, 8), (2, 8)], 1: [(3, 8), (5, 8)]}  # the same number of steps on both ranks
+    values = run_on_both(pool, W.task_dist_sync_on_step, SEED, functools.partial(NDCG, k=5), plans)
+    assert values[0] == values[1]
+
+
 @pytest.mark.parametrize("empty_target_action", ["neg", "skip"])
 def test_flat_query_split_across_ranks(pool, empty_target_action):
     kwargs = {"k": 10, "empty_target_action": empty_target_action}
