@@ -154,22 +154,34 @@ def evaluate(
         >>> {name: round(value.item(), 4) for name, value in out.items()}
         {'ndcg@3': 0.7602, 'P@2': 0.5, 'map': 0.8333, 'mrr': 1.0}
     """
-    parsed = [parse_measure(m) for m in measures]
-    if not parsed:
-        raise ValueError("Argument `measures` must name at least one measure.")
+    if isinstance(measures, str):
+        raise TypeError("Argument `measures` must be a sequence of names, got a single string.")
+    groups, depth = _plan(tuple(measures))
     inputs, ranking = prepare(
         preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
         empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
-        validate_args=validate_args, depth=deepest([m.k for m in parsed]),
+        validate_args=validate_args, depth=depth,
     )
-    groups: dict[tuple, list[ParsedMeasure]] = {}
-    for m in parsed:
-        groups.setdefault((m.family, m.params), []).append(m)
     results: dict[str, Tensor] = {}
-    for (family_name, params), members in groups.items():  # one pass per family, never per query
-        family = FAMILIES[family_name]
-        values, no_relevant = family.measure(ranking, [m.k for m in members], **{**family.params, **dict(params)})
+    for family, params, members in groups:  # one pass per family, never per query
+        values, no_relevant = family.measure(ranking, [m.k for m in members], **params)
         reduced = finalize(values, no_relevant, inputs, empty_target_action, reduction, k_is_sequence=True)
         for j, m in enumerate(members):
             results[m.name] = reduced[..., j]
-    return {m.name: results[m.name] for m in parsed}
+    return {name: results[name] for name in measures}
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(measures: tuple[str, ...]) -> tuple[list[tuple[Family, dict, list[ParsedMeasure]]], int | None]:
+    """Parse and group measure names once per list of names: ``([(family, params, members)], depth)``."""
+    parsed = [parse_measure(m) for m in measures]
+    if not parsed:
+        raise ValueError("Argument `measures` must name at least one measure.")
+    groups: dict[tuple, list[ParsedMeasure]] = {}
+    for m in parsed:
+        groups.setdefault((m.family, m.params), []).append(m)
+    plan = [
+        (FAMILIES[family], {**FAMILIES[family].params, **dict(params)}, members)
+        for (family, params), members in groups.items()
+    ]
+    return plan, deepest([m.k for m in parsed])
