@@ -262,3 +262,14 @@ def test_inputs_a_measure_does_not_read_are_rejected():
         M.NDCG(k=5).update(torch.randn(2, 4), torch.ones(2, 4), judged=torch.ones(2, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match=r"KendallTau does not take \['ideal_target'\]"):
         M.KendallTau().update(torch.randn(2, 4), torch.ones(2, 4), ideal_target=torch.ones(2, 4))
+
+
+def test_changing_k_after_construction_is_refused_even_in_place():
+    ks = [1, 5]
+    metric = M.NDCG(k=ks)
+    ks.append(10)  # the caller's list: no effect on the metric
+    metric.update(torch.randn(2, 6), torch.ones(2, 6))
+    assert metric.compute().shape == (2,)
+    metric.k.append(20)
+    with pytest.raises(ValueError, match="`k` changed"):
+        metric.update(torch.randn(2, 6), torch.ones(2, 6))

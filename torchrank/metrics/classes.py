@@ -53,8 +53,8 @@ class FunctionalMetric(RankingMetric):
             raise TypeError(f"{type(self).__name__} takes no cut-off `k`: it evaluates whole lists.")
         params = {name: kwargs.pop(name) for name in list(kwargs) if name in accepted}
         ks, k_is_sequence = normalize_k(k)
-        if "k" in accepted:
-            params["k"] = k
+        if "k" in accepted:  # copies: mutating the caller's list must not change the measure silently
+            params["k"] = list(k) if k_is_sequence else k
         self._params = params
         self._k_is_sequence = k_is_sequence
         type(self)._function(*_PROBE, **params)  # a bad option fails here, not at the first update
@@ -62,7 +62,7 @@ class FunctionalMetric(RankingMetric):
             num_outputs=len(ks), config=metric_config(type(self).__name__, {**params, **(_identity or {})}),
             keep_per_query=keep_per_query, aggregation=aggregation, **kwargs,
         )
-        self.k = k
+        self.k = list(k) if k_is_sequence else k
 
     def _values(self, preds: Tensor, target: Tensor, **inputs: Tensor | None) -> Tensor:
         if "k" in self._params and self.k != self._params["k"]:
