@@ -1,42 +1,67 @@
-"""Stateful metrics over a validation epoch: torchrank against torchmetrics' retrieval classes.
+"""Workload ``metrics``: stateful metrics over a validation epoch, torchrank against torchmetrics' classes.
+
+Run through the harness (``python -m benchmarks.run --config configs/bench/metrics.yaml``); :func:`measure`
+takes one ``kind: metrics`` config section and returns records (``benchmarks/_records.py``).
 
 An epoch is ``updates`` updates of ``[queries x items]`` (scores ``torch.rand``: positive, so torchmetrics'
-``preds > 0`` filter changes nothing; graded labels), then ``compute``. Contenders: torchrank ``NDCG(k=10)``
-and ``RankingMetrics`` of 8 measures; torchmetrics ``RetrievalNormalizedDCG(top_k=10)`` and a
-``MetricCollection`` of the 8 equivalent classes. Also recorded: state memory after 10 and after all
-updates, and the collectives one ``compute`` issues under ``torch.distributed`` (2 gloo processes).
+``preds > 0`` filter changes nothing; graded labels 0-4), then ``compute``, on a fresh metric. Two workloads:
 
-    python -m benchmarks.bench_metrics [--smoke] [--out benchmarks/results/metrics_cpu.json]
+- ``epoch NDCG(k=10)``: torchrank ``NDCG(k=10)`` (primary) and the ``torchrank.compat`` drop-in (flat input,
+  as torchmetrics takes it) against torchmetrics ``RetrievalNormalizedDCG(top_k=10)``;
+- ``epoch set of 8``: torchrank ``RankingMetrics`` of 8 measures against a ``MetricCollection`` of the 8
+  equivalent torchmetrics classes (its binary classes get ``target > 0``, untimed).
+
+Also recorded (``extra``): each metric's state size after 10 updates and after the epoch, and, in 2 spawned
+gloo processes, how many collectives one synced ``compute`` issues. Correctness guard: every contender's epoch
+value lies within torchrank's functional tie bounds on the concatenated epoch (checked on the warm-up epoch and
+on the last timed one).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import socket
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from benchmarks.bench_functional import REPO_ROOT, metadata, summarize, timed_call
+import torchrank.functional as F
+from benchmarks._records import record
+from benchmarks._timing import Contender, TimingConfig, measure_contenders
 
-MEASURES = ["ndcg@5", "ndcg@10", "ndcg@20", "map", "mrr", "P@10", "recall@100", "success@10"]
-FULL = {"updates": 100, "queries": 100, "items": 100, "repeats": 3}
-SMOKE = {"updates": 4, "queries": 10, "items": 20, "repeats": 1}
+KIND = "metrics"
+SET8 = ["ndcg@5", "ndcg@10", "ndcg@20", "map", "mrr", "P@10", "recall@100", "success@10"]
+DEFAULTS: dict[str, Any] = {
+    "updates": 100,
+    "queries": 100,
+    "items": 100,
+    "collectives": True,  # count collectives per synced compute in 2 gloo processes
+    "collectives_epoch": {"updates": 4, "queries": 10, "items": 20},  # the count does not depend on the size
+    "tolerance": 1e-4,
+    "seed": 0,
+    "threads": 1,
+    "device": "cpu",
+    "timing": {"slow_threshold_s": 1.0, "slow_repeats": 3, "slow_budget_s": 150.0, "rounds": 2,
+               "min_run_time": 1.0},
+}
+Batches = list[tuple[torch.Tensor, torch.Tensor]]
 
 
-def epoch_data(updates: int, queries: int, items: int, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def epoch_data(updates: int, queries: int, items: int, seed: int, device: torch.device | str = "cpu") -> Batches:
     g = torch.Generator().manual_seed(seed)
-    return [(torch.rand(queries, items, generator=g), torch.randint(0, 5, (queries, items), generator=g))
-            for _ in range(updates)]
+    return [(torch.rand(queries, items, generator=g).to(device),
+             torch.randint(0, 5, (queries, items), generator=g).to(device)) for _ in range(updates)]
 
 
+# ----------------------------------------------------------------------------------------------- contenders
 def _torchmetrics_collection() -> Any:
     from torchmetrics import MetricCollection
     from torchmetrics import retrieval as R
@@ -46,41 +71,63 @@ def _torchmetrics_collection() -> Any:
         "ndcg@20": R.RetrievalNormalizedDCG(top_k=20), "map": R.RetrievalMAP(), "mrr": R.RetrievalMRR(),
         "P@10": R.RetrievalPrecision(top_k=10), "recall@100": R.RetrievalRecall(top_k=100),
         "success@10": R.RetrievalHitRate(top_k=10),
-    }, compute_groups=False)
+    }, compute_groups=False)  # groups would merge states of different classes; each class keeps its own
 
 
-def contenders() -> dict[str, tuple[Callable[[], Any], bool]]:
-    """name -> (factory, takes flat input with indexes)."""
+class _BinaryTargets:
+    """Feeds torchmetrics' binary classes ``target > 0`` and its NDCGs the graded labels."""
+
+    def __init__(self, collection: Any) -> None:
+        self.collection = collection
+
+    def to(self, device: torch.device) -> _BinaryTargets:
+        self.collection.to(device)
+        return self
+
+    def update(self, preds: torch.Tensor, target: torch.Tensor, indexes: torch.Tensor) -> None:
+        for name, metric in self.collection.items():
+            metric.update(preds, target if name.startswith("ndcg") else target > 0, indexes=indexes)
+
+    def compute(self) -> dict[str, torch.Tensor]:
+        return {name: metric.compute() for name, metric in self.collection.items()}
+
+    def values(self) -> Any:
+        return self.collection.values()
+
+
+def contenders() -> dict[str, tuple[str, str, str, Callable[[], Any], bool]]:
+    """name -> (workload label, library, role, factory, takes flat input with indexes)."""
     from torchmetrics.retrieval import RetrievalNormalizedDCG
 
     from torchrank import compat
     from torchrank.metrics import NDCG, RankingMetrics
 
     return {
-        "torchrank NDCG(k=10)": (lambda: NDCG(k=10), False),
-        "torchrank.compat RetrievalNormalizedDCG": (lambda: compat.RetrievalNormalizedDCG(top_k=10), True),
-        "torchrank RankingMetrics 8": (lambda: RankingMetrics(MEASURES), False),
-        "torchmetrics RetrievalNormalizedDCG": (lambda: RetrievalNormalizedDCG(top_k=10), True),
-        "torchmetrics MetricCollection 8": (_torchmetrics_collection, True),
+        "NDCG(k=10)": ("NDCG(k=10)", "torchrank", "primary", lambda: NDCG(k=10), False),
+        "compat.RetrievalNormalizedDCG(top_k=10)": (
+            "NDCG(k=10)", "torchrank", "variant", lambda: compat.RetrievalNormalizedDCG(top_k=10), True),
+        "RetrievalNormalizedDCG(top_k=10)": (
+            "NDCG(k=10)", "torchmetrics", "incumbent", lambda: RetrievalNormalizedDCG(top_k=10), True),
+        "RankingMetrics(8 measures)": ("set of 8", "torchrank", "primary", lambda: RankingMetrics(SET8), False),
+        "MetricCollection(8 classes)": (
+            "set of 8", "torchmetrics", "incumbent", lambda: _BinaryTargets(_torchmetrics_collection()), True),
     }
 
 
-def run_epoch(metric: Any, flat: bool, batches: list[tuple[torch.Tensor, torch.Tensor]], offset: int = 0) -> Any:
+def update_all(metric: Any, flat: bool, batches: Batches, first_query: int = 0) -> None:
+    """``metric.update`` on every batch; flat contenders get distinct query ids per batch (as a dataloader would)."""
     for i, (preds, target) in enumerate(batches):
         if flat:
             q, n = preds.shape
-            indexes = torch.arange(offset + i * q, offset + (i + 1) * q).repeat_interleave(n)
+            start = first_query + i * q
+            indexes = torch.arange(start, start + q, device=preds.device).repeat_interleave(n)
             metric.update(preds.flatten(), target.flatten(), indexes=indexes)
         else:
             metric.update(preds, target)
-    return metric.compute()
-
-
-def _binary_for_torchmetrics(name: str, target: torch.Tensor) -> torch.Tensor:
-    return target if name.startswith("ndcg") else target > 0
 
 
 def state_bytes(metric: Any) -> int:
+    """Bytes held in a metric's (or a collection's) states."""
     metrics = metric.values() if hasattr(metric, "values") and not hasattr(metric, "metric_state") else [metric]
     total = 0
     for m in metrics:
@@ -90,63 +137,32 @@ def state_bytes(metric: Any) -> int:
     return total
 
 
-class _BinaryTargets:
-    """Feeds torchmetrics' binary classes ``target > 0`` and its NDCGs the graded labels (untimed prep)."""
+# ----------------------------------------------------------------------------------------------- guard
+def epoch_guard(batches: Batches, measures: list[str], tolerance: float) -> Callable[[Any, int], dict[str, Any]]:
+    """The epoch's value of each measure within torchrank's functional tie bounds on the concatenated epoch."""
+    preds = torch.cat([p for p, _ in batches])
+    target = torch.cat([t for _, t in batches])
+    bounds = {ties: {m: float(v) for m, v in F.evaluate(preds, target, measures, ties=ties).items()}
+              for ties in ("pessimistic", "optimistic")}
 
-    def __init__(self, collection: Any) -> None:
-        self.collection = collection
+    def check(output: Any, _updates: int) -> dict[str, Any]:
+        values = output if isinstance(output, dict) else {measures[0]: output}
+        report, worst = {}, 0.0
+        for m in measures:
+            value, lo, hi = float(values[m]), bounds["pessimistic"][m], bounds["optimistic"][m]
+            outside = max(lo - value, value - hi, 0.0)
+            worst = max(worst, outside)
+            report[m] = {"value": value, "pessimistic": lo, "optimistic": hi}
+            if not outside <= tolerance:
+                raise AssertionError(f"correctness guard: epoch {m} {value!r} outside torchrank's [{lo!r}, {hi!r}]")
+        return {"reference": "torchrank functional tie bounds on the concatenated epoch", "tolerance": tolerance,
+                "max_outside": worst, "measures": report}
 
-    def update(self, preds: torch.Tensor, target: torch.Tensor, indexes: torch.Tensor) -> None:
-        for name, metric in self.collection.items():
-            metric.update(preds, _binary_for_torchmetrics(name, target), indexes=indexes)
-
-    def compute(self) -> dict[str, torch.Tensor]:
-        return {name: metric.compute() for name, metric in self.collection.items()}
-
-    def values(self) -> Any:
-        return self.collection.values()
-
-
-def build(name: str) -> tuple[Any, bool]:
-    factory, flat = contenders()[name]
-    metric = factory()
-    return (_BinaryTargets(metric) if name.endswith("MetricCollection 8") else metric), flat
-
-
-def time_epochs(config: dict[str, int]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    batches = epoch_data(config["updates"], config["queries"], config["items"])
-    times: dict[str, list[float]] = {name: [] for name in contenders()}
-    results: dict[str, Any] = {}
-    for _ in range(config["repeats"]):  # interleaved: each repeat runs every contender once
-        for name in contenders():
-            metric, flat = build(name)
-            elapsed, results[name] = timed_call(lambda m=metric, f=flat: run_epoch(m, f, batches))
-            times[name].append(elapsed)
-    memory = {}
-    for name in contenders():
-        metric, flat = build(name)
-        run_epoch(metric, flat, batches[: min(10, len(batches))])
-        after_10 = state_bytes(metric)
-        metric, flat = build(name)
-        run_epoch(metric, flat, batches)
-        memory[name] = {"after_10_updates": after_10, f"after_{len(batches)}_updates": state_bytes(metric)}
-    return {name: summarize(ts) for name, ts in times.items()}, results, memory
+    return check
 
 
-def check_agreement(results: dict[str, Any], tolerance: float = 1e-4) -> float:
-    theirs_ndcg = float(results["torchmetrics RetrievalNormalizedDCG"])
-    worst = max(abs(float(results[name]) - theirs_ndcg)
-                for name in ("torchrank NDCG(k=10)", "torchrank.compat RetrievalNormalizedDCG"))
-    ours, theirs = results["torchrank RankingMetrics 8"], results["torchmetrics MetricCollection 8"]
-    worst = max([worst] + [abs(float(ours[m]) - float(theirs[m])) for m in MEASURES])
-    if worst > tolerance:
-        raise AssertionError(f"torchrank and torchmetrics disagree by {worst:.2e}: the timings would compare apples "
-                             "and oranges")
-    return worst
-
-
-# ------------------------------------------------------------------------------------- collectives per compute
-def _count_collectives(rank: int, port: int, config: dict[str, int], out: Any) -> None:
+# ----------------------------------------------------------------------------------------------- collectives
+def _count_collectives(rank: int, port: int, epoch: dict[str, int], out: Any) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=2)
     counts: dict[str, int] = {}
@@ -161,16 +177,10 @@ def _count_collectives(rank: int, port: int, config: dict[str, int], out: Any) -
 
         return wrapper
 
-    batches = epoch_data(config["updates"], config["queries"], config["items"], seed=rank + 1)
-    for name in contenders():
-        metric, flat = build(name)
-        for i, (preds, target) in enumerate(batches):  # distinct query ids per rank
-            if flat:
-                first = (rank * len(batches) + i) * preds.shape[0]
-                idx = torch.arange(first, first + preds.shape[0]).repeat_interleave(preds.shape[1])
-                metric.update(preds.flatten(), target.flatten(), indexes=idx)
-            else:
-                metric.update(preds, target)
+    batches = epoch_data(epoch["updates"], epoch["queries"], epoch["items"], seed=rank + 1)
+    for name, (_, _, _, factory, flat) in contenders().items():
+        metric = factory()
+        update_all(metric, flat, batches, first_query=rank * len(batches) * epoch["queries"])  # distinct ids per rank
         for n in names:
             setattr(dist, n, counting(originals[n]))
         calls["n"] = 0
@@ -184,13 +194,14 @@ def _count_collectives(rank: int, port: int, config: dict[str, int], out: Any) -
     dist.destroy_process_group()
 
 
-def collectives_per_compute(config: dict[str, int]) -> dict[str, int]:
+def collectives_per_compute(epoch: dict[str, int]) -> dict[str, int]:
+    """Collectives (all_gather, all_reduce, ...) one synced ``compute`` issues, per contender, in 2 gloo processes."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_count_collectives, args=(rank, port, config, queue)) for rank in range(2)]
+    procs = [ctx.Process(target=_count_collectives, args=(rank, port, epoch, queue)) for rank in range(2)]
     for p in procs:
         p.start()
     counts = queue.get(timeout=600)
@@ -199,70 +210,58 @@ def collectives_per_compute(config: dict[str, int]) -> dict[str, int]:
     return counts
 
 
-# ----------------------------------------------------------------------------------------------- report
-def markdown(report: dict[str, Any]) -> str:
-    t = report["timings"]
-    lines = [
-        "# Stateful metrics over a validation epoch (CPU)", "",
-        f"Generated by `python -m benchmarks.bench_metrics` on {report['metadata']['date']}; commit "
-        f"`{report['metadata']['git_commit']}`; {report['metadata']['cpu_model']}, "
-        f"{report['metadata']['torch_num_threads']} threads; torch {report['metadata']['torch']}, "
-        f"torchmetrics {report['metadata']['torchmetrics']}.", "",
-        f"Epoch: {report['config']['updates']} updates of [{report['config']['queries']} queries x "
-        f"{report['config']['items']} items], graded labels 0-4, then compute. Medians over "
-        f"{report['config']['repeats']} interleaved repeats.", "",
-        "| contender | epoch (median) | IQR | state after 10 updates | state after the epoch "
-        "| collectives per compute |",
-        "|---|---|---|---|---|---|",
-    ]
-    for name, s in t.items():
-        early, late = report["state_bytes"][name].values()
-        iqr = "-" if s["iqr_s"] is None else f"{s['iqr_s']:.3f} s"
-        lines.append(f"| {name} | {s['median_s']:.3f} s | {iqr} | {early:,} B | {late:,} B | "
-                     f"{report['collectives_per_compute'].get(name, '-')} |")
-    lines += ["", "| ratio | value | target |", "|---|---|---|"]
-    for key, value in report["ratios"].items():
-        lines.append(f"| {key} | {value['value']:.1f}x | {value['target']} |")
-    lines += ["", f"Correctness guard: torchrank and torchmetrics means agree within {report['agreement']:.1e}."]
-    return "\n".join(lines) + "\n"
+# ----------------------------------------------------------------------------------------------- measure
+def measure(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """Time the epochs of one ``kind: metrics`` config section; records for :mod:`benchmarks.run`."""
+    config = {**DEFAULTS, **config, "timing": {**DEFAULTS["timing"], **(config.get("timing") or {})}}
+    device = torch.device(config["device"])
+    updates, queries, items = int(config["updates"]), int(config["queries"]), int(config["items"])
+    batches = epoch_data(updates, queries, items, int(config["seed"]), device)
+    tolerance = float(config["tolerance"])
+    guards = {"NDCG(k=10)": epoch_guard(batches, ["ndcg@10"], tolerance),
+              "set of 8": epoch_guard(batches, SET8, tolerance)}
+    states: dict[str, dict[str, int]] = {}
+    entries = []
+    for name, (label, library, role, factory, flat) in contenders().items():
+        entries.append((label, _epoch_contender(name, library, role, factory, flat, batches, guards[label], states)))
+    timing = TimingConfig.from_dict(config["timing"])
+    _log(f"  epochs of {updates} updates of [{queries} x {items}]")
+    timings = measure_contenders([c for _, c in entries], updates, timing, int(config["threads"]), device, _log)
+    counts = collectives_per_compute(config["collectives_epoch"]) if config["collectives"] else {}
+    params = {"updates": updates, "queries": queries, "items": items, "device": device.type}
+    shape = f"{updates}x[{queries}x{items}]"
+    out = []
+    for (label, c), t in zip(entries, timings, strict=True):
+        extra = {"state_bytes": states.get(c.name), "collectives_per_compute": counts.get(c.name)}
+        out.append(record(f"epoch {label} {shape}", c.library, c.name, {**params, "metric": label}, t, role=c.role,
+                          kind=KIND, group=f"epoch {label}", description=c.description, extra=extra))
+    return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true", help="a tiny epoch, 1 repeat (CI)")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "metrics_cpu.json")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--no-distributed", action="store_true", help="skip counting collectives (2 processes)")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    config = SMOKE if args.smoke else FULL
-    timings, results, memory = time_epochs(config)
-    agreement = check_agreement(results)
-    median = {name: s["median_s"] for name, s in timings.items()}
-    ratios = {
-        "torchmetrics RetrievalNormalizedDCG / torchrank NDCG(k=10)": {
-            "value": median["torchmetrics RetrievalNormalizedDCG"] / median["torchrank NDCG(k=10)"],
-            "target": ">= 50x",
-        },
-        "torchmetrics RetrievalNormalizedDCG / torchrank.compat RetrievalNormalizedDCG (flat input)": {
-            "value": median["torchmetrics RetrievalNormalizedDCG"] / median["torchrank.compat RetrievalNormalizedDCG"],
-            "target": "(migration)",
-        },
-        "torchmetrics MetricCollection 8 / torchrank RankingMetrics 8": {
-            "value": median["torchmetrics MetricCollection 8"] / median["torchrank RankingMetrics 8"],
-            "target": ">= 100x"},
-    }
-    report = {
-        "metadata": metadata(args.threads, {"torchmetrics": True}), "config": config, "measures": MEASURES,
-        "timings": timings, "ratios": ratios, "state_bytes": memory, "agreement": agreement,
-        "collectives_per_compute": {} if args.no_distributed else collectives_per_compute(SMOKE),
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2, default=str))
-    args.out.with_suffix(".md").write_text(markdown(report))
-    print(markdown(report))
-    return 0
+def _epoch_contender(name: str, library: str, role: str, factory: Callable[[], Any], flat: bool, batches: Batches,
+                     check: Callable[[Any, int], dict[str, Any]], states: dict[str, dict[str, int]]) -> Contender:
+    """An epoch on a fresh metric as a :class:`Contender`; its guard also records the state size after 10 updates
+    (a separate, untimed run) and after the epoch (the checked epoch's own metric)."""
+    device = batches[0][0].device
 
+    def build(_updates: int) -> Callable[[], Any]:
+        def call() -> tuple[Any, Any]:
+            metric = factory().to(device)
+            update_all(metric, flat, batches)
+            return metric, metric.compute()
 
-if __name__ == "__main__":
-    sys.exit(main())
+        return call
+
+    def check_and_size(output: tuple[Any, Any], updates: int) -> dict[str, Any]:
+        metric, value = output
+        if name not in states:
+            early = factory().to(device)
+            update_all(early, flat, batches[: min(10, len(batches))])
+            states[name] = {"after_10_updates": state_bytes(early)}
+        states[name][f"after_{updates}_updates"] = state_bytes(metric)
+        return check(value, updates)
+
+    description = (f"fresh {name}: {len(batches)} x update("
+                   + ("preds.flatten(), target.flatten(), indexes" if flat else "preds [Q, N], target [Q, N]")
+                   + ") + compute()")
+    return Contender(name, library, role, description, build, check_and_size)

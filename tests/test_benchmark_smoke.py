@@ -1,4 +1,10 @@
-"""benchmarks/bench_functional.py runs end to end on a tiny workload and writes its ratios."""
+"""The benchmark harness runs end to end on CPU in smoke mode (configs/bench/smoke.yaml, well under a minute).
+
+One subprocess run of ``python -m benchmarks.run --config configs/bench/smoke.yaml`` (shared by the tests of this
+module) must write a results JSON with the expected records, correctness guards that ran on every compared
+contender, the run's metadata, and the generated summary (markdown table and plot). Plus unit tests of the
+summary's reading rules and of the harness's refusal of malformed records and configs.
+"""
 
 from __future__ import annotations
 
@@ -7,78 +13,152 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks import summary
+from benchmarks._records import validate_records
+from benchmarks.run import load_config, resolve_sections
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-RATIO_FIELDS = [
-    "torchmetrics_class_over_torchrank_ndcg10",
-    "pytrec_eval_over_torchrank_ndcg10",
-    "ranx_over_torchrank_ndcg10",
-    "torchrank_7_over_torchrank_ndcg10",
-]
-LIBRARIES = {
-    "torchmetrics": "torchmetrics_class_over_torchrank_ndcg10",
-    "pytrec_eval": "pytrec_eval_over_torchrank_ndcg10",
-    "ranx": "ranx_over_torchrank_ndcg10",
-}
+SMOKE = REPO_ROOT / "configs" / "bench" / "smoke.yaml"
+FAMILIES = ("ndcg@10", "map@10", "P@10", "set of 8")
 
-def _run(out: Path, *extra: str, timeout: float = 600) -> dict:  # a cold numba cache (ranx) compiles for a minute
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    out = tmp_path_factory.mktemp("bench")
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_functional", "--smoke", "--out", str(out), *extra],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout,
+        [sys.executable, "-m", "benchmarks.run", "--config", str(SMOKE), "--out", str(out)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
     )
     assert done.returncode == 0, done.stderr[-4000:]
-    assert out.with_suffix(".md").exists()
-    return json.loads(out.read_text())
+    return json.loads((out / "smoke_cpu_smoke.json").read_text()), out
 
 
-def _check_ratio_fields(result: dict) -> None:
-    assert result["smoke"] is True
-    assert result["metadata"]["device"] == "cpu"
-    assert result["metadata"]["threads"] >= 1
-    for workload in result["workloads"].values():
-        for name in RATIO_FIELDS:
-            assert name in workload["ratios"], name
-        for target in workload["targets"]:
-            assert target["holds"] in (True, False, None)
+def _timed(payload: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [r for r in payload["records"] if r.get("kind") == kind and "skipped" not in r]
 
 
-def test_smoke_run_writes_ratios(tmp_path: Path) -> None:
-    result = _run(tmp_path / "x.json")
-    _check_ratio_fields(result)
-    (workload,) = result["workloads"].values()
-    for library, ratio in LIBRARIES.items():
-        installed = importlib.util.find_spec(library) is not None
-        value = workload["ratios"][ratio]["ratio"]
-        if installed:
-            assert isinstance(value, float) and value > 0, (ratio, value)
-        else:  # a missing package is skipped with a note, not a failure
-            assert value is None and library in result["skipped"]
-    ndcg = workload["contenders"]["torchrank.ndcg@10 ties=average"]
-    assert ndcg["median_s"] > 0 and ndcg["repeats"] >= 1
-    assert "torchrank.ndcg@10 ties=average" in workload["agreement"]
+def test_smoke_metadata(smoke_run: tuple[dict[str, Any], Path]) -> None:
+    payload, _ = smoke_run
+    meta = payload["metadata"]
+    assert payload["smoke"] is True and payload["device"] == "cpu"
+    assert meta["device"] == "cpu" and meta["device_name"] and meta["threads"] == 1
+    assert meta["versions"]["torch"] and meta["versions"]["torchmetrics"]
+    assert meta["date"] and meta["cpu_count"] >= 1
+    assert len(meta["torchrank_source_sha256"]) == 64
 
 
-def test_smoke_run_without_comparison_libraries(tmp_path: Path) -> None:
-    # the path taken when ranx / pytrec_eval / torchmetrics are not installed
-    without = ["--without", "torchmetrics", "--without", "pytrec_eval", "--without", "ranx"]
-    result = _run(tmp_path / "y.json", *without, timeout=30)
-    _check_ratio_fields(result)
-    assert set(result["skipped"]) == set(LIBRARIES)
-    (workload,) = result["workloads"].values()
-    for ratio in LIBRARIES.values():
-        assert workload["ratios"][ratio]["ratio"] is None
-        assert "not run" in workload["ratios"][ratio]["note"]
-    assert workload["ratios"]["torchrank_7_over_torchrank_ndcg10"]["ratio"] > 0
+def test_smoke_kernels_records_and_guards(smoke_run: tuple[dict[str, Any], Path]) -> None:
+    payload, _ = smoke_run
+    records = _timed(payload, "kernels")
+    validate_records(records, "smoke")
+    for dtype in ("float32", "bfloat16"):
+        for family in FAMILIES:
+            workload = f"{family} 60x30 {dtype} graded"
+            mine = [r for r in records if r["workload"] == workload]
+            assert [r["role"] for r in mine].count("primary") == 1, workload
+            libraries = {r["library"] for r in mine}
+            assert "torchrank" in libraries
+            if importlib.util.find_spec("pytrec_eval"):
+                assert "pytrec_eval" in libraries, workload
+            if importlib.util.find_spec("torchmetrics") and (family, dtype) != ("map@10", "bfloat16"):
+                assert "torchmetrics" in libraries, workload
+            for r in mine:  # the guard ran before and after timing, and agreed
+                assert r["guard"]["checked"] == ["warm-up call", "last timed call"], (workload, r["name"])
+                assert r["guard"]["max_outside"] <= r["guard"]["tolerance"]
+                assert r["median_s"] > 0 and r["repeats"] >= 1
+    if importlib.util.find_spec("torcheval"):
+        assert any(r["library"] == "torcheval" for r in records if r["workload"].startswith("P@10"))
+    # torchmetrics' AP@k is another measure: compared only tie-free (float32), skipped with the reason under ties
+    skipped = [r for r in payload["records"] if "skipped" in r and r["workload"] == "map@10 60x30 bfloat16 graded"]
+    if importlib.util.find_spec("torchmetrics"):
+        assert skipped and "ties" in skipped[0]["skipped"]
+    # ranx is left out of the smoke grid (a cold numba cache compiles for ~100 s)
+    assert not any(r["library"] == "ranx" for r in records)
+    assert any(r["role"] == "conversion" for r in records)
 
 
-def test_metrics_epoch_benchmark_smoke(tmp_path: Path) -> None:
-    out = tmp_path / "metrics.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_metrics", "--smoke", "--no-distributed", "--out", str(out)],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    report = json.loads(out.read_text())
-    assert set(report["timings"]) >= {"torchrank NDCG(k=10)", "torchmetrics RetrievalNormalizedDCG"}
-    assert all(r["value"] > 0 for r in report["ratios"].values())
-    assert report["agreement"] < 1e-4
+def test_smoke_metrics_records(smoke_run: tuple[dict[str, Any], Path]) -> None:
+    payload, _ = smoke_run
+    records = _timed(payload, "metrics")
+    names = {r["name"] for r in records}
+    assert {"NDCG(k=10)", "RankingMetrics(8 measures)", "RetrievalNormalizedDCG(top_k=10)",
+            "MetricCollection(8 classes)", "compat.RetrievalNormalizedDCG(top_k=10)"} <= names
+    for r in records:
+        assert r["guard"]["max_outside"] <= r["guard"]["tolerance"]
+        assert r["extra"]["state_bytes"]["after_4_updates"] > 0
+    dense = next(r for r in records if r["name"] == "NDCG(k=10)")
+    states = dense["extra"]["state_bytes"]
+    assert states["after_10_updates"] == states["after_4_updates"]  # dense state does not grow
+
+
+def test_smoke_other_kinds_when_present(smoke_run: tuple[dict[str, Any], Path]) -> None:
+    payload, _ = smoke_run
+    runs = {r["kind"]: r for r in payload["runs"]}
+    assert {"kernels", "metrics"} <= set(runs)
+    for kind in ("losses", "cli"):
+        if kind in runs and "skipped" not in runs[kind]:
+            assert _timed(payload, kind), kind
+
+
+def test_smoke_summary_written(smoke_run: tuple[dict[str, Any], Path]) -> None:
+    _, out = smoke_run
+    text = (out / "SUMMARY.md").read_text()
+    assert "| workload | torchrank | time | best incumbent | time | ratio |" in text
+    assert "ndcg@10 60x30 float32 graded" in text and "epoch set of 8" in text
+    assert (out / "summary.png").stat().st_size > 1000
+    assert (out / "smoke_cpu_smoke.md").exists()
+
+
+# ----------------------------------------------------------------------------------------------- units
+def _rec(workload: str, library: str, name: str, median: float, role: str | None = None) -> dict[str, Any]:
+    r = {"workload": workload, "library": library, "name": name, "params": {}, "median_s": median, "iqr_s": None,
+         "peak_mem_mb": None}
+    return r if role is None else {**r, "role": role}
+
+
+def test_summary_picks_primary_and_fastest_incumbent() -> None:
+    records = [_rec("w", "torchrank", "fast variant", 0.5, "variant"), _rec("w", "torchrank", "main", 1.0, "primary"),
+               _rec("w", "a", "x", 4.0, "incumbent"), _rec("w", "b", "y", 2.0, "incumbent"),
+               _rec("w", "b", "conv", 0.1, "conversion")]
+    (c,) = summary.comparisons({"device": "cpu", "metadata": {}, "records": records})
+    assert c.torchrank["name"] == "main" and c.best["name"] == "y" and c.ratio == pytest.approx(2.0)
+    assert summary.fmt_ratio(0.5) == "**0.5x (slower)**"
+
+
+def test_summary_reads_records_without_roles() -> None:
+    # other modules' records (bench_losses, bench_cli) may carry no role
+    records = [_rec("l", "torchrank", "a", 2.0), _rec("l", "torchrank", "b", 1.0), _rec("l", "allRank", "c", 0.5)]
+    (c,) = summary.comparisons({"device": "cpu", "metadata": {}, "records": records})
+    assert c.torchrank["name"] == "b" and c.ratio == pytest.approx(0.5)
+
+
+def test_malformed_records_are_refused() -> None:
+    with pytest.raises(ValueError, match="lacks"):
+        validate_records([{"workload": "w", "library": "torchrank"}], "test")
+    with pytest.raises(ValueError, match="median_s"):
+        validate_records([_rec("w", "torchrank", "n", 0.0)], "test")
+
+
+def test_smoke_overrides_merge() -> None:
+    config = load_config(REPO_ROOT / "configs" / "bench" / "kernels.yaml")
+    (full,) = resolve_sections(config, "cpu", 1, smoke=False)
+    (tiny,) = resolve_sections(config, "cpu", 1, smoke=True)
+    assert full["shapes"] != tiny["shapes"] and full["smoke"] is False and tiny["smoke"] is True
+    assert tiny["timing"]["slow_threshold_s"] == full["timing"]["slow_threshold_s"]  # timing merged key by key
+    assert "ranx" not in tiny["incumbents"]
+
+
+def test_missing_incumbent_is_skipped_not_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import bench_functional
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ranx" else real(name, *a))
+    available, skipped = bench_functional.library_availability(["pytrec_eval", "ranx"])
+    assert available == {"pytrec_eval": importlib.util.find_spec("pytrec_eval") is not None, "ranx": False}
+    assert skipped["ranx"] == "not installed"
+    with pytest.raises(ValueError, match="unknown incumbent"):
+        bench_functional.library_availability(["trec_eval_9000"])
