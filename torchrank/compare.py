@@ -1,0 +1,605 @@
+"""``torchrank compare QRELS RUN_A RUN_B [...]``: compare runs with paired significance tests.
+
+Each run is evaluated on the same queries (by default every qrels query; a run without results for a
+query scores 0 there, as ``trec_eval -c``), per query and per measure. Every run is then compared with the
+first (``--baseline first``) or with every other run (``--baseline all-pairs``): mean difference, paired
+t-test, paired randomisation test, bootstrap confidence interval of the difference, and Holm-adjusted
+p-values over all (run pair, measure) comparisons. The tests are in :mod:`torchrank.stats`, batched over
+all comparisons at once on ``--device``.
+
+The command line wires this module in with :func:`add_parser` and :func:`run`.
+
+Example:
+    >>> import argparse
+    >>> from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN
+    >>> parser = argparse.ArgumentParser(prog="torchrank")
+    >>> add_parser(parser.add_subparsers())
+    >>> args = parser.parse_args(["compare", str(SAMPLE_QRELS), str(SAMPLE_RUN), str(SAMPLE_RUN),
+    ...                           "-m", "map,P@10", "--format", "csv"])
+    >>> run(args)  # doctest: +ELLIPSIS
+    measure,run,baseline,queries,mean_run,mean_baseline,diff,ci_low,ci_high,p_t,p_randomization,p_adjusted,significant
+    map,results.test#2,results.test,3,0.1785...,0.1785...,0.0,0.0,0.0,1.0,1.0,1.0,False
+    P@10,results.test#2,results.test,3,0.3,0.3,0.0,0.0,0.0,1.0,1.0,1.0,False
+    0
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from torchrank.functional import evaluate, parse_measure
+from torchrank.io import TrecFormatError, read_qrels, read_run, trec_to_dense
+from torchrank.stats import bootstrap_ci, holm, paired_t_test, randomization_test
+
+__all__ = ["DEFAULT_MEASURES", "add_parser", "run"]
+
+#: Measures compared when ``-m`` is not given: the usual columns of an IR results table.
+DEFAULT_MEASURES = ("map", "ndcg@10", "P@10", "recall@100", "mrr")
+# Families where a smaller value is better (they decide which run a significant difference favours).
+_LOWER_IS_BETTER = {"mean_rank", "frp"}
+_FORMATS = ("table", "markdown", "latex", "csv", "json")
+_CSV_FIELDS = (
+    "measure",
+    "run",
+    "baseline",
+    "queries",
+    "mean_run",
+    "mean_baseline",
+    "diff",
+    "ci_low",
+    "ci_high",
+    "p_t",
+    "p_randomization",
+    "p_adjusted",
+    "significant",
+)
+
+
+# ----------------------------------------------------------------------------------------------------
+# arguments
+# ----------------------------------------------------------------------------------------------------
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return value
+
+
+def _level(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text!r}")
+    return value
+
+
+def _depth(text: str) -> int:
+    value = _count(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``compare`` sub-command and its options to an ``argparse`` sub-parsers object.
+
+    The sub-parser's defaults carry ``handler=run``, for a dispatcher that calls ``args.handler(args)``.
+    """
+    p = subparsers.add_parser(
+        "compare",
+        help="compare runs with paired significance tests",
+        description=(
+            "Compare TREC runs on the same queries: per-measure means, difference to the baseline, paired "
+            "t-test, paired randomisation test, bootstrap confidence interval of the difference and "
+            "Holm-adjusted p-values over all comparisons."
+        ),
+    )
+    p.add_argument("qrels", help="qrels file")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run files (at least two; the first is the baseline)")
+    p.add_argument(
+        "-m",
+        "--measure",
+        action="append",
+        help=f"measure names, comma-separated (repeatable; default: {','.join(DEFAULT_MEASURES)})",
+    )
+    p.add_argument(
+        "--baseline",
+        choices=("first", "all-pairs"),
+        default="first",
+        help="compare every run with the first run (default) or every pair of runs",
+    )
+    p.add_argument(
+        "--test",
+        choices=("t", "randomization"),
+        default="t",
+        help="test whose p-values are corrected and decide significance (default: t, the paired t-test)",
+    )
+    p.add_argument(
+        "--correction",
+        choices=("holm", "none"),
+        default="holm",
+        help="multiple-comparison correction over all (run pair, measure) comparisons (default: holm)",
+    )
+    p.add_argument(
+        "--permutations",
+        type=_count,
+        default=10_000,
+        help="random sign flips of the randomisation test; 0 skips the test (default 10000)",
+    )
+    p.add_argument(
+        "--bootstrap",
+        type=_count,
+        default=10_000,
+        help="bootstrap resamples of the confidence interval; 0 skips it (default 10000)",
+    )
+    p.add_argument(
+        "--ci",
+        choices=("percentile", "bca"),
+        default="percentile",
+        help="bootstrap interval method (default: percentile)",
+    )
+    p.add_argument(
+        "--alpha", type=_level, default=0.05, help="significance level; the interval covers 1 - alpha (default 0.05)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the resampling tests (default 0)")
+    p.add_argument(
+        "--queries",
+        choices=("qrels", "common"),
+        default="qrels",
+        help=(
+            "qrels: every qrels query, a run without results for one scores 0 there (trec_eval -c; default); "
+            "common: only the qrels queries that every run has results for"
+        ),
+    )
+    p.add_argument("-l", "--level", type=float, default=1, help="relevance threshold (trec_eval -l; default 1)")
+    p.add_argument("-M", "--depth", type=_depth, default=None, help="evaluate only the top DEPTH documents")
+    p.add_argument("--names", help="display names of the runs, comma-separated (default: file names)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    p.add_argument("--format", choices=_FORMATS, default="table", help="output format (default table)")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``torchrank compare``: print the result and return the exit status (2 on bad input).
+
+    Bad input (unreadable or malformed files, unknown measures, runs sharing no query with the qrels, an
+    unavailable device) gets one ``torchrank compare: error: ...`` line on stderr, never a traceback.
+    """
+    try:
+        text = _render(_compare(args), args.format)
+    except (TrecFormatError, ValueError, OSError) as error:
+        print(f"torchrank compare: error: {error}", file=sys.stderr)
+        return 2
+    print(text)
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------------
+# computation
+# ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Result:
+    """Everything printed: run names, means ``[R, K]`` and per-comparison values ``[P, K]`` (on CPU)."""
+
+    names: list[str]
+    paths: list[str]
+    measures: list[str]
+    n_queries: int
+    pairs: list[tuple[int, int]]  # (baseline, run); differences are run - baseline
+    means: Tensor
+    diff: Tensor
+    p_t: Tensor
+    p_rand: Tensor | None
+    ci_low: Tensor | None
+    ci_high: Tensor | None
+    p_adj: Tensor
+    significant: Tensor
+    settings: dict
+
+
+def _measures(option: list[str] | None) -> list[str]:
+    names = [n.strip() for chunk in option for n in chunk.split(",") if n.strip()] if option else DEFAULT_MEASURES
+    for name in names:
+        parse_measure(name)  # ValueError naming the measure and the grammar
+    return list(dict.fromkeys(names))
+
+
+def _device(name: str) -> torch.device:
+    try:
+        device = torch.device(name)
+    except RuntimeError as error:
+        raise ValueError(f"--device: {error}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device {name}: CUDA is not available on this machine")
+    return device
+
+
+def _names(option: str | None, paths: Sequence[str]) -> list[str]:
+    if option is not None:
+        names = [n.strip() for n in option.split(",")]
+        if len(names) != len(paths) or not all(names):
+            raise ValueError(f"--names: expected {len(paths)} non-empty comma-separated names, got {option!r}")
+        return names
+    names = [os.path.basename(p) for p in paths]
+    folders: dict[str, set[str]] = {}
+    for name, path in zip(names, paths, strict=True):
+        folders.setdefault(name, set()).add(os.path.normpath(path))
+    if any(len(f) > 1 for f in folders.values()):  # same file name in different folders: show the paths
+        names = list(paths)
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:  # the same file given twice: results.test, results.test#2
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return out
+
+
+def _preview(keys: Sequence[str], n: int = 5) -> str:
+    keys = sorted(keys)
+    return ", ".join(keys[:n]) + (f", ... ({len(keys)} in all)" if len(keys) > n else "")
+
+
+def _select_queries(
+    qrels: dict[str, dict[str, int]], runs: list[dict], paths: Sequence[str], qrels_path: str, mode: str
+) -> dict[str, dict[str, int]]:
+    """The qrels restricted to the compared queries; errors name the run file that shares nothing."""
+    for run_, path in zip(runs, paths, strict=True):
+        if not run_.keys() & qrels.keys():
+            raise ValueError(
+                f"{path}: the run shares no query with the qrels {qrels_path} "
+                f"(run queries: {_preview(run_)}; qrels queries: {_preview(qrels)})"
+            )
+    if mode == "qrels":
+        for run_, path in zip(runs, paths, strict=True):
+            missing = len(qrels.keys() - run_.keys())
+            if missing:
+                print(
+                    f"torchrank compare: note: {path} has no results for {missing} of {len(qrels)} qrels "
+                    "queries; they score 0 (--queries common compares on shared queries only)",
+                    file=sys.stderr,
+                )
+        return qrels
+    common = [q for q in qrels if all(q in run_ for run_ in runs)]
+    if not common:
+        raise ValueError("the runs share no qrels query (--queries common); try --queries qrels")
+    if len(common) < len(qrels):
+        print(
+            f"torchrank compare: note: comparing on the {len(common)} of {len(qrels)} qrels queries that every "
+            "run has results for",
+            file=sys.stderr,
+        )
+    return {q: qrels[q] for q in common}
+
+
+def _scores(
+    qrels: dict[str, dict[str, int]],
+    runs: list[dict],
+    measures: list[str],
+    args: argparse.Namespace,
+    device: torch.device,
+) -> Tensor:
+    """Per-query scores ``[R, K, Q]`` of every run, on the queries of ``qrels`` (sorted, as trec_eval)."""
+    per_run = []
+    for run_ in runs:
+        # all_queries: a qrels query missing from the run becomes an empty row, scoring 0 (trec_eval -c).
+        batch = trec_to_dense(qrels, run_, depth=args.depth, all_queries=True).to(device)
+        values = evaluate(
+            batch.preds,
+            batch.target,
+            measures,
+            mask=batch.mask,
+            ideal_target=batch.ideal_target,
+            judged=batch.judged,
+            ties="first",
+            reduction="none",
+            relevance_threshold=args.level,
+        )
+        per_run.append(torch.stack([values[m].to(torch.float64) for m in measures]))
+    return torch.stack(per_run)
+
+
+def _pairs(n_runs: int, baseline: str) -> list[tuple[int, int]]:
+    if baseline == "first":
+        return [(0, j) for j in range(1, n_runs)]
+    return [(i, j) for i in range(n_runs) for j in range(i + 1, n_runs)]
+
+
+def _compare(args: argparse.Namespace) -> _Result:
+    if len(args.runs) < 2:
+        raise ValueError(f"give at least two runs to compare, got {len(args.runs)}")
+    if args.test == "randomization" and args.permutations == 0:
+        raise ValueError("--test randomization needs --permutations > 0")
+    measures = _measures(args.measure)
+    device = _device(args.device)
+    names = _names(args.names, args.runs)
+    qrels = read_qrels(args.qrels)
+    runs = [read_run(path) for path in args.runs]
+    qrels = _select_queries(qrels, runs, args.runs, args.qrels, args.queries)
+    scores = _scores(qrels, runs, measures, args, device)  # [R, K, Q]
+
+    pairs = _pairs(len(runs), args.baseline)
+    base = scores[[i for i, _ in pairs]]
+    other = scores[[j for _, j in pairs]]  # [P, K, Q]: every comparison of every measure in one batch
+    ttest = paired_t_test(other, base)
+    p_rand = ci = None
+    if args.permutations:
+        gen = torch.Generator(device=device).manual_seed(args.seed)
+        p_rand = randomization_test(other, base, args.permutations, generator=gen).pvalue
+    if args.bootstrap:
+        # Its own stream, so that changing --permutations leaves the intervals as they were.
+        gen = torch.Generator(device=device).manual_seed(args.seed + 1)
+        ci = bootstrap_ci(other, base, args.bootstrap, confidence_level=1 - args.alpha, method=args.ci, generator=gen)
+    tested = ttest.pvalue if args.test == "t" else p_rand
+    p_adj = holm(tested) if args.correction == "holm" else tested
+    diff = (other - base).mean(-1)
+    settings = {
+        "queries": args.queries,
+        "baseline": args.baseline,
+        "test": args.test,
+        "correction": args.correction,
+        "alpha": args.alpha,
+        "permutations": args.permutations,
+        "bootstrap": args.bootstrap,
+        "ci": args.ci,
+        "seed": args.seed,
+        "level": args.level,
+        "depth": args.depth,
+        "device": str(device),
+    }
+    return _Result(
+        names=names,
+        paths=list(args.runs),
+        measures=measures,
+        n_queries=scores.shape[-1],
+        pairs=pairs,
+        means=scores.mean(-1).cpu(),
+        diff=diff.cpu(),
+        p_t=ttest.pvalue.cpu(),
+        p_rand=None if p_rand is None else p_rand.cpu(),
+        ci_low=None if ci is None else ci.low.cpu(),
+        ci_high=None if ci is None else ci.high.cpu(),
+        p_adj=p_adj.cpu(),
+        significant=(p_adj <= args.alpha).cpu(),
+        settings=settings,
+    )
+
+
+# ----------------------------------------------------------------------------------------------------
+# output
+# ----------------------------------------------------------------------------------------------------
+
+
+def _letter(i: int) -> str:
+    """a, b, ..., z, aa, ab, ... for run ``i``."""
+    out = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        out = chr(97 + r) + out
+    return out
+
+
+def _better_than(res: _Result) -> list[list[list[int]]]:
+    """``[run][measure]`` -> runs it is significantly better than (the direction of the measure)."""
+    wins: list[list[list[int]]] = [[[] for _ in res.measures] for _ in res.names]
+    for p, (i, j) in enumerate(res.pairs):
+        for k, measure in enumerate(res.measures):
+            if not res.significant[p, k]:
+                continue
+            d = float(res.diff[p, k])
+            run_better = d < 0 if parse_measure(measure).family in _LOWER_IS_BETTER else d > 0
+            winner, loser = (j, i) if run_better else (i, j)
+            if d != 0:
+                wins[winner][k].append(loser)
+    return [[sorted(w) for w in row] for row in wins]
+
+
+def _best(res: _Result, k: int) -> set[int]:
+    shown = [round(float(v), 4) for v in res.means[:, k]]
+    lower = parse_measure(res.measures[k]).family in _LOWER_IS_BETTER
+    top = min(shown) if lower else max(shown)
+    return {r for r, v in enumerate(shown) if v == top}
+
+
+def _fmt_p(p: float) -> str:
+    if math.isnan(p):
+        return "n/a"
+    return "<0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+def _describe(res: _Result) -> str:
+    s = res.settings
+    where = "every qrels query, missing ones scored 0" if s["queries"] == "qrels" else "queries every run has"
+    test = "paired t-test" if s["test"] == "t" else f"randomisation test ({s['permutations']} sign flips)"
+    corr = f"Holm-adjusted over {res.p_adj.numel()} comparisons" if s["correction"] == "holm" else "not adjusted"
+    return f"{res.n_queries} queries ({where}); {test}, {corr}; alpha {s['alpha']:g}"
+
+
+def _legend(res: _Result, sup: str) -> str:
+    s = res.settings
+    test = "paired t-test" if s["test"] == "t" else "randomisation test"
+    adj = "Holm-adjusted " if s["correction"] == "holm" else ""
+    return f"{sup}: significantly better than run (x) ({adj}{test} p <= {s['alpha']:g}, {res.n_queries} queries)"
+
+
+def _summary_rows(res: _Result, mark: str, bold: str) -> list[list[str]]:
+    """Runs x measures cells with superscript letters (``mark`` and ``bold`` are format strings)."""
+    wins = _better_than(res)
+    best = [_best(res, k) for k in range(len(res.measures))]
+    rows = []
+    for r, name in enumerate(res.names):
+        cells = [f"({_letter(r)}) {name}"]
+        for k in range(len(res.measures)):
+            cell = f"{float(res.means[r, k]):.4f}"
+            if bold and r in best[k] and len(best[k]) < len(res.names):  # no bold when all runs tie
+                cell = bold.format(cell)
+            if wins[r][k]:
+                cell += mark.format("".join(_letter(i) for i in wins[r][k]))
+            cells.append(cell)
+        rows.append(cells)
+    return rows
+
+
+def _detail_rows(res: _Result) -> list[list[str]]:
+    level = round(100 * (1 - res.settings["alpha"]), 2)
+    header = ["measure", "run", "vs", "diff"]
+    header += [f"{level:g}% CI"] if res.ci_low is not None else []
+    header += ["p (t)"] + (["p (rand.)"] if res.p_rand is not None else [])
+    header += (["p (Holm)"] if res.settings["correction"] == "holm" else []) + ["sig."]
+    rows = [header]
+    for k, measure in enumerate(res.measures):
+        for p, (i, j) in enumerate(res.pairs):
+            row = [
+                measure,
+                f"({_letter(j)}) {res.names[j]}",
+                f"({_letter(i)}) {res.names[i]}",
+                f"{float(res.diff[p, k]):+.4f}",
+            ]
+            if res.ci_low is not None:
+                row.append(f"[{float(res.ci_low[p, k]):+.4f}, {float(res.ci_high[p, k]):+.4f}]")
+            row.append(_fmt_p(float(res.p_t[p, k])))
+            if res.p_rand is not None:
+                row.append(_fmt_p(float(res.p_rand[p, k])))
+            if res.settings["correction"] == "holm":
+                row.append(_fmt_p(float(res.p_adj[p, k])))
+            row.append("*" if res.significant[p, k] else "")
+            rows.append(row)
+    return rows
+
+
+def _text_table(rows: list[list[str]], right: set[int]) -> str:
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
+    fmt = [(str.rjust if c in right else str.ljust) for c in range(len(widths))]
+    lines = ["  ".join(f(cell, w) for f, cell, w in zip(fmt, row, widths, strict=True)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _md_table(rows: list[list[str]], right: set[int]) -> str:
+    esc = [[cell.replace("|", "\\|") for cell in row] for row in rows]
+    rule = ["---:" if c in right else "---" for c in range(len(rows[0]))]
+    return "\n".join("| " + " | ".join(row) + " |" for row in [esc[0], rule, *esc[1:]])
+
+
+_LATEX_SPECIAL = {c: "\\" + c for c in "&%$#_{}"} | {
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "\\": r"\textbackslash{}",
+}
+
+
+def _latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
+
+
+def _render_table(res: _Result, markdown: bool) -> str:
+    header = ["run", *res.measures]
+    right = set(range(1, len(header)))
+    detail = _detail_rows(res)
+    detail_right = set(range(3, len(detail[0]) - 1))
+    if markdown:
+        summary = [header, *_summary_rows(res, "<sup>{}</sup>", "**{}**")]
+        return (
+            f"{_describe(res)}\n\n{_md_table(summary, right)}\n\n{_legend(res, '<sup>x</sup>')}; "
+            f"bold: best run per measure.\n\n{_md_table(detail, detail_right)}"
+        )
+    summary = [header, *_summary_rows(res, "^{}", "")]
+    legend = _legend(res, "^x")
+    return f"{_describe(res)}\n\n{_text_table(summary, right)}\n{legend}\n\n{_text_table(detail, detail_right)}"
+
+
+def _render_latex(res: _Result) -> str:
+    rows = [[_latex_escape(c) for c in ["Run", *res.measures]]]
+    for row in _summary_rows(res, "$^{{{}}}$", r"\textbf{{{}}}"):
+        rows.append([_latex_escape(row[0]), *row[1:]])
+    lines = [
+        f"% torchrank compare: {_describe(res)}",
+        f"% {_legend(res, 'superscript x')}; bold: best run per measure. Needs \\usepackage{{booktabs}}.",
+        r"\begin{tabular}{l" + "r" * len(res.measures) + "}",
+        r"\toprule",
+        " & ".join(rows[0]) + r" \\",
+        r"\midrule",
+        *[" & ".join(row) + r" \\" for row in rows[1:]],
+        r"\bottomrule",
+        r"\end{tabular}",
+    ]
+    return "\n".join(lines)
+
+
+def _records(res: _Result) -> list[dict]:
+    def num(t: Tensor | None, p: int, k: int) -> float | None:
+        v = None if t is None else float(t[p, k])
+        return None if v is None or math.isnan(v) else v
+
+    out = []
+    for k, measure in enumerate(res.measures):
+        for p, (i, j) in enumerate(res.pairs):
+            out.append(
+                {
+                    "measure": measure,
+                    "run": res.names[j],
+                    "baseline": res.names[i],
+                    "queries": res.n_queries,
+                    "mean_run": float(res.means[j, k]),
+                    "mean_baseline": float(res.means[i, k]),
+                    "diff": float(res.diff[p, k]),
+                    "ci_low": num(res.ci_low, p, k),
+                    "ci_high": num(res.ci_high, p, k),
+                    "p_t": num(res.p_t, p, k),
+                    "p_randomization": num(res.p_rand, p, k),
+                    "p_adjusted": num(res.p_adj, p, k),
+                    "significant": bool(res.significant[p, k]),
+                }
+            )
+    return out
+
+
+def _render(res: _Result, fmt: str) -> str:
+    if fmt in ("table", "markdown"):
+        return _render_table(res, markdown=fmt == "markdown")
+    if fmt == "latex":
+        return _render_latex(res)
+    records = _records(res)
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=_CSV_FIELDS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({k: ("" if v is None else v) for k, v in r.items()} for r in records)
+        return buf.getvalue().rstrip("\n")
+    runs = [
+        {
+            "label": _letter(r),
+            "name": name,
+            "path": res.paths[r],
+            "means": {m: float(res.means[r, k]) for k, m in enumerate(res.measures)},
+        }
+        for r, name in enumerate(res.names)
+    ]
+    doc = {
+        "queries": res.n_queries,
+        "measures": res.measures,
+        "settings": res.settings,
+        "runs": runs,
+        "comparisons": records,
+    }
+    return json.dumps(doc, indent=2)
