@@ -173,7 +173,8 @@ def _plan(c: Contender, queries: int, cfg: TimingConfig, log: Log) -> _Plan:
             repeats = max(1, min(repeats, int(cfg.slow_budget_s // estimate)))
     if timed_q != pilot_q:
         fn = c.build(timed_q)
-    log(f"    {c.name}: ~{estimate:.3g} s/call -> {repeats} single calls on {timed_q} of {queries} queries")
+    subset = f" on the first {timed_q} of {queries} queries" if timed_q != queries else ""
+    log(f"    {c.name}: ~{estimate:.3g} s/call -> {repeats} single calls{subset}")
     return _Plan(c, fn, "single calls", timed_q, repeats, estimate, guard)
 
 
@@ -201,7 +202,7 @@ def measure_contenders(
             if r < p.repeats:
                 seconds, p.last_output = single_call(p.fn)
                 p.times.append(seconds)
-                log(f"    {p.contender.name}: {seconds:.3g} s on {p.queries} queries")
+                log(f"    {p.contender.name}: {seconds:.3g} s")
     return [_finish(p, queries, device) for p in plans]
 
 

@@ -110,6 +110,19 @@ def fmt_ratio(ratio: float | None) -> str:
     return text if ratio >= 1 else f"**{text} (slower)**"
 
 
+def fmt_extra(extra: dict[str, Any] | None) -> str:
+    """A record's ``extra`` (state sizes, collectives, ...) as ``key: value`` pairs, nested dicts flattened."""
+    if not extra:
+        return ""
+    parts = []
+    for key, value in extra.items():
+        if isinstance(value, dict):
+            parts += [f"{key}.{k}: {v:,}" if isinstance(v, int) else f"{key}.{k}: {v}" for k, v in value.items()]
+        elif value is not None:
+            parts.append(f"{key}: {value}")
+    return "; ".join(parts)
+
+
 def _scaled_note(r: dict[str, Any]) -> str:
     s = r.get("scaled")
     return f" (timed on {s['measured_queries']} queries, scaled x{s['factor']:.3g})" if s else ""
@@ -194,12 +207,13 @@ def detail_markdown(path: Path, payload: dict[str, Any]) -> str:
     for r in payload["records"]:
         by_workload.setdefault(r["workload"], []).append(r)
     for workload, records in by_workload.items():
-        lines += [f"## {workload}", "", "| contender | library | role | median | IQR | repeats | method | guard |",
-                  "|---|---|---|---|---|---|---|---|"]
+        lines += [f"## {workload}", "",
+                  "| contender | library | role | median | IQR | repeats | method | guard | extra |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         ours = pick_torchrank(_timed(records))
         for r in records:
             if "skipped" in r:
-                lines.append(f"| {r['name']} | {r['library']} | skipped | {r['skipped']} | | | | |")
+                lines.append(f"| {r['name']} | {r['library']} | skipped | {r['skipped']} | | | | | |")
                 continue
             guard = r.get("guard")
             guard_text = "n/a" if not guard else f"{guard.get('max_outside', 0):.1e}"
@@ -207,7 +221,7 @@ def detail_markdown(path: Path, payload: dict[str, Any]) -> str:
             lines.append(
                 f"| {r['name']} | {r['library']} | {r.get('role') or ''} | {fmt_s(r['median_s'])}{ratio} | "
                 f"{fmt_s(r.get('iqr_s'))} | {r.get('repeats', '')} | {r.get('method', '')}{_scaled_note(r)} | "
-                f"{guard_text} |"
+                f"{guard_text} | {fmt_extra(r.get('extra'))} |"
             )
         lines.append("")
     return "\n".join(lines)
