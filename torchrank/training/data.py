@@ -1,0 +1,177 @@
+"""LETOR / SVMlight ranking data as padded per-query tensors, and a Lightning DataModule over them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import lightning as L
+import torch
+from torch import Tensor
+from torch.nn import functional as nnf
+from torch.utils.data import DataLoader, TensorDataset
+
+from torchrank.io import group_to_dense, read_svmlight
+
+__all__ = ["LIGHTGBM_LAMBDARANK", "LetorDataModule", "read_letor", "split_queries"]
+
+#: LightGBM's ``examples/lambdarank`` data, bundled: ``rank.train`` / ``rank.test`` with ``.query`` group files.
+LIGHTGBM_LAMBDARANK = Path(__file__).resolve().parent.parent / "data" / "lightgbm_lambdarank"
+
+
+def read_letor(path: str | os.PathLike[str], *, n_features: int | None = None) -> TensorDataset:
+    """Read an SVMlight / LETOR file into one padded row per query.
+
+    Queries come from ``qid:`` fields or, when ``<path>.query`` exists, from that LightGBM group file.
+
+    Args:
+        path: The data file.
+        n_features: Number of feature columns; defaults to the largest feature index in the file.
+
+    Returns:
+        A ``TensorDataset`` of ``features [Q, N, F]`` (float32), ``labels [Q, N]`` (float32) and
+        ``mask [Q, N]`` (bool, True for real documents), queries in file order, padding last and zero.
+
+    Example:
+        >>> data = read_letor(LIGHTGBM_LAMBDARANK / "rank.test")
+        >>> [tuple(t.shape) for t in data.tensors]
+        [(50, 24, 300), (50, 24), (50, 24)]
+        >>> int(data.tensors[2].sum())  # documents
+        768
+    """
+    group_file = Path(f"{os.fspath(path)}.query")
+    rows = read_svmlight(path, n_features=n_features, group_file=group_file if group_file.is_file() else None)
+    features, labels, mask = group_to_dense(rows.features, rows.labels, rows.qid)
+    return TensorDataset(features, labels, mask)
+
+
+def split_queries(num_queries: int, val_fraction: float, seed: int) -> tuple[Tensor, Tensor]:
+    """A seeded random split of query indices into ``(train, val)``, each in ascending (file) order.
+
+    The validation part holds ``round(val_fraction * num_queries)`` queries.
+
+    Example:
+        >>> split_queries(6, 0.5, seed=0)
+        (tensor([0, 1, 4]), tensor([2, 3, 5]))
+    """
+    order = torch.randperm(num_queries, generator=torch.Generator().manual_seed(seed))
+    num_val = round(val_fraction * num_queries)
+    return order[num_val:].sort().values, order[:num_val].sort().values
+
+
+def _widen(data: TensorDataset, n_features: int) -> TensorDataset:
+    """Zero-pad the feature dimension (a file whose highest feature index is below another file's)."""
+    features, labels, mask = data.tensors
+    return TensorDataset(nnf.pad(features, (0, n_features - features.shape[-1])), labels, mask)
+
+
+class LetorDataModule(L.LightningDataModule):
+    """Train / validation / test batches of whole queries from SVMlight / LETOR files.
+
+    A batch is ``(features [B, N, F], labels [B, N], mask [B, N])`` with ``N`` the longest query of the
+    file. The validation queries are a seeded random ``val_fraction`` of the training file's queries; the
+    test file is used only by ``trainer.test``.
+
+    Args:
+        data_dir: Folder of the files; defaults to the bundled LightGBM lambdarank example
+            (:data:`LIGHTGBM_LAMBDARANK`).
+        train_file: Training file name inside ``data_dir`` (``<name>.query`` beside it is its group file).
+        test_file: Test file name inside ``data_dir``.
+        val_fraction: Fraction of the training queries held out for validation (0 disables validation).
+        batch_size: Queries per batch.
+        n_features: Feature columns; defaults to the largest index over the training and test files.
+        seed: Seed of the validation split.
+        num_workers: ``DataLoader`` worker processes.
+
+    Example:
+        >>> dm = LetorDataModule(batch_size=8)
+        >>> dm.setup("fit")
+        >>> dm.num_features, len(dm.train_set), len(dm.val_set)
+        (300, 161, 40)
+        >>> [tuple(t.shape) for t in next(iter(dm.train_dataloader()))]
+        [(8, 27, 300), (8, 27), (8, 27)]
+    """
+
+    def __init__(
+        self,
+        data_dir: str | None = None,
+        *,
+        train_file: str = "rank.train",
+        test_file: str = "rank.test",
+        val_fraction: float = 0.2,
+        batch_size: int = 16,
+        n_features: int | None = None,
+        seed: int = 0,
+        num_workers: int = 0,
+    ) -> None:
+        super().__init__()
+        if not 0 <= val_fraction < 1:
+            raise ValueError(f"Argument `val_fraction` must be in [0, 1), got {val_fraction}.")
+        if batch_size < 1:
+            raise ValueError(f"Argument `batch_size` must be a positive int, got {batch_size}.")
+        self.data_dir = Path(data_dir) if data_dir is not None else LIGHTGBM_LAMBDARANK
+        self.train_file, self.test_file = train_file, test_file
+        self.val_fraction, self.batch_size, self.n_features = val_fraction, batch_size, n_features
+        self.seed, self.num_workers = seed, num_workers
+        self._splits: dict[str, TensorDataset] | None = None
+
+    def _load(self) -> dict[str, TensorDataset]:
+        """Read both files once; both get the same number of feature columns."""
+        if self._splits is None:
+            train = read_letor(self.data_dir / self.train_file, n_features=self.n_features)
+            test = read_letor(self.data_dir / self.test_file, n_features=self.n_features)
+            width = max(train.tensors[0].shape[-1], test.tensors[0].shape[-1])
+            train, test = _widen(train, width), _widen(test, width)
+            train_idx, val_idx = split_queries(len(train), self.val_fraction, self.seed)
+            self._val_queries = val_idx
+            self._splits = {
+                "train": TensorDataset(*(t[train_idx] for t in train.tensors)),
+                "val": TensorDataset(*(t[val_idx] for t in train.tensors)),
+                "test": test,
+            }
+        return self._splits
+
+    @property
+    def num_features(self) -> int:
+        """Feature columns of every split (reads the files on first use)."""
+        return self._load()["train"].tensors[0].shape[-1]
+
+    @property
+    def val_queries(self) -> Tensor:
+        """Indices (in file order) of the training file's queries held out for validation."""
+        self._load()
+        return self._val_queries
+
+    @property
+    def train_set(self) -> TensorDataset:
+        return self._load()["train"]
+
+    @property
+    def val_set(self) -> TensorDataset:
+        return self._load()["val"]
+
+    @property
+    def test_set(self) -> TensorDataset:
+        return self._load()["test"]
+
+    def setup(self, stage: str) -> None:
+        self._load()
+
+    def _loader(self, data: TensorDataset, shuffle: bool) -> DataLoader:
+        return DataLoader(
+            data,
+            batch_size=self.batch_size,
+            shuffle=shuffle,
+            num_workers=self.num_workers,
+            persistent_workers=self.num_workers > 0,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader(self.train_set, shuffle=True)
+
+    def val_dataloader(self) -> DataLoader | list:
+        # an empty list tells Lightning to skip validation
+        return self._loader(self.val_set, shuffle=False) if len(self.val_set) else []
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader(self.test_set, shuffle=False)
