@@ -135,6 +135,16 @@ def test_constant_nonzero_difference():
     assert bs.low.item() == bs.high.item() == 0.25 and bs.standard_error.item() == 0
 
 
+def test_no_comparisons():
+    empty = torch.empty(0, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert paired_t_test(empty, empty).pvalue.shape == (0,)
+        assert randomization_test(empty, empty, 50).pvalue.shape == (0,)
+        assert bootstrap_ci(empty, empty, 50, method="bca").low.shape == (0,)
+        assert holm(torch.empty(0)).shape == (0,)
+
+
 # ---------------------------------------------------------------------------------------------------- randomisation
 
 

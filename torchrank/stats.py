@@ -141,7 +141,8 @@ def _betainc(a: Tensor, b: Tensor, x: Tensor, y: Tensor, log_x: Tensor, log_y: T
     direct = x < (a + 1) / (a + b + 2)
     pa, pb, px = torch.where(direct, a, b), torch.where(direct, b, a), torch.where(direct, x, y)
     # The fraction needs O(sqrt(max(a, b))) terms.
-    max_iter = 64 + 8 * math.isqrt(int(torch.maximum(a, b).max().clamp(max=1e12)) + 1)
+    largest = int(torch.maximum(a, b).max().clamp(max=1e12)) if a.numel() else 0
+    max_iter = 64 + 8 * math.isqrt(largest + 1)
     part = front * _beta_continued_fraction(pa, pb, px, max_iter) / pa
     return torch.where(direct, part, 1 - part)
 
@@ -296,8 +297,8 @@ def randomization_test(
     of them when ``2**Q <= n_resamples`` (exact test). The p-value follows
     ``scipy.stats.permutation_test(..., permutation_type="samples")``: twice the smaller one-sided
     p-value, clipped to 1; Monte-Carlo p-values count the observed pattern (``(k + 1) / (n + 1)``), so
-    they are never 0. Null means within a relative 1e-12 of the observed mean count as ties, so that
-    theoretically equal means that differ by rounding are not missed.
+    they are never 0. Null means within 1e-12 times ``mean(|a - b|)`` of the observed mean count as ties,
+    so that means equal in theory but not in floating point are not missed.
 
     Args:
         a: Per-query scores ``[..., Q]`` of the first system.
@@ -451,7 +452,7 @@ def bootstrap_ci(
     flat = ordered[:, 0] == ordered[:, -1]
     low = torch.where(flat, ordered[:, 0], low)
     high = torch.where(flat, ordered[:, 0], high)
-    se = boot.std(-1, correction=1) if n_resamples > 1 else torch.zeros_like(observed)
+    se = boot.std(-1, correction=1) if n_resamples > 1 and boot.numel() else torch.zeros_like(observed)
     shape = a.shape[:-1]
     dist = boot.reshape(*shape, n_resamples) if return_distribution else None
     return BootstrapResult(low.reshape(shape), high.reshape(shape), observed.reshape(shape), se.reshape(shape), dist)
