@@ -18,8 +18,11 @@ EVAL_K = (1, 3, 5, 10)
 Batch = tuple[Tensor, Tensor, Tensor]
 
 
-def ndcg_metric(k: int | Sequence[int] = EVAL_K) -> NDCG:
+def ndcg_metric(k: int | Sequence[int] = EVAL_K, *, ties: str = "average") -> NDCG:
     """NDCG@k as LightGBM counts it: gain ``2^y - 1``, log2 discount, 1 for a query whose ideal DCG is 0.
+
+    Tied scores count with their expected value over the orders of the tie (``ties="average"``);
+    ``ties="first"`` keeps input order, as LightGBM's stable sort does.
 
     Example:
         >>> metric = ndcg_metric(5)
@@ -28,7 +31,8 @@ def ndcg_metric(k: int | Sequence[int] = EVAL_K) -> NDCG:
         >>> metric.compute()
         tensor(0.8984)
     """
-    return NDCG(k=list(k) if isinstance(k, Sequence) else k, gain="exponential", empty_target_action="pos")
+    k = list(k) if isinstance(k, Sequence) else k
+    return NDCG(k=k, gain="exponential", empty_target_action="pos", ties=ties)
 
 
 def mlp(num_features: int, hidden_sizes: Sequence[int], dropout: float) -> nn.Sequential:
