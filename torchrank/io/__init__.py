@@ -9,17 +9,34 @@ Example:
 
 from ._errors import TrecFormatError
 from .svmlight import SvmlightData, group_to_dense, read_svmlight
-from .trec import SAMPLE_QRELS, SAMPLE_RUN, TrecBatch, read_qrels, read_run, trec_to_dense
+from .trec import (
+    SAMPLE_QRELS,
+    SAMPLE_RUN,
+    ProgressCallback,
+    TrecBatch,
+    TrecFile,
+    load_qrels,
+    load_run,
+    read_qrels,
+    read_run,
+    read_trec,
+    trec_to_dense,
+)
 
 __all__ = [
     "SAMPLE_QRELS",
     "SAMPLE_RUN",
     "SvmlightData",
+    "ProgressCallback",
     "TrecBatch",
+    "TrecFile",
     "TrecFormatError",
     "group_to_dense",
+    "load_qrels",
+    "load_run",
     "read_qrels",
     "read_run",
     "read_svmlight",
+    "read_trec",
     "trec_to_dense",
 ]

@@ -18,22 +18,30 @@ from __future__ import annotations
 
 import os
 from array import array
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from itertools import repeat
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import Tensor
 
+from . import _scan
 from ._common import decode, read_lines
 from ._errors import TrecFormatError
 
 __all__ = [
     "SAMPLE_QRELS",
     "SAMPLE_RUN",
+    "ProgressCallback",
     "TrecBatch",
+    "TrecFile",
+    "load_qrels",
+    "load_run",
     "read_qrels",
     "read_run",
+    "read_trec",
     "trec_to_dense",
 ]
 
@@ -46,9 +54,53 @@ SAMPLE_RUN: Path = _DATA_DIR / "results.test"
 _HASH = ord("#")
 
 
+_QRELS_WHAT = "'qid iter docno rel'"
+_RUN_WHAT = "'qid Q0 docno rank score tag'"
+
+
 def _no_data(path: str | os.PathLike[str], lines: list[bytes], what: str) -> TrecFormatError:
     head = b"\n".join(lines[:3])[:200]
     return TrecFormatError(path, 0, f"at least one {what} line", head)
+
+
+def _duplicate(path: str | os.PathLike[str], lineno: int, qraw: bytes, line: bytes) -> TrecFormatError:
+    return TrecFormatError(path, lineno, f"each docno at most once per query (qid {decode(qraw)})", line)
+
+
+def _qrels_line(path: str | os.PathLike[str], lineno: int, line: bytes) -> tuple[bytes, bytes, int] | None:
+    """``(qid, docno, rel)`` of a qrels line, None for a comment or blank line; raises on a bad line."""
+    parts = line.split()
+    if not parts or parts[0][0] == _HASH:
+        return None
+    if len(parts) != 4:
+        raise TrecFormatError(path, lineno, "4 whitespace-separated fields 'qid iter docno rel'", line)
+    qraw, _, draw, rraw = parts
+    try:
+        rel = int(rraw)
+    except ValueError:
+        rel = None
+    if rel is None or b"_" in rraw:
+        raise TrecFormatError(path, lineno, "an integer relevance in field 4", rraw)
+    return qraw, draw, rel
+
+
+def _run_line(path: str | os.PathLike[str], lineno: int, line: bytes) -> tuple[bytes, bytes, float, bytes] | None:
+    """``(qid, docno, score, tag)`` of a run line, None for a comment or blank line; raises on a bad line."""
+    parts = line.split()
+    if not parts or parts[0][0] == _HASH:
+        return None
+    if len(parts) < 6:
+        raise TrecFormatError(
+            path, lineno, "at least 6 whitespace-separated fields 'qid Q0 docno rank score tag'", line
+        )
+    sraw = parts[4]
+    try:
+        score = float(sraw)
+    except ValueError:
+        score = None
+    if score is None or score != score or b"_" in sraw:
+        raise TrecFormatError(path, lineno, "a numeric (non-NaN) score in field 5", sraw)
+    return parts[0], parts[2], score, parts[5]
 
 
 def read_qrels(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
@@ -81,30 +133,20 @@ def read_qrels(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
     by_raw: dict[bytes, dict[str, int]] = {}
     n = 0
     for lineno, line in enumerate(lines, 1):
-        parts = line.split()
-        if not parts or parts[0][0] == _HASH:
+        parsed = _qrels_line(path, lineno, line)
+        if parsed is None:
             continue
-        if len(parts) != 4:
-            raise TrecFormatError(path, lineno, "4 whitespace-separated fields 'qid iter docno rel'", line)
-        qraw, _, draw, rraw = parts
-        try:
-            rel = int(rraw)
-        except ValueError:
-            rel = None
-        if rel is None or b"_" in rraw:
-            raise TrecFormatError(path, lineno, "an integer relevance in field 4", rraw)
+        qraw, draw, rel = parsed
         docs = by_raw.get(qraw)
         if docs is None:
             docs = by_raw[qraw] = qrels.setdefault(decode(qraw), {})
         docno = decode(draw)
         if docno in docs:
-            raise TrecFormatError(
-                path, lineno, f"each docno at most once per query (qid {decode(qraw)})", line
-            )
+            raise _duplicate(path, lineno, qraw, line)
         docs[docno] = rel
         n += 1
     if not n:
-        raise _no_data(path, lines, "'qid iter docno rel'")
+        raise _no_data(path, lines, _QRELS_WHAT)
     return qrels
 
 
@@ -139,33 +181,20 @@ def read_run(path: str | os.PathLike[str]) -> dict[str, dict[str, float]]:
     by_raw: dict[bytes, dict[str, float]] = {}
     n = 0
     for lineno, line in enumerate(lines, 1):
-        parts = line.split()
-        if not parts or parts[0][0] == _HASH:
+        parsed = _run_line(path, lineno, line)
+        if parsed is None:
             continue
-        if len(parts) < 6:
-            raise TrecFormatError(
-                path, lineno, "at least 6 whitespace-separated fields 'qid Q0 docno rank score tag'", line
-            )
-        sraw = parts[4]
-        try:
-            score = float(sraw)
-        except ValueError:
-            score = None
-        if score is None or score != score or b"_" in sraw:
-            raise TrecFormatError(path, lineno, "a numeric (non-NaN) score in field 5", sraw)
-        qraw = parts[0]
+        qraw, draw, score, _ = parsed
         docs = by_raw.get(qraw)
         if docs is None:
             docs = by_raw[qraw] = run.setdefault(decode(qraw), {})
-        docno = decode(parts[2])
+        docno = decode(draw)
         if docno in docs:
-            raise TrecFormatError(
-                path, lineno, f"each docno at most once per query (qid {decode(qraw)})", line
-            )
+            raise _duplicate(path, lineno, qraw, line)
         docs[docno] = score
         n += 1
     if not n:
-        raise _no_data(path, lines, "'qid Q0 docno rank score tag'")
+        raise _no_data(path, lines, _RUN_WHAT)
     return run
 
 
@@ -186,7 +215,11 @@ class TrecBatch:
         judged: ``[Q, N]`` bool, True where the retrieved document has a qrels entry with label >= 0.
         ideal_target: ``[Q, M]`` int64 labels of all judged (label >= 0) qrels documents of each query,
             sorted descending, padded with 0 (``M`` = largest number of judged documents of a query).
-        docnos: Docnos of each row, in column order.
+        docnos: Docnos of each row, in column order (decoded on first access when read by
+            :func:`read_trec`).
+        num_judged: ``[Q]`` int64 number of judged (label >= 0) qrels documents of each query, retrieved
+            or not (bpref's judged non-relevant documents are those below the relevance level).
+        runid: The run's tag (sixth field of its first line) when read from a file by :func:`read_trec`.
     """
 
     qids: list[str]
@@ -195,7 +228,9 @@ class TrecBatch:
     mask: Tensor
     judged: Tensor
     ideal_target: Tensor
-    docnos: list[list[str]]
+    docnos: Sequence[list[str]]
+    num_judged: Tensor | None = None
+    runid: str | None = None
 
     def to(self, device: torch.device | str) -> TrecBatch:
         """Return a copy with every tensor moved to ``device``."""
@@ -388,4 +423,407 @@ def trec_to_dense(
         judged=judged,
         ideal_target=ideal_target,
         docnos=row_docnos,
+        num_judged=icounts,
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# Fast path: whole files scanned with numpy (torchrank.io._scan), joined and ranked without dicts
+# --------------------------------------------------------------------------------------------------
+
+#: ``progress(nbytes)`` is called as a file is read and scanned (twice its size in all).
+ProgressCallback = Callable[[int], None]
+
+
+class TrecFile:
+    """A qrels or run file read by :func:`load_qrels` / :func:`load_run`, kept as columns for fast joins.
+
+    Attributes:
+        path: The file.
+        kind: ``"qrels"`` or ``"run"``.
+        qids: Distinct qids, in order of first appearance.
+        runid: A run's tag (sixth field of its first data line); None for qrels.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], kind: str, columns: _scan.Columns) -> None:
+        self.path = os.fspath(path)
+        self.kind = kind
+        self.columns = columns
+        self.qids = columns.qids
+        self.runid = None if columns.tag is None else decode(columns.tag)
+
+    def __len__(self) -> int:
+        """Number of data lines."""
+        return len(self.columns)
+
+    def __repr__(self) -> str:
+        return f"TrecFile({self.path!r}, kind={self.kind!r}, lines={len(self)}, queries={len(self.qids)})"
+
+
+def load_qrels(path: str | os.PathLike[str], *, progress: ProgressCallback | None = None) -> TrecFile:
+    """Read a qrels file as columns (vectorised; errors exactly as :func:`read_qrels` reports them).
+
+    Example:
+        >>> from torchrank.io import SAMPLE_QRELS, load_qrels
+        >>> qrels = load_qrels(SAMPLE_QRELS)
+        >>> len(qrels), qrels.qids
+        (3681, ['301', '302', '303'])
+    """
+    return TrecFile(path, "qrels", _load(path, "qrels", progress))
+
+
+def load_run(path: str | os.PathLike[str], *, progress: ProgressCallback | None = None) -> TrecFile:
+    """Read a run file as columns (vectorised; errors exactly as :func:`read_run` reports them).
+
+    Example:
+        >>> from torchrank.io import SAMPLE_RUN, load_run
+        >>> run = load_run(SAMPLE_RUN)
+        >>> len(run), run.runid
+        (1500, 'STANDARD')
+    """
+    return TrecFile(path, "run", _load(path, "run", progress))
+
+
+def read_trec(
+    qrels: str | os.PathLike[str] | TrecFile,
+    run: str | os.PathLike[str] | TrecFile,
+    *,
+    depth: int | None = None,
+    all_queries: bool = False,
+    dtype: torch.dtype = torch.float64,
+    progress: ProgressCallback | None = None,
+) -> TrecBatch:
+    """Read qrels and a run into a :class:`TrecBatch`: :func:`trec_to_dense` of the two files, vectorised.
+
+    Same result as ``trec_to_dense(read_qrels(qrels), read_run(run), ...)`` (same rows, columns, tie order
+    and errors), several times faster on large files: the files are scanned with numpy, documents are
+    matched to judgments through a hash table of exact docno bytes, and runs already written in rank
+    order (the usual case) are not sorted again. ``docnos`` are decoded on first access.
+
+    Args:
+        qrels: A qrels path, or a file already read by :func:`load_qrels` (read once, use for many runs).
+        run: A run path, or a file read by :func:`load_run`.
+        depth: Keep only the first ``depth`` documents of each query (``trec_eval -M``).
+        all_queries: Also evaluate qrels queries absent from the run (``trec_eval -c``).
+        dtype: Floating dtype of ``preds``; ranking always uses the float64 scores.
+        progress: Called with byte counts as files are read and scanned (for a progress bar).
+
+    Raises:
+        TrecFormatError: A malformed file (see :func:`read_qrels`, :func:`read_run`).
+        ValueError: No query to evaluate, or a bad ``depth`` / ``dtype``.
+
+    Example:
+        >>> from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN, read_trec
+        >>> batch = read_trec(SAMPLE_QRELS, SAMPLE_RUN)
+        >>> batch.qids, tuple(batch.preds.shape), batch.runid
+        (['301', '302', '303'], (3, 500), 'STANDARD')
+        >>> batch.docnos[0][:2]
+        ['FBIS3-27619', 'FR940202-2-00126']
+    """
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
+        raise ValueError(f"depth must be a positive int or None, got {depth!r}")
+    if not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a floating dtype, got {dtype}")
+    qrels_file = qrels if isinstance(qrels, TrecFile) else load_qrels(qrels, progress=progress)
+    run_file = run if isinstance(run, TrecFile) else load_run(run, progress=progress)
+    try:
+        return _dense(qrels_file, run_file, depth, all_queries, dtype)
+    except _scan.Fallback:  # a 64-bit hash collision: the dict path decides exactly
+        batch = trec_to_dense(
+            _as_dict(qrels_file), _as_dict(run_file), depth=depth, all_queries=all_queries, dtype=dtype
+        )
+        return TrecBatch(**{f.name: getattr(batch, f.name) for f in fields(batch)} | {"runid": run_file.runid})
+
+
+def _load(path: str | os.PathLike[str], kind: str, progress: ProgressCallback | None) -> _scan.Columns:
+    data, begin = _scan.read_padded(os.fspath(path), progress)
+    nfields, value_field = (4, 3) if kind == "qrels" else (6, 4)
+    try:
+        columns = _scan.scan(data, begin, nfields, value_field, progress)
+    except _scan.Fallback:
+        return _careful_columns(path, kind)
+    except _scan.LineError as error:
+        raise _line_error(path, data, begin, error.offset, kind) from None
+    duplicate = _first_duplicate(columns)
+    if duplicate is not None:
+        offset = data.rfind(b"\n", begin, int(columns.doc_start[duplicate])) + 1 or begin
+        line = _line_at(data, offset)
+        qraw = line.split()[0]
+        raise _duplicate(path, data.count(b"\n", 0, offset) + 1, qraw, line)
+    if not len(columns):
+        raise _no_data(path, bytes(data[begin : begin + 4096]).splitlines(), _QRELS_WHAT if kind == "qrels" else _RUN_WHAT)
+    return columns
+
+
+def _line_at(data: bytearray, offset: int) -> bytes:
+    end = data.find(b"\n", offset, len(data) - _scan.PAD)
+    return bytes(data[offset : len(data) - _scan.PAD if end < 0 else end]).rstrip(b"\r")
+
+
+def _line_error(path: str | os.PathLike[str], data: bytearray, begin: int, offset: int, kind: str) -> Exception:
+    """The careful reader's error for the data line at ``offset`` (the scan found it first)."""
+    lineno = data.count(b"\n", begin, offset) + 1
+    try:
+        (_qrels_line if kind == "qrels" else _run_line)(path, lineno, _line_at(data, offset))
+    except TrecFormatError as error:
+        return error
+    return TrecFormatError(path, lineno, f"a valid {kind} line", _line_at(data, offset))  # not reached
+
+
+def _careful_columns(path: str | os.PathLike[str], kind: str) -> _scan.Columns:
+    """Columns built from the careful line-by-line reader (files the scan cannot decide)."""
+    if kind == "qrels":
+        return _columns_from_dict(read_qrels(path), None)
+    tag = None
+    for lineno, line in enumerate(read_lines(path), 1):
+        parsed = _run_line(path, lineno, line)
+        if parsed is not None:
+            tag = parsed[3]
+            break
+    return _columns_from_dict(read_run(path), tag)
+
+
+def _columns_from_dict(d: dict[str, dict[str, float]] | dict[str, dict[str, int]], tag: bytes | None) -> _scan.Columns:
+    qids = list(d)
+    docs = [doc.encode("utf-8", errors="surrogateescape") for q in qids for doc in d[q]]
+    lengths = np.array([len(x) for x in docs], dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64) if docs else lengths
+    data = bytearray(b"".join(docs) + bytes(_scan.PAD))
+    u64 = np.ndarray((len(data) - 8,), dtype="<u8", buffer=data, strides=(1,))
+    key = _scan._words(u64, starts, lengths) if docs else np.zeros((0, 1), np.uint64)
+    del u64
+    values = [v for q in qids for v in d[q].values()]
+    value = np.array(values, dtype=np.float64 if tag is not None else np.int64)
+    qid = np.repeat(np.arange(len(qids), dtype=np.int32), [len(d[q]) for q in qids])
+    return _scan.Columns(data, qids, qid, key, starts, lengths.astype(np.int32), _scan.mix(key), value, tag)
+
+
+def _as_dict(file: TrecFile) -> dict:
+    c = file.columns
+    out: dict = {q: {} for q in c.qids}
+    for i, (q, v) in enumerate(zip(c.qid.tolist(), c.value.tolist(), strict=True)):
+        out[c.qids[q]][c.docno(i)] = v
+    return out
+
+
+def _first_duplicate(c: _scan.Columns) -> int | None:
+    """Index of the earliest line repeating an earlier line's (qid, docno), or None."""
+    if len(c) < 2:
+        return None
+    h = _scan.combine(c.doc_hash, c.qid)
+    hs = np.sort(h)
+    if not (hs[1:] == hs[:-1]).any():  # the usual answer, for the price of one sort
+        return None
+    order = np.argsort(h, kind="stable")
+    hs = h[order]
+    same = np.flatnonzero(hs[1:] == hs[:-1])
+    later, earlier = order[same + 1], order[same]
+    exact = (c.qid[later] == c.qid[earlier]) & (c.key[later] == c.key[earlier]).all(axis=1)
+    if not exact.any():
+        return None
+    # with a stable sort, every line of an equal run follows its predecessor in file order
+    return int(later[exact].min())
+
+
+class _HashIndex:
+    """Open-addressing hash table (linear probing) from 64-bit hashes to row numbers, in numpy."""
+
+    def __init__(self, h: np.ndarray) -> None:
+        self.h = h
+        size = 1 << max(4, (4 * max(len(h), 1) - 1).bit_length())  # load factor <= 1/4: short probes
+        self.mask = size - 1
+        self.owner = np.full(size, -1, dtype=np.int64)
+        slot = (h & np.uint64(self.mask)).astype(np.intp)
+        pending = np.arange(len(h))
+        while pending.size:
+            s = slot[pending]
+            free = self.owner[s] == -1
+            cand, cs = pending[free], s[free]
+            taken, first = np.unique(cs, return_index=True)
+            self.owner[taken] = cand[first]
+            won = np.zeros(len(h), dtype=bool)
+            won[cand[first]] = True
+            pending = pending[~won[pending]]
+            slot[pending] = (slot[pending] + 1) & self.mask
+
+    def find(self, h: np.ndarray) -> np.ndarray:
+        """Row with an equal hash for each of ``h``, -1 where none."""
+        found = np.full(len(h), -1, dtype=np.int64)
+        slot = (h & np.uint64(self.mask)).astype(np.intp)
+        pending = np.arange(len(h))
+        while pending.size:
+            owner = self.owner[slot[pending]]
+            empty = owner == -1
+            match = ~empty
+            match[match] = self.h[owner[match]] == h[pending[match]]
+            found[pending[match]] = owner[match]
+            pending = pending[~empty & ~match]
+            slot[pending] = (slot[pending] + 1) & self.mask
+        return found
+
+
+def _dense(qrels: TrecFile, run: TrecFile, depth: int | None, all_queries: bool, dtype: torch.dtype) -> TrecBatch:
+    qc, rc = qrels.columns, run.columns
+    judged_q = set(qc.qids)
+    qids = sorted(judged_q) if all_queries else sorted(judged_q.intersection(rc.qids))
+    if not qids:
+        if not len(rc) or not len(qc):
+            raise ValueError("no query to evaluate: the run or the qrels is empty")
+        raise ValueError(
+            "the run and qrels share no query "
+            f"(run queries: {_preview(dict.fromkeys(rc.qids))}; qrels queries: {_preview(dict.fromkeys(qc.qids))})"
+        )
+    num_q = len(qids)
+    row_of = {q: i for i, q in enumerate(qids)}
+    run_row = np.array([row_of.get(q, -1) for q in rc.qids], dtype=np.int64)[rc.qid]
+    qrels_row = np.array([row_of.get(q, -1) for q in qc.qids], dtype=np.int64)[qc.qid]
+
+    # the run's lines of evaluated queries, ranked: row, score descending, docno descending
+    keep = np.flatnonzero(run_row >= 0) if (run_row < 0).any() else None
+    row = run_row if keep is None else run_row[keep]
+    score = rc.value if keep is None else rc.value[keep]
+    order = _rank_lines(row, score, rc.key, keep)
+    lines = order if keep is None else keep[order]
+    row, score = row[order], score[order]
+
+    # judgments of the ranked lines: exact (qid, docno) matches through a hash table
+    index = _HashIndex(_scan.combine(qc.doc_hash, qrels_row))
+    match = index.find(_scan.combine(rc.doc_hash[lines], row))
+    hit = np.flatnonzero(match >= 0)
+    width = max(qc.key.shape[1], rc.key.shape[1])
+    qkey = _widen(qc.key[match[hit]], width)
+    rkey = _widen(rc.key[lines[hit]], width)
+    if not ((qrels_row[match[hit]] == row[hit]).all() and (qkey == rkey).all()):
+        raise _scan.Fallback  # a 64-bit hash collision
+    label = np.zeros(len(row), dtype=np.int64)
+    label[hit] = qc.value[match[hit]]
+    judged = np.zeros(len(row), dtype=bool)
+    judged[hit] = label[hit] >= 0
+
+    counts = np.bincount(row, minlength=num_q)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    col = np.arange(len(row)) - starts[row]
+    if depth is not None and (counts > depth).any():
+        kept = col < depth
+        row, col, score, label, judged, lines = row[kept], col[kept], score[kept], label[kept], judged[kept], lines[kept]
+        counts = np.minimum(counts, depth)
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    width = max(int(counts.max()), 1)
+    flat = torch.from_numpy(row * width + col)
+    count_t = torch.from_numpy(counts)
+
+    def pack(values: np.ndarray, out_dtype: torch.dtype) -> Tensor:
+        out = torch.zeros(num_q * width, dtype=out_dtype)
+        out[flat] = torch.from_numpy(values).to(out_dtype)
+        return out.view(num_q, width)
+
+    mask = torch.arange(width).unsqueeze(0) < count_t.unsqueeze(1)
+    preds = pack(score, dtype)
+    target = pack(np.maximum(label, 0), torch.int64)
+    judged_t = pack(judged, torch.bool)
+
+    # ideal list: judged (>= 0) labels of each evaluated query, descending
+    useful = (qrels_row >= 0) & (qc.value >= 0)
+    irow, ival = qrels_row[useful], qc.value[useful]
+    iorder = np.lexsort((-ival, irow))
+    irow, ival = irow[iorder], ival[iorder]
+    icounts = np.bincount(irow, minlength=num_q)
+    iwidth = max(int(icounts.max()), 1)
+    icol = np.arange(len(irow)) - np.concatenate(([0], np.cumsum(icounts)[:-1]))[irow]
+    ideal = torch.zeros(num_q * iwidth, dtype=torch.int64)
+    ideal[torch.from_numpy(irow * iwidth + icol)] = torch.from_numpy(ival)
+
+    return TrecBatch(
+        qids=qids,
+        preds=preds,
+        target=target,
+        mask=mask,
+        judged=judged_t,
+        ideal_target=ideal.view(num_q, iwidth),
+        docnos=_LazyDocnos(rc, lines, starts, counts),
+        num_judged=torch.from_numpy(icounts),
+        runid=run.runid,
+    )
+
+
+def _widen(key: np.ndarray, width: int) -> np.ndarray:
+    return key if key.shape[1] == width else np.pad(key, ((0, 0), (0, width - key.shape[1])))
+
+
+def _rank_lines(row: np.ndarray, score: np.ndarray, key: np.ndarray, keep: np.ndarray | None) -> np.ndarray:
+    """Permutation ordering lines by row, then score descending, then docno descending (trec_eval)."""
+    n = len(row)
+    if not n:
+        return np.arange(0)
+    new_segment = np.empty(n, dtype=bool)
+    new_segment[0] = True
+    np.not_equal(row[1:], row[:-1], out=new_segment[1:])
+    heads = np.flatnonzero(new_segment)
+    descending = (score[1:] <= score[:-1]) | new_segment[1:]
+    if len(np.unique(row[heads])) == len(heads) and descending.all():
+        # each query's lines are contiguous and already in score order (runs are usually written so):
+        # put the query blocks in row order without sorting lines
+        seg_rows = row[heads]
+        if (seg_rows[1:] > seg_rows[:-1]).all():
+            order = np.arange(n)
+        else:
+            lengths = np.diff(np.append(heads, n))
+            by_row = np.argsort(seg_rows, kind="stable")
+            seg_len = lengths[by_row]
+            offsets = np.repeat(heads[by_row] - np.concatenate(([0], np.cumsum(seg_len)[:-1])), seg_len)
+            order = np.arange(n) + offsets
+    else:
+        order = np.lexsort((-score, row))
+    r, s = row[order], score[order]
+    tied = (r[1:] == r[:-1]) & (s[1:] == s[:-1])
+    if tied.any():
+        order = _order_ties(order, tied, key, keep)
+    return order
+
+
+def _order_ties(order: np.ndarray, tied: np.ndarray, key: np.ndarray, keep: np.ndarray | None) -> np.ndarray:
+    """Within each run of equal (row, score), order lines by docno descending (strcmp order).
+
+    ``key`` holds the docno words of every line of the file; ``keep`` maps the ranked lines to them.
+    """
+    member = np.zeros(len(order), dtype=bool)
+    member[1:] |= tied
+    member[:-1] |= tied
+    slots = np.flatnonzero(member)
+    group = np.cumsum(~np.concatenate(([False], tied)))[slots]  # tie-group id of each member
+    lines = order[slots] if keep is None else keep[order[slots]]
+    words = key[lines].byteswap()  # big-endian words compare like the bytes (strcmp)
+    sort_keys = [~words[:, i] for i in range(words.shape[1] - 1, -1, -1)] + [group]  # descending docno
+    out = order.copy()
+    out[slots] = order[slots][np.lexsort(sort_keys)]
+    return out
+
+
+class _LazyDocnos(Sequence):
+    """``TrecBatch.docnos`` of :func:`read_trec`: each row's docnos decoded on first access."""
+
+    def __init__(self, columns: _scan.Columns, lines: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> None:
+        self._columns, self._lines, self._starts, self._counts = columns, lines, starts, counts
+        self._rows: dict[int, list[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    def __getitem__(self, i):  # noqa: ANN001, ANN204 - int or slice, as a list
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        i = range(len(self))[i]
+        if i not in self._rows:
+            start = int(self._starts[i])
+            lines = self._lines[start : start + int(self._counts[i])].tolist()
+            self._rows[i] = [self._columns.docno(j) for j in lines]
+        return self._rows[i]
+
+    def __iter__(self) -> Iterator[list[str]]:
+        return (self[i] for i in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
+
+    def __repr__(self) -> str:
+        return repr(list(self))
