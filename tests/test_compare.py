@@ -251,7 +251,7 @@ def test_unavailable_cuda_is_a_clean_error(capsys):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_device_gives_the_cpu_numbers(device, noisy_run, capsys):
-    argv = [QRELS31, RUN31, noisy_run, "-m", "map,ndcg@10,P@10", "--permutations", "20000", "--bootstrap", "2000"]
+    argv = [QRELS31, RUN31, noisy_run, "-m", "map,ndcg@10,P@10", "--permutations", "5000", "--bootstrap", "1000"]
     on_device = _json([*argv, "--device", device], capsys)
     on_cpu = _json(argv, capsys)
     assert on_device["settings"]["device"].startswith(device)
