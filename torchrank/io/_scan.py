@@ -37,11 +37,11 @@ _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(
 Progress = Callable[[int], None]
 
 
-class Fallback(Exception):  # noqa: N818 - control flow, never shown to users
+class Fallback(Exception):
     """The vectorised scan cannot decide this file: read it line by line instead."""
 
 
-class LineError(Exception):  # noqa: N818 - control flow, never shown to users
+class LineError(Exception):
     """A data line the scan rejects; ``offset`` is the byte offset of the line's first byte."""
 
     def __init__(self, offset: int) -> None:
@@ -204,8 +204,17 @@ class _Output:
             for k in self.keys:
                 key[row : row + len(k), : k.shape[1]] = k
                 row += len(k)
-        return Columns(data, qids, self.qid[:n], key.reshape(n, -1), self.doc_start[:n], self.doc_len[:n],
-                       self.doc_hash[:n], self.value[:n], tag)
+        return Columns(
+            data,
+            qids,
+            self.qid[:n],
+            key.reshape(n, -1),
+            self.doc_start[:n],
+            self.doc_len[:n],
+            self.doc_hash[:n],
+            self.value[:n],
+            tag,
+        )
 
 
 def _scan_chunk(
@@ -340,20 +349,34 @@ def _words(u64: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray
 
 
 def _qid_ids(
-    data: bytearray, u64: np.ndarray, start: np.ndarray, words: np.ndarray, length: np.ndarray,
+    data: bytearray,
+    u64: np.ndarray,
+    start: np.ndarray,
+    words: np.ndarray,
+    length: np.ndarray,
     qid_index: dict[bytes, int],
 ) -> np.ndarray:
     """Index of each line's qid in ``qid_index`` (extended with new qids in order of appearance)."""
     changes = np.flatnonzero((words[1:] != words[:-1]).any(axis=1)) + 1
     heads = np.concatenate(([0], changes))
     if heads.size > 4096 and heads.size * 4 > start.size:  # not grouped by query: find distinct rows
-        _, head_of, inverse = np.unique(words.view(f"V{8 * words.shape[1]}")[:, 0], return_index=True,
-                                        return_inverse=True)
-        ids = np.array([qid_index.setdefault(bytes(data[s : s + n]), len(qid_index))
-                        for s, n in zip(start[head_of].tolist(), length[head_of].tolist(), strict=True)])
+        _, head_of, inverse = np.unique(
+            words.view(f"V{8 * words.shape[1]}")[:, 0], return_index=True, return_inverse=True
+        )
+        ids = np.array(
+            [
+                qid_index.setdefault(bytes(data[s : s + n]), len(qid_index))
+                for s, n in zip(start[head_of].tolist(), length[head_of].tolist(), strict=True)
+            ]
+        )
         return ids[inverse.reshape(-1)].astype(np.int32)
-    ids = np.array([qid_index.setdefault(bytes(data[s : s + n]), len(qid_index))
-                    for s, n in zip(start[heads].tolist(), length[heads].tolist(), strict=True)], dtype=np.int32)
+    ids = np.array(
+        [
+            qid_index.setdefault(bytes(data[s : s + n]), len(qid_index))
+            for s, n in zip(start[heads].tolist(), length[heads].tolist(), strict=True)
+        ],
+        dtype=np.int32,
+    )
     return np.repeat(ids, np.diff(np.append(heads, start.size)))
 
 

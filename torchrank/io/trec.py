@@ -352,8 +352,7 @@ def trec_to_dense(
         if not run or not qrels:
             raise ValueError("no query to evaluate: the run or the qrels is empty")
         raise ValueError(
-            "the run and qrels share no query "
-            f"(run queries: {_preview(run)}; qrels queries: {_preview(qrels)})"
+            f"the run and qrels share no query (run queries: {_preview(run)}; qrels queries: {_preview(qrels)})"
         )
     num_q = len(qids)
     empty: dict = {}
@@ -551,7 +550,9 @@ def _load(path: str | os.PathLike[str], kind: str, progress: ProgressCallback | 
         qraw = line.split()[0]
         raise _duplicate(path, data.count(b"\n", 0, offset) + 1, qraw, line)
     if not len(columns):
-        raise _no_data(path, bytes(data[begin : begin + 4096]).splitlines(), _QRELS_WHAT if kind == "qrels" else _RUN_WHAT)
+        raise _no_data(
+            path, bytes(data[begin : begin + 4096]).splitlines(), _QRELS_WHAT if kind == "qrels" else _RUN_WHAT
+        )
     return columns
 
 
@@ -705,7 +706,14 @@ def _dense(qrels: TrecFile, run: TrecFile, depth: int | None, all_queries: bool,
     col = np.arange(len(row)) - starts[row]
     if depth is not None and (counts > depth).any():
         kept = col < depth
-        row, col, score, label, judged, lines = row[kept], col[kept], score[kept], label[kept], judged[kept], lines[kept]
+        row, col, score, label, judged, lines = (
+            row[kept],
+            col[kept],
+            score[kept],
+            label[kept],
+            judged[kept],
+            lines[kept],
+        )
         counts = np.minimum(counts, depth)
         starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     width = max(int(counts.max()), 1)
@@ -809,7 +817,7 @@ class _LazyDocnos(Sequence):
     def __len__(self) -> int:
         return len(self._counts)
 
-    def __getitem__(self, i):  # noqa: ANN001, ANN204 - int or slice, as a list
+    def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         i = range(len(self))[i]

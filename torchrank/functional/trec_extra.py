@@ -1,0 +1,208 @@
+"""trec_eval's measures beyond the shared families: bpref, interpolated precision, R-precision multiples,
+relative precision, the set measures, unjudged fractions, utility and the counts.
+
+Each kernel follows trec_eval's C code (``m_bpref.c``, ``m_iprec_at_recall.c``, ``m_Rprec_mult.c``, ...)
+on the ranking's order, so with ``ties="first"`` on lists ordered as :func:`torchrank.io.read_trec` orders
+them (score descending, then docno descending) they give trec_eval's numbers. They read the order of the
+ranking as sorted: under ``ties="average"`` tied items are taken in input order, not averaged.
+
+A kernel is ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])`` like every measure of
+:mod:`torchrank.functional.measures`; ``no_relevant`` is all False for the counts and for measures
+defined without relevant items (set_P, unj, utility).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from torchrank.functional._pipeline import no_relevant_item, run_measure, with_common_args
+from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index
+
+__all__ = ["bpref"]
+
+IPREC_LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+RPREC_MULTIPLES = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
+
+
+def _none(r: Ranking) -> Tensor:
+    return torch.zeros(r.num_queries, dtype=torch.bool, device=r.labels.device)
+
+
+def _judged(r: Ranking) -> Tensor:
+    """Real items with a judgment ``[Q, N]`` bool (every real item when the ranking has no judged mask)."""
+    return r.valid if r.judged is None else r.judged & r.valid
+
+
+def _relevant_retrieved(r: Ranking) -> Tensor:
+    return r.relevant.sum(1)
+
+
+def _bpref(r: Ranking, ks: Sequence[int | None], num_judged: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    # bpref = 1/R * sum over retrieved relevant items of 1 - min(n, R) / min(NR, R), n = judged non-relevant
+    # items ranked above, NR = judged non-relevant items of the query (retrieved or not)
+    rel = r.relevant
+    nonrel = (_judged(r) & (rel == 0)).to(r.dtype)
+    above = torch.cumsum(nonrel, 1) - nonrel
+    big_r = r.num_relevant.unsqueeze(1)
+    if num_judged is None:
+        big_nr = nonrel.sum(1, keepdim=True)
+    else:
+        big_nr = num_judged.to(r.dtype).unsqueeze(1) - big_r
+    share = 1 - torch.minimum(above, big_r) / torch.minimum(big_nr, big_r).clamp_min(1)
+    value = (torch.where(above > 0, share, 1) * rel).sum(1, keepdim=True) / big_r.clamp_min(1)
+    return value.expand(-1, len(ks)), no_relevant_item(r)
+
+
+def _interpolated_precision(r: Ranking, levels: Sequence[float]) -> Tensor:
+    """``[Q, len(levels)]`` trec_eval ``iprec_at_recall``: the highest precision at or below the rank where
+    ``lround(level * R)`` relevant items have been retrieved (0 when that many never are)."""
+    hits = r.relevant_count  # [Q, N]
+    precision = torch.where(r.valid, hits / r.positions, 0)
+    best_below = torch.flip(torch.cummax(torch.flip(precision, [1]), 1).values, [1])  # max over ranks >= i
+    retrieved = hits[:, -1:]
+    level = torch.tensor(list(levels), dtype=r.dtype, device=hits.device)
+    needed = torch.floor(level * r.num_relevant.unsqueeze(1) + 0.5)  # C lround for values >= 0
+    at = torch.searchsorted(hits.contiguous(), needed.contiguous()).clamp(max=r.list_size - 1)
+    value = best_below.gather(1, at)
+    return torch.where((needed <= retrieved) & (retrieved > 0), value, 0)
+
+
+def _iprec(r: Ranking, ks: Sequence[int | None], levels: Sequence[float] = IPREC_LEVELS) -> tuple[Tensor, Tensor]:
+    return _interpolated_precision(r, levels), no_relevant_item(r)
+
+
+def _eleven_point(
+    r: Ranking, ks: Sequence[int | None], levels: Sequence[float] = IPREC_LEVELS
+) -> tuple[Tensor, Tensor]:
+    mean = _interpolated_precision(r, levels).mean(1, keepdim=True)
+    return mean.expand(-1, len(ks)), no_relevant_item(r)
+
+
+def _rprec_mult(
+    r: Ranking, ks: Sequence[int | None], multiples: Sequence[float] = RPREC_MULTIPLES
+) -> tuple[Tensor, Tensor]:
+    # precision at (long)(x * R + 0.9) items, counting missing items as non-relevant (trec_eval's Rprec_mult)
+    mult = torch.tensor(list(multiples), dtype=r.dtype, device=r.labels.device)
+    cut = torch.floor(mult * r.num_relevant.unsqueeze(1) + 0.9)
+    index = (cut - 1).clamp(0, r.list_size - 1).long()
+    value = at_cutoffs(r.relevant_count, index) / cut.clamp_min(1)
+    return torch.where(cut > 0, value, 0), no_relevant_item(r)
+
+
+def _relative_precision(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+    # relevant items in the top k / min(k, R): precision that a perfect ranking could reach 1 in
+    index, k_eff = cutoff_index(r, ks)
+    denominator = torch.minimum(k_eff, r.num_relevant.unsqueeze(1)).clamp_min(1)
+    return at_cutoffs(r.relevant_count, index) / denominator, no_relevant_item(r)
+
+
+def _unjudged(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+    # fraction of the top k that has no judgment (k also when fewer items were retrieved; trec_eval's unj)
+    unjudged = torch.cumsum((r.valid & ~_judged(r)).to(r.dtype), 1)
+    index, k_eff = cutoff_index(r, ks)
+    return at_cutoffs(unjudged, index) / k_eff.clamp_min(1), _none(r)
+
+
+def _set_measure(r: Ranking, ks: Sequence[int | None], which: str = "P", beta: float = 1.0) -> tuple[Tensor, Tensor]:
+    """Measures of the retrieved set as a whole: ``P``, ``recall``, ``F``, ``relative_P``, ``map``."""
+    rel_ret = _relevant_retrieved(r)
+    ret = r.num_valid
+    big_r = r.num_relevant
+    if which == "P":
+        value = rel_ret / ret.clamp_min(1)
+    elif which == "recall":
+        value = rel_ret / big_r.clamp_min(1)
+    elif which == "relative_P":
+        value = rel_ret / torch.minimum(ret, big_r).clamp_min(1)
+    elif which == "map":
+        value = rel_ret * rel_ret / (ret * big_r).clamp_min(1)
+    elif which == "F":
+        p, rc = rel_ret / ret.clamp_min(1), rel_ret / big_r.clamp_min(1)
+        value = torch.where(rel_ret > 0, (beta + 1) * p * rc / (beta * p + rc).clamp_min(1e-300), 0)
+    else:
+        raise ValueError(f"Unknown set measure {which!r}: expected 'P', 'recall', 'F', 'relative_P' or 'map'.")
+    no_relevant = _none(r) if which == "P" else no_relevant_item(r)
+    return value.unsqueeze(1).expand(-1, len(ks)), no_relevant
+
+
+def _utility(
+    r: Ranking, ks: Sequence[int | None], weights: Sequence[float] = (1.0, -1.0, 0.0, 0.0), num_docs: int = 0
+) -> tuple[Tensor, Tensor]:
+    # a * rel_ret + b * nonrel_ret + c * rel_not_ret + d * nonrel_not_ret (num_docs: the collection size, -N)
+    a, b, c, d = weights
+    rel_ret, ret, big_r = _relevant_retrieved(r), r.num_valid, r.num_relevant
+    value = a * rel_ret + b * (ret - rel_ret) + c * (big_r - rel_ret) + d * (num_docs + rel_ret - ret - big_r)
+    return value.unsqueeze(1).expand(-1, len(ks)), _none(r)
+
+
+def _count(r: Ranking, ks: Sequence[int | None], what: str = "ret") -> tuple[Tensor, Tensor]:
+    """``ret`` (retrieved items), ``rel`` (R), ``rel_ret`` or ``nonrel_judged_ret`` per query."""
+    if what == "ret":
+        value = r.num_valid
+    elif what == "rel":
+        value = r.num_relevant
+    elif what == "rel_ret":
+        value = _relevant_retrieved(r)
+    elif what == "nonrel_judged_ret":
+        value = (_judged(r) & (r.relevant == 0)).to(r.dtype).sum(1)
+    else:
+        raise ValueError(f"Unknown count {what!r}: expected 'ret', 'rel', 'rel_ret' or 'nonrel_judged_ret'.")
+    return value.unsqueeze(1).expand(-1, len(ks)), _none(r)
+
+
+@with_common_args
+def bpref(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    ideal_target: Tensor | None = None,
+    judged: Tensor | None = None,
+    num_judged: Tensor | None = None,
+    ties: str = "first",
+    empty_target_action: str = "neg",
+    reduction: str = "mean",
+    relevance_threshold: float = 1,
+    validate_args: bool = True,
+) -> Tensor:
+    """Binary preference (Buckley and Voorhees, SIGIR 2004; trec_eval ``bpref``), for incomplete judgments.
+
+    ``1/R * sum over retrieved relevant items of (1 - min(n, R) / min(NR, R))`` where ``n`` counts the
+    judged non-relevant items ranked above the relevant item and ``NR`` is the number of judged
+    non-relevant items of the query; unjudged items (``judged`` False) are ignored.
+
+    {common_args}
+        judged: Bool ``[..., N]``, True for an item with a judgment (default: every real item).
+        num_judged: ``[...]`` number of judged items of each query, retrieved or not (default: the
+            judged items of the list), so that ``NR = num_judged - R``.
+
+    Ties are taken in the order of the ranking (the default ``"first"`` keeps input order), not averaged.
+
+    Example:
+        >>> import torch
+        >>> preds = torch.tensor([0.9, 0.8, 0.7, 0.6, 0.5])
+        >>> target = torch.tensor([1, 0, 0, 1, 0])
+        >>> bpref(preds, target)  # second relevant item: 2 of the 3 judged non-relevant above it, R = 2
+        tensor(0.5000)
+        >>> bpref(preds, target, judged=torch.tensor([True, False, True, True, True]))
+        tensor(0.7500)
+    """
+    return run_measure(
+        _bpref,
+        preds,
+        target,
+        indexes=indexes,
+        mask=mask,
+        ideal_target=ideal_target,
+        judged=judged,
+        ties=ties,
+        empty_target_action=empty_target_action,
+        reduction=reduction,
+        relevance_threshold=relevance_threshold,
+        validate_args=validate_args,
+        num_judged=num_judged,
+    )

@@ -1,0 +1,499 @@
+"""trec_eval-compatible evaluation of TREC files: measure names, per-query scores and trec_eval's output.
+
+``-m`` takes trec_eval's names and parameter syntax (``map``, ``P.5,10``, ``ndcg_cut.10``, ``recip_rank``,
+``Rprec``, ``recall.100``, ``success.1``, ``bpref``, ``iprec_at_recall..1,.5``, ``set_F.0.5``, the groups
+``official`` and ``all_trec``) and torchrank's grammar (``ndcg@10``, ``map@100``, ``rbp.95``, ``err@20``,
+``P_5``; see :mod:`torchrank.functional.measures`). trec_eval's measures print under trec_eval's names, in
+trec_eval's order; grammar names follow, as written.
+
+The helpers :func:`score_run` and :func:`score_runs` read a qrels file and runs into per-query values
+(``[Q]`` tensors aligned with ``qids``); :func:`format_trec_eval` prints them as trec_eval does.
+
+Example:
+    >>> from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN
+    >>> scores = score_run(SAMPLE_QRELS, SAMPLE_RUN, ["map", "P.5,10", "ndcg@10"])
+    >>> scores.qids, list(scores.values)
+    (['301', '302', '303'], ['map', 'P_5', 'P_10', 'ndcg@10'])
+    >>> print(format_trec_eval(scores, per_query=False))
+    map                   	all	0.1785
+    P_5                   	all	0.2667
+    P_10                  	all	0.3000
+    ndcg@10               	all	0.3016
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from torchrank.functional import _ranking, trec_extra
+from torchrank.functional._pipeline import finalize, prepare
+from torchrank.functional.measures import FAMILIES, parse_measure
+
+from .trec import ProgressCallback, TrecBatch, TrecFile, load_qrels, read_trec
+
+__all__ = [
+    "ALL_TREC",
+    "OFFICIAL",
+    "UNSUPPORTED",
+    "RunScores",
+    "evaluate_batch",
+    "format_trec_eval",
+    "parse_measures",
+    "score_run",
+    "score_runs",
+]
+
+MIN_GEO_MEAN = 0.00001  # trec_eval's floor for geometric means
+_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+
+
+@dataclass(frozen=True)
+class _TrecMeasure:
+    """One trec_eval measure: how its parameters read, how it is computed, printed and averaged."""
+
+    name: str
+    params: str  # "none", "cuts" (ints), "levels" (floats), "floats" (printed as given), "gains"
+    default: tuple = ()
+    kind: str = "float"  # "float", "long" (summed), "gm" (geometric mean, summary only), "meta"
+
+
+# trec_eval's measures in trec_eval's order (its measures.c), with the ones torchrank computes
+TABLE: list[_TrecMeasure] = [
+    _TrecMeasure("runid", "none", kind="meta"),
+    _TrecMeasure("num_q", "none", kind="meta"),
+    _TrecMeasure("num_ret", "none", kind="long"),
+    _TrecMeasure("num_rel", "none", kind="long"),
+    _TrecMeasure("num_rel_ret", "none", kind="long"),
+    _TrecMeasure("map", "none"),
+    _TrecMeasure("gm_map", "none", kind="gm"),
+    _TrecMeasure("Rprec", "none"),
+    _TrecMeasure("bpref", "none"),
+    _TrecMeasure("recip_rank", "none"),
+    _TrecMeasure("iprec_at_recall", "levels", trec_extra.IPREC_LEVELS),
+    _TrecMeasure("P", "cuts", _CUTS),
+    _TrecMeasure("recall", "cuts", _CUTS),
+    _TrecMeasure("gm_bpref", "none", kind="gm"),
+    _TrecMeasure("Rprec_mult", "levels", trec_extra.RPREC_MULTIPLES),
+    _TrecMeasure("utility", "floats", (1.0, -1.0, 0.0, 0.0)),
+    _TrecMeasure("11pt_avg", "floats", trec_extra.IPREC_LEVELS),
+    _TrecMeasure("ndcg", "gains"),
+    _TrecMeasure("ndcg_cut", "cuts", _CUTS),
+    _TrecMeasure("map_cut", "cuts", _CUTS),
+    _TrecMeasure("relative_P", "cuts", _CUTS),
+    _TrecMeasure("success", "cuts", (1, 5, 10)),
+    _TrecMeasure("set_P", "none"),
+    _TrecMeasure("set_relative_P", "none"),
+    _TrecMeasure("set_recall", "none"),
+    _TrecMeasure("set_map", "none"),
+    _TrecMeasure("set_F", "floats", (1.0,)),
+    _TrecMeasure("num_nonrel_judged_ret", "none", kind="long"),
+    _TrecMeasure("rbp", "none"),
+    _TrecMeasure("rbp_resid", "none"),
+    _TrecMeasure("unj", "cuts", (5, 10, 20)),
+]
+_BY_NAME = {m.name: m for m in TABLE}
+_ORDER = {m.name: i for i, m in enumerate(TABLE)}
+
+#: trec_eval's default measures (``-m official``, or no ``-m``).
+OFFICIAL = (
+    "runid",
+    "num_q",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "map",
+    "gm_map",
+    "Rprec",
+    "bpref",
+    "recip_rank",
+    "iprec_at_recall",
+    "P",
+)
+#: The measures of trec_eval's ``-m all_trec`` that torchrank computes, in trec_eval's order.
+ALL_TREC = tuple(m.name for m in TABLE)
+#: trec_eval measures of ``all_trec`` (and others) that torchrank does not compute.
+UNSUPPORTED = (
+    "relstring",
+    "infAP",
+    "binG",
+    "G",
+    "ndcg_rel",
+    "Rndcg",
+    "Rprec_mult_avgjg",
+    "P_avgjg",
+    "map_avgjg",
+    "yaap",
+    "ndcg_p",
+    "prefs_*",
+    "qrels_jg measures",
+)
+
+
+@dataclass(frozen=True)
+class _Item:
+    """One printed measure: its name, how to compute it and how it prints and averages."""
+
+    name: str
+    kind: str  # "float", "long", "gm", "meta"
+    compute: Callable[[_Context], Tensor] | None = None  # -> [Q] float64
+
+
+class _Context:
+    """One ranking of a batch and the measures computed on it, cached per (kernel, ks, params)."""
+
+    def __init__(self, batch: TrecBatch, ties: str, relevance_threshold: float) -> None:
+        self.batch = batch
+        self.inputs, self.ranking = prepare(
+            batch.preds,
+            batch.target,
+            indexes=None,
+            mask=batch.mask,
+            ideal_target=batch.ideal_target,
+            judged=batch.judged,
+            ties=ties,
+            empty_target_action="neg",
+            reduction="none",
+            relevance_threshold=relevance_threshold,
+            validate_args=False,
+            depth=None,
+        )
+        self.missing = ~batch.mask.any(1)  # trec_eval -c: queries without retrieved documents score 0
+        self.cache: dict[tuple, Tensor] = {}
+
+    def run(self, measure: Callable, ks: tuple, **params: object) -> Tensor:
+        """``[Q, len(ks)]`` values of a kernel (cached: measures sharing a kernel and cut-offs run once)."""
+        key = (measure, ks, tuple(sorted((k, _hashable(v)) for k, v in params.items())))
+        if key not in self.cache:
+            values, no_relevant = _apply(measure, self.ranking, list(ks), params)
+            out = finalize(values, no_relevant, self.inputs, "neg", "none", k_is_sequence=True)
+            self.cache[key] = out.to(torch.float64)
+        return self.cache[key]
+
+
+def _apply(measure: Callable, ranking: _ranking.Ranking, ks: list, params: dict) -> tuple[Tensor, Tensor]:
+    """``measure(ranking, ks, **params)``; rows the ranking re-ranked on their own (``ranking.exact``, tied
+    rows) are taken from that ranking, with per-query tensor parameters cut to those rows."""
+    values, no_relevant = measure(ranking, ks, **params)
+    exact = getattr(ranking, "exact", None)
+    if exact is not None:
+        rows, sub = exact
+        sub_params = {k: v[rows] if isinstance(v, Tensor) else v for k, v in params.items()}
+        values = values.index_copy(0, rows, measure(sub, ks, **sub_params)[0])
+    return values, no_relevant
+
+
+def _hashable(v: object) -> object:
+    return id(v) if isinstance(v, Tensor) or callable(v) else v
+
+
+def _column(measure: Callable, ks: tuple, j: int, **params: object) -> Callable[[_Context], Tensor]:
+    return lambda ctx: ctx.run(measure, ks, **params)[:, j]
+
+
+def _family(name: str) -> tuple[Callable, dict]:
+    family = FAMILIES[name]
+    return family.measure, dict(family.params)
+
+
+def _expand(measure: _TrecMeasure, params: tuple) -> list[_Item]:
+    """The printed items of one trec_eval measure with its (parsed) parameters."""
+    name, kind = measure.name, measure.kind
+    fixed = {
+        "map": ("map", None),
+        "Rprec": ("rprec", None),
+        "recip_rank": ("mrr", None),
+        "rbp": ("rbp", None),
+        "rbp_resid": ("rbp_resid", None),
+    }
+    if name in fixed:
+        kernel, p = _family(fixed[name][0])
+        return [_Item(name, kind, _column(kernel, (None,), 0, **p))]
+    if name in ("num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"):
+        what = name[4:]
+        return [_Item(name, kind, _column(trec_extra._count, (None,), 0, what=what))]
+    if name in ("gm_map", "bpref", "gm_bpref"):
+        if name == "gm_map":
+            kernel, p = _family("map")
+        else:
+            kernel, p = trec_extra._bpref, {"num_judged": "batch"}
+        return [_Item(name, kind, _column_batch(kernel, p))]
+    if name in ("P", "recall", "ndcg_cut", "map_cut", "success", "relative_P", "unj"):
+        family = {"P": "precision", "recall": "recall", "ndcg_cut": "ndcg", "map_cut": "map", "success": "success"}
+        if name in family:
+            kernel, p = _family(family[name])
+        else:
+            kernel, p = (trec_extra._relative_precision if name == "relative_P" else trec_extra._unjudged), {}
+        ks = tuple(params)
+        return [_Item(f"{name}_{k}", kind, _column(kernel, ks, j, **p)) for j, k in enumerate(ks)]
+    if name == "iprec_at_recall":
+        return [
+            _Item(f"{name}_{x:3.2f}", kind, _column(trec_extra._iprec, (None,) * len(params), j, levels=params))
+            for j, x in enumerate(params)
+        ]
+    if name == "Rprec_mult":
+        return [
+            _Item(f"{name}_{x:3.2f}", kind, _column(trec_extra._rprec_mult, (None,) * len(params), j, multiples=params))
+            for j, x in enumerate(params)
+        ]
+    if name in ("utility", "11pt_avg", "set_F"):
+        values, text = params
+        printed = name if text is None else f"{name}_{text}"
+        if name == "utility":
+            return [_Item(printed, kind, _column(trec_extra._utility, (None,), 0, weights=values))]
+        if name == "11pt_avg":
+            return [_Item(printed, kind, _column(trec_extra._eleven_point, (None,), 0, levels=values))]
+        return [_Item(printed, kind, _column(trec_extra._set_measure, (None,), 0, which="F", beta=values[0]))]
+    if name.startswith("set_"):
+        return [_Item(name, kind, _column(trec_extra._set_measure, (None,), 0, which=name[4:]))]
+    if name == "ndcg":
+        gains, text = params
+        kernel, p = _family("ndcg")
+        if gains:
+            p["gain"] = _gain_map(gains)
+        return [_Item(name if text is None else f"{name}_{text}", kind, _column(kernel, (None,), 0, **p))]
+    if name in ("runid", "num_q"):
+        return [_Item(name, "meta")]
+    raise AssertionError(name)  # pragma: no cover - every TABLE entry is handled above
+
+
+def _column_batch(kernel: Callable, params: dict) -> Callable[[_Context], Tensor]:
+    def compute(ctx: _Context) -> Tensor:
+        p = dict(params)
+        if p.get("num_judged") == "batch":
+            p["num_judged"] = ctx.batch.num_judged.to(ctx.batch.preds.device)
+        return ctx.run(kernel, (None,), **p)[:, 0]
+
+    return compute
+
+
+def _gain_map(gains: tuple[tuple[float, float], ...]) -> Callable[[Tensor], Tensor]:
+    """trec_eval's ``ndcg.level=gain,...``: listed labels get the given gain, the others their own value."""
+
+    def gain(labels: Tensor) -> Tensor:
+        out = labels.to(torch.float64)
+        for level, g in gains:
+            out = torch.where(labels == level, torch.as_tensor(g, dtype=out.dtype, device=out.device), out)
+        return out
+
+    return gain
+
+
+def _parse_params(measure: _TrecMeasure, text: str | None, option: str) -> tuple:
+    """trec_eval's parameter syntax: ``P.5,10``, ``iprec_at_recall..1,.5``, ``utility.2,-1,0,0``, ..."""
+    if measure.params == "none":
+        if text is not None:
+            raise ValueError(f"Measure {option!r}: {measure.name} takes no parameters.")
+        return ()
+    if measure.params == "gains":
+        if text is None:
+            return ((), None)
+        try:
+            pairs = tuple(tuple(float(x) for x in pair.split("=")) for pair in text.split(","))
+        except ValueError:
+            pairs = ()
+        if not pairs or any(len(p) != 2 for p in pairs):
+            raise ValueError(f"Measure {option!r}: expected ndcg.level=gain,level=gain,...") from None
+        return (pairs, text)
+    if text is None:
+        return measure.default if measure.params != "floats" else (measure.default, None)
+    try:
+        values = [float(x) for x in text.split(",")]
+    except ValueError:
+        raise ValueError(f"Measure {option!r}: expected comma-separated numbers after '{measure.name}.'") from None
+    if measure.params == "floats":
+        return (tuple(values), text)
+    if measure.params == "cuts":
+        cuts = sorted({int(v) for v in values})  # trec_eval truncates (ndcg_cut.23.4 is ndcg_cut_23)
+        if cuts[0] < 1:
+            raise ValueError(f"Measure {option!r}: cut-offs must be positive.")
+        return tuple(cuts)
+    return tuple(sorted(set(values)))
+
+
+def parse_measures(options: Sequence[str] | None) -> list[_Item]:
+    """Measures to print for ``-m`` options (each a trec_eval name or group, or torchrank grammar names,
+    comma-separated for the grammar). trec_eval measures come first, in trec_eval's order.
+
+    Example:
+        >>> [i.name for i in parse_measures(["P.10,5", "map", "ndcg@10"])]
+        ['map', 'P_5', 'P_10', 'ndcg@10']
+    """
+    trec: dict[str, tuple] = {}
+    grammar: list[str] = []
+    for option in options or ["official"]:
+        option = option.strip()
+        if option in ("official", "all_trec"):
+            for name in OFFICIAL if option == "official" else ALL_TREC:
+                trec.setdefault(name, _parse_params(_BY_NAME[name], None, name))
+            continue
+        base, dot, text = option.partition(".")
+        if base in _BY_NAME and not (base in ("rbp", "rbp_resid") and dot):
+            params = _parse_params(_BY_NAME[base], text if dot else None, option)
+            if base in trec and _BY_NAME[base].params == "cuts":
+                params = tuple(sorted(set(trec[base]) | set(params)))
+            trec[base] = params
+            continue
+        if base in UNSUPPORTED or base.startswith(("prefs_", "relstring")):
+            raise ValueError(f"Measure {option!r}: trec_eval's {base} is not supported by torchrank.")
+        for name in (n.strip() for n in option.split(",")):
+            if name and name not in grammar:
+                parse_measure(name)  # raises a clear ValueError for an unknown name
+                grammar.append(name)
+    items: list[_Item] = []
+    for name in sorted(trec, key=_ORDER.__getitem__):
+        items += _expand(_BY_NAME[name], trec[name])
+    for name in grammar:
+        items.append(_grammar_item(name))
+    return items
+
+
+def _grammar_item(name: str) -> _Item:
+    parsed = parse_measure(name)
+    kernel, params = _family(parsed.family)
+    params.update(dict(parsed.params))
+    return _Item(name, "float", _column(kernel, (parsed.k,), 0, **params))
+
+
+@dataclass
+class RunScores:
+    """Per-query values of one run: ``values[name]`` is a ``[Q]`` float64 tensor aligned with ``qids``.
+
+    Attributes:
+        path: The run file (None for a batch evaluated in memory).
+        runid: The run's tag (trec_eval's ``runid``).
+        qids: Evaluated queries, sorted as trec_eval sorts them.
+        values: Per-query values of every measure, keyed by printed name (``P_10``, ``ndcg@10``, ...).
+        kinds: ``"float"``, ``"long"`` (counts; summed over queries) or ``"gm"`` (geometric mean) per name.
+    """
+
+    path: str | None
+    runid: str | None
+    qids: list[str]
+    values: dict[str, Tensor]
+    kinds: dict[str, str]
+    meta: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, float]:
+        """The ``all`` value of each measure as trec_eval computes it (mean, sum or geometric mean)."""
+        out: dict[str, float] = {}
+        for name, v in self.values.items():
+            kind = self.kinds[name]
+            if kind == "long":
+                out[name] = float(v.sum())
+            elif kind == "gm":
+                out[name] = math.exp(float(torch.log(v.clamp_min(MIN_GEO_MEAN)).mean())) if v.numel() else 0.0
+            else:
+                out[name] = float(v.mean()) if v.numel() else 0.0
+        return out
+
+
+def evaluate_batch(
+    batch: TrecBatch,
+    measures: Sequence[str] | None = None,
+    *,
+    relevance_threshold: float = 1,
+    ties: str = "first",
+    path: str | None = None,
+) -> RunScores:
+    """Per-query values of ``measures`` (``-m`` options, see :func:`parse_measures`) on a :class:`TrecBatch`.
+
+    Example:
+        >>> from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN, read_trec
+        >>> scores = evaluate_batch(read_trec(SAMPLE_QRELS, SAMPLE_RUN), ["bpref", "num_rel_ret"])
+        >>> {name: round(value, 4) for name, value in scores.summary().items()}
+        {'num_rel_ret': 131.0, 'bpref': 0.1981}
+    """
+    items = parse_measures(measures)
+    ctx = _Context(batch, ties, relevance_threshold)
+    values: dict[str, Tensor] = {}
+    kinds: dict[str, str] = {}
+    meta: list[str] = []
+    for item in items:
+        if item.kind == "meta":
+            meta.append(item.name)
+            continue
+        v = item.compute(ctx)
+        if item.name not in ("num_rel",):
+            v = v.masked_fill(ctx.missing, 0)  # trec_eval -c: a query missing from the run scores 0
+        values[item.name] = v.cpu()
+        kinds[item.name] = item.kind
+    return RunScores(path, batch.runid, list(batch.qids), values, kinds, meta)
+
+
+def score_run(
+    qrels: str | os.PathLike[str] | TrecFile,
+    run: str | os.PathLike[str] | TrecFile,
+    measures: Sequence[str] | None = None,
+    *,
+    all_queries: bool = False,
+    depth: int | None = None,
+    relevance_threshold: float = 1,
+    ties: str = "first",
+    device: str | torch.device = "cpu",
+    progress: ProgressCallback | None = None,
+) -> RunScores:
+    """Read a qrels file and a run and compute per-query values, as ``trec_eval`` would.
+
+    Args:
+        qrels: Path, or a file read once by :func:`torchrank.io.load_qrels`.
+        run: Path, or a file read by :func:`torchrank.io.load_run`.
+        measures: ``-m`` options (trec_eval names/groups or grammar names); None: trec_eval's defaults.
+        all_queries: trec_eval ``-c``: every qrels query, those missing from the run scoring 0.
+        depth: trec_eval ``-M``: only the first ``depth`` documents of each query.
+        relevance_threshold: trec_eval ``-l``: lowest label that counts as relevant.
+        ties: ``"first"`` (default) keeps trec_eval's order (score, then docno, descending).
+        device: Where to compute (``"cuda"`` for a GPU).
+        progress: Called with byte counts while the files are read.
+    """
+    batch = read_trec(qrels, run, depth=depth, all_queries=all_queries, progress=progress)
+    path = run.path if isinstance(run, TrecFile) else os.fspath(run)
+    return evaluate_batch(batch.to(device), measures, relevance_threshold=relevance_threshold, ties=ties, path=path)
+
+
+def score_runs(
+    qrels: str | os.PathLike[str] | TrecFile,
+    runs: Sequence[str | os.PathLike[str] | TrecFile],
+    measures: Sequence[str] | None = None,
+    **kwargs: object,
+) -> list[RunScores]:
+    """:func:`score_run` for several runs against one qrels file (read once). With ``all_queries=True``
+    every run is scored on the same queries, aligned row for row (what paired tests need).
+
+    Example:
+        >>> from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN
+        >>> a, b = score_runs(SAMPLE_QRELS, [SAMPLE_RUN, SAMPLE_RUN], ["map"], all_queries=True)
+        >>> a.qids == b.qids, bool((a.values["map"] == b.values["map"]).all())
+        (True, True)
+    """
+    qrels_file = qrels if isinstance(qrels, TrecFile) else load_qrels(qrels, progress=kwargs.get("progress"))
+    return [score_run(qrels_file, run, measures, **kwargs) for run in runs]
+
+
+def _line(name: str, qid: str, value: str) -> str:
+    return f"{name:<22}\t{qid}\t{value}"
+
+
+def _format(value: float, kind: str) -> str:
+    return str(round(value)) if kind == "long" else f"{value:6.4f}"
+
+
+def format_trec_eval(scores: RunScores, *, per_query: bool = False) -> str:
+    """trec_eval's text output: ``measure<TAB>qid<TAB>value`` lines (measure padded to 22 characters),
+    per-query lines first (``-q``), then the ``all`` lines (``runid`` and ``num_q`` first when asked for)."""
+    lines: list[str] = []
+    if per_query:
+        table = {name: v.tolist() for name, v in scores.values.items() if scores.kinds[name] != "gm"}
+        for i, qid in enumerate(scores.qids):
+            lines += [_line(name, qid, _format(v[i], scores.kinds[name])) for name, v in table.items()]
+    if "runid" in scores.meta:
+        lines.append(_line("runid", "all", scores.runid or ""))
+    if "num_q" in scores.meta:
+        lines.append(_line("num_q", "all", str(len(scores.qids))))
+    lines += [_line(name, "all", _format(v, scores.kinds[name])) for name, v in scores.summary().items()]
+    return "\n".join(lines)
