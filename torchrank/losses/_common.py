@@ -1,0 +1,247 @@
+"""What every loss shares: argument checks, the working dtype, gains and discounts, and the one reduction.
+
+The conventions are :mod:`torchrank.functional`'s: the same gain and discount names (and callables), the
+same cut-off ``k``, the same ``empty_target_action`` values, the same float64-or-float32 working dtype.
+Value checks that read tensors (and so would synchronise a GPU stream on every training step) run only
+with ``validate_args=True``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from torchrank.functional._inputs import EMPTY_TARGET_ACTIONS, REDUCTIONS, check_choice, working_dtype
+from torchrank.functional._ranking import Discount, Gain, discount_weights
+from torchrank.functional.dcg import check_gain_discount
+
+__all__ = [
+    "Discount",
+    "Gain",
+    "LossInput",
+    "apply_empty_target_action",
+    "check_gain_discount",
+    "check_k",
+    "check_positive",
+    "check_reduction",
+    "gains",
+    "ideal_dcg",
+    "position_weights",
+    "prepare",
+    "reduce_loss",
+    "with_loss_args",
+]
+
+LOSS_ARGS = {
+    "scores": "Model scores ``[B, N]`` (B lists of N items), float; bf16/fp16 are computed in float32.",
+    "labels": "Graded labels ``[B, N]`` (bool, int or float, ``>= 0`` at real items).",
+    "mask": "Bool ``[B, N]``, True for a real item; padded items are never ranked, never counted, and get a\n"
+    "    zero gradient. None: every item is real. (allRank's label -1 padding is ``mask=labels >= 0``.)",
+    "k": "Cut-off: only the top k ranks count (``None``: the whole list); the ideal DCG is at k too.",
+    "temperature": "Smoothing: the surrogate tends to the exact metric as it goes to 0 (on the scores' scale).",
+    "sinkhorn_iterations": "Sinkhorn iterations (a column then a row normalisation each) after NeuralSort; 0\n"
+    "    uses NeuralSort's row-stochastic matrix as it is. A fixed count: no data-dependent loop.",
+    "transposed": "End Sinkhorn on a column normalisation (each item's distribution over ranks sums to 1),\n"
+    "    the paper's NeuralNDCG-transposed; False ends on rows (each rank's distribution over items).",
+    "gain": '``"exponential"`` (``2^label - 1``; allRank, LightGBM, ranx ``ndcg_burges``), ``"linear"``\n'
+    "    (the label; trec_eval) or a callable on the label tensor, as in :func:`torchrank.functional.ndcg`.",
+    "discount": '``"log"`` (``log_b(i + 1)``), ``"power"``, ``"linear"`` or a callable of the 1-based\n'
+    "    rank returning the divisor, as in :func:`torchrank.functional.ndcg`.",
+    "log_base": '``b`` of the ``"log"`` discount.',
+    "empty_target_action": 'A list with no positive label (ideal value 0): ``"skip"`` (left out of the\n'
+    '    mean, as allRank), ``"neg"`` (metric 0, loss 0, counted), ``"pos"`` (metric 1, loss -1, counted)\n'
+    '    or ``"error"``. Its loss is constant, so it never has a gradient. A fully padded list never counts.',
+    "reduction": '``"mean"`` over the lists that count (0 when none does), ``"sum"``, or ``"none"``:\n'
+    "    per-list losses ``[B]``, NaN for a list that does not count (``loss.nanmean()`` is the mean).",
+    "validate_args": "Also run the checks that read values (NaN scores or labels, negative labels at real\n"
+    "    items); each synchronises a GPU stream, so they are off by default on the training path.",
+}
+
+
+def with_loss_args(fn: Callable) -> Callable:
+    """Document the shared arguments of ``fn`` where its docstring says ``{loss_args}`` (signature order)."""
+    taken = [name for name in inspect.signature(fn).parameters if name in LOSS_ARGS]
+    lines = ["    Args:"]
+    for name in taken:
+        lines.append(f"        {name}: " + LOSS_ARGS[name].replace("\n", "\n        "))
+    fn.__doc__ = (fn.__doc__ or "").replace("    {loss_args}\n", "\n".join(lines) + "\n")
+    return fn
+
+
+@dataclass(frozen=True)
+class LossInput:
+    """Validated ``[B, N]`` input in the working dtype (float64 for float64 scores, else float32)."""
+
+    scores: Tensor  # [B, N] floating, with the caller's autograd history; padded positions hold 0
+    labels: Tensor  # [B, N] floating, 0 at padding
+    mask: Tensor  # [B, N] bool, True for a real item
+    padded: bool  # False when the caller passed no mask (known without reading values)
+
+    @property
+    def num_valid(self) -> Tensor:
+        """Real items per list ``[B]`` (long)."""
+        return self.mask.sum(1)
+
+
+def prepare(scores: Tensor, labels: Tensor, mask: Tensor | None, *, validate_args: bool = False) -> LossInput:
+    """Check shapes, dtypes and devices (always) and values (``validate_args``); cast to the working dtype.
+
+    bf16/fp16 scores are computed in float32 (as under autocast); the gradient flows back in their dtype.
+
+    Example:
+        >>> x = prepare(torch.tensor([[0.2, 0.1]]), torch.tensor([[1, 0]]), None)
+        >>> x.scores.dtype, x.labels
+        (torch.float32, tensor([[1., 0.]]))
+    """
+    _check_tensor("scores", scores)
+    _check_tensor("labels", labels)
+    if not scores.is_floating_point():
+        raise TypeError(f"Argument `scores` must be a floating tensor (a model's output), got dtype {scores.dtype}.")
+    if scores.ndim != 2:
+        raise ValueError(f"Argument `scores` must have shape [B, N] (lists x items), got {tuple(scores.shape)}.")
+    if labels.shape != scores.shape:
+        raise ValueError(
+            f"Argument `labels` must have the shape of `scores` {tuple(scores.shape)}, got {tuple(labels.shape)}."
+        )
+    if labels.is_complex():
+        raise TypeError(f"Argument `labels` must hold real labels (bool, int or float), got dtype {labels.dtype}.")
+    if scores.shape[1] == 0:
+        raise ValueError(f"Argument `scores` must hold at least one item per list, got shape {tuple(scores.shape)}.")
+    _check_device("labels", labels, scores)
+    if mask is not None:
+        _check_tensor("mask", mask)
+        if mask.dtype != torch.bool:
+            raise TypeError(f"Argument `mask` must be a bool tensor (True = real item), got dtype {mask.dtype}.")
+        if mask.shape != scores.shape:
+            raise ValueError(
+                f"Argument `mask` must have the shape of `scores` {tuple(scores.shape)}, got {tuple(mask.shape)}."
+            )
+        _check_device("mask", mask, scores)
+    if validate_args:
+        _check_values(scores, labels, mask)
+    work = working_dtype(scores)
+    padded = mask is not None
+    labels = labels.to(work)
+    scores = scores.to(work)
+    if padded:
+        # padded positions may hold anything (-1, NaN, inf): every loss reads 0 there, with no gradient
+        labels = torch.where(mask, labels, 0)
+        scores = torch.where(mask, scores, 0)
+    else:
+        mask = torch.ones_like(scores, dtype=torch.bool)
+    return LossInput(scores=scores, labels=labels, mask=mask, padded=padded)
+
+
+def _check_tensor(name: str, value: object) -> None:
+    if not isinstance(value, Tensor):
+        raise TypeError(f"Argument `{name}` must be a torch.Tensor, got {type(value).__name__}.")
+
+
+def _check_device(name: str, value: Tensor, scores: Tensor) -> None:
+    if value.device != scores.device:
+        raise ValueError(f"Argument `{name}` must be on the device of `scores` ({scores.device}), got {value.device}.")
+
+
+def _check_values(scores: Tensor, labels: Tensor, mask: Tensor | None) -> None:
+    """Checks that read values: one host synchronisation each (off by default on the training path)."""
+    real = torch.ones_like(scores, dtype=torch.bool) if mask is None else mask
+    if bool(torch.isnan(scores[real]).any()):
+        raise ValueError("Argument `scores` contains NaN at a real (unmasked) item.")
+    if labels.is_floating_point() and bool(torch.isnan(labels[real]).any()):
+        raise ValueError("Argument `labels` contains NaN at a real (unmasked) item.")
+    if labels.dtype != torch.bool and bool((labels[real] < 0).any()):
+        raise ValueError(
+            "Argument `labels` must be >= 0 at real items; mark padding with `mask` (False), not a negative label."
+        )
+
+
+def check_positive(name: str, value: float) -> None:
+    """``value`` is a real number > 0 (temperatures, sigma)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"Argument `{name}` must be a number > 0, got {value!r}.")
+
+
+def check_k(k: int | None) -> None:
+    """``k`` is None (the whole list) or a positive int."""
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k <= 0):
+        raise ValueError(f"Argument `k` must be a positive int or None (the whole list), got {k!r}.")
+
+
+def check_reduction(reduction: str, empty_target_action: str | None = None) -> None:
+    """The options every loss shares."""
+    check_choice("reduction", reduction, REDUCTIONS)
+    if empty_target_action is not None:
+        check_choice("empty_target_action", empty_target_action, EMPTY_TARGET_ACTIONS)
+
+
+def gains(labels: Tensor, gain: Gain) -> Tensor:
+    """``gain(label)`` with :meth:`torchrank.functional._ranking.Ranking.gains`' names; 0 stays 0 at padding.
+
+    Example:
+        >>> gains(torch.tensor([[0.0, 1.0, 3.0]]), "exponential")
+        tensor([[0., 1., 7.]])
+    """
+    if callable(gain):
+        return gain(labels).to(labels.dtype)
+    if gain == "linear":
+        return labels
+    return torch.pow(2.0, labels) - 1  # "exponential"
+
+
+def position_weights(n: int, like: Tensor, discount: Discount, log_base: float) -> Tensor:
+    """``1 / discount(i)`` for ranks ``i = 1..n`` ``[n]`` (torchrank.functional's discounts)."""
+    ranks = torch.arange(1, n + 1, dtype=like.dtype, device=like.device)
+    return discount_weights(discount, ranks, log_base=log_base)
+
+
+def ideal_dcg(item_gains: Tensor, mask: Tensor, k: int | None, weights: Tensor) -> Tensor:
+    """Exact ideal DCG@k of each list ``[B]``: its real items' gains sorted descending (labels carry no grad).
+
+    Example:
+        >>> w = position_weights(3, torch.zeros(1), "log", 2.0)
+        >>> ideal_dcg(torch.tensor([[1.0, 3.0, 0.0]]), torch.ones(1, 3, dtype=torch.bool), None, w)
+        tensor([3.6309])
+    """
+    ideal = torch.where(mask, item_gains.detach(), 0)
+    n = ideal.shape[1]
+    depth = n if k is None else min(k, n)
+    top = torch.topk(ideal, depth, dim=1).values if depth < n else torch.sort(ideal, dim=1, descending=True).values
+    return (top * weights[:depth]).sum(1)
+
+
+def apply_empty_target_action(metric: Tensor, empty: Tensor, empty_target_action: str) -> tuple[Tensor, Tensor]:
+    """The loss ``-metric`` of each list, and which lists count, with lists in ``empty`` (no ideal gain) scored
+    as ``empty_target_action`` says: ``"neg"`` (metric 0), ``"pos"`` (metric 1), ``"skip"`` (left out),
+    ``"error"`` (raise; one host synchronisation)."""
+    if empty_target_action == "error" and bool(empty.any()):
+        raise ValueError(
+            "A list has no relevant item and `empty_target_action='error'`; pass 'skip', 'neg' or 'pos' to "
+            "score such lists."
+        )
+    fill = 1.0 if empty_target_action == "pos" else 0.0
+    metric = torch.where(empty, fill, metric)
+    counted = ~empty if empty_target_action == "skip" else torch.ones_like(empty)
+    return -metric, counted
+
+
+def reduce_loss(values: Tensor, counted: Tensor, reduction: str) -> Tensor:
+    """The one reduction of every loss: over the lists that count.
+
+    ``"mean"``: their mean (0, with a zero gradient, when none counts); ``"sum"``: their sum; ``"none"``:
+    per-list values ``[B]`` with NaN for a list that does not count (so ``loss.nanmean()`` equals ``"mean"``).
+    ``values`` must be finite where ``counted`` is False: ``where`` blocks their gradient, not a NaN's.
+
+    Example:
+        >>> reduce_loss(torch.tensor([1.0, 5.0, 3.0]), torch.tensor([True, False, True]), "mean")
+        tensor(2.)
+    """
+    kept = torch.where(counted, values, 0)
+    if reduction == "none":
+        return torch.where(counted, values, float("nan"))
+    if reduction == "sum":
+        return kept.sum()
+    return kept.sum() / counted.sum().clamp_min(1).to(values.dtype)

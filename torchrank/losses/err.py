@@ -1,0 +1,179 @@
+"""Soft ERR: a differentiable expected reciprocal rank (derivation in ``docs/losses.md``).
+
+ERR (Chapelle et al., 2009) is a cascade over the stop probabilities in rank order,
+``ERR@k = sum_{i<=k} (1/i) R_(i) prod_{l<i} (1 - R_(l))``, and a hard permutation matrix Pi gives those
+probabilities as ``Pi R``. Soft ERR feeds the cascade ``rho = P R`` instead, with P NeuralSort's
+Sinkhorn-scaled matrix: ``rho_i`` is the expected stop probability at rank i. The products run in log
+space, ``prod_{l<i} (1 - rho_l) = exp(sum_{l<i} log(1 - rho_l))``. Each ``rho_i`` is a convex combination
+of the R's (in [0, 1)), so the value is a valid ERR of a cascade and lies in [0, 1]; as the temperature goes
+to 0, P tends to Pi (for distinct scores) and soft ERR to ERR.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from torchrank.functional._inputs import check_choice
+from torchrank.functional.err import TRANSFORMS, Transform
+from torchrank.losses._common import (
+    apply_empty_target_action,
+    check_k,
+    check_positive,
+    check_reduction,
+    prepare,
+    reduce_loss,
+    with_loss_args,
+)
+from torchrank.losses._neuralsort import soft_sort
+from torchrank.losses.ndcg import check_iterations
+
+__all__ = ["SoftERRLoss", "soft_err"]
+
+
+def _check_err_options(transform: Transform, max_label: float | None) -> None:
+    if not callable(transform):
+        check_choice("transform", transform, TRANSFORMS)
+    if max_label is not None and (
+        isinstance(max_label, bool) or not isinstance(max_label, int | float) or not max_label > 0
+    ):
+        raise ValueError(f"Argument `max_label` must be a number > 0 or None, got {max_label!r}.")
+
+
+def stop_probabilities(labels: Tensor, mask: Tensor, transform: Transform, max_label: float | None) -> Tensor:
+    """``R`` of each item ``[B, N]`` as :func:`torchrank.functional.err` defines it; 0 at padding.
+
+    ``"exponential"``: ``(2^y - 1) / 2^g_max`` with ``g_max = max_label`` or each list's largest label.
+    """
+    if callable(transform):
+        prob = transform(labels).to(labels.dtype)
+    elif transform == "sigmoid":
+        prob = 2 * torch.sigmoid(labels) - 1
+    else:
+        if max_label is None:
+            top = torch.where(mask, labels, 0).amax(1, keepdim=True)
+            top = torch.where(top > 0, top, 1)
+        else:
+            top = torch.as_tensor(float(max_label), dtype=labels.dtype, device=labels.device)
+        prob = (torch.pow(2.0, labels) - 1) / torch.pow(2.0, top)
+    return torch.where(mask, prob, 0)
+
+
+def cascade(rho: Tensor, k: int | None) -> Tensor:
+    """``sum_{i<=k} (1/i) rho_i prod_{l<i} (1 - rho_l)`` per list ``[B]``, the product in log space."""
+    depth = rho.shape[1] if k is None else min(k, rho.shape[1])
+    rho = rho[:, :depth]
+    log_keep = torch.log((1 - rho).clamp_min(torch.finfo(rho.dtype).tiny))
+    log_reach = torch.cumsum(log_keep, 1) - log_keep  # exclusive: the ranks above
+    ranks = torch.arange(1, depth + 1, dtype=rho.dtype, device=rho.device)
+    return (rho * torch.exp(log_reach) / ranks).sum(1)
+
+
+@with_loss_args
+def soft_err(
+    scores: Tensor,
+    labels: Tensor,
+    mask: Tensor | None = None,
+    *,
+    k: int | None = None,
+    temperature: float = 1.0,
+    sinkhorn_iterations: int = 10,
+    transposed: bool = False,
+    transform: Transform = "exponential",
+    max_label: float | None = None,
+    empty_target_action: str = "skip",
+    reduction: str = "mean",
+    validate_args: bool = False,
+) -> Tensor:
+    """Soft ERR loss ``-ERR@k``: the ERR cascade over NeuralSort's soft permutation (see the module docstring).
+
+    ``rho = P R`` (R the items' stop probabilities, P as in :func:`neural_ndcg`), then
+    ``ERR = sum_{i<=k} (1/i) rho_i prod_{l<i} (1 - rho_l)`` with the product in log space. Tends to
+    :func:`torchrank.functional.err` as the temperature goes to 0.
+
+    {loss_args}
+        transform: Label to stop probability, as :func:`torchrank.functional.err`: ``"exponential"``
+            (``(2^y - 1) / 2^max_label``), ``"sigmoid"`` (``2 sigmoid(y) - 1``) or a callable.
+        max_label: Top of the label scale for ``"exponential"`` (4 for LETOR's 0-4). Default: each list's
+            largest label, as :func:`torchrank.functional.err`.
+
+    Example:
+        >>> scores = torch.tensor([[3.0, 2.0, 1.0, 0.0]])
+        >>> labels = torch.tensor([[3, 2, 3, 0]])
+        >>> soft_err(scores, labels, temperature=0.01, max_label=3)  # torchrank.functional.err: 0.9212
+        tensor(-0.9212)
+    """
+    check_k(k)
+    check_positive("temperature", temperature)
+    check_iterations(sinkhorn_iterations)
+    _check_err_options(transform, max_label)
+    check_reduction(reduction, empty_target_action)
+    x = prepare(scores, labels, mask, validate_args=validate_args)
+    stop = stop_probabilities(x.labels, x.mask, transform, max_label)
+    rho = soft_sort(
+        x.scores,
+        stop,
+        x.mask,
+        temperature=temperature,
+        sinkhorn_iterations=sinkhorn_iterations,
+        transposed=transposed,
+        padded=x.padded,
+    )
+    empty = ~((x.labels > 0) & x.mask).any(1)
+    values, counted = apply_empty_target_action(cascade(rho, k), empty, empty_target_action)
+    return reduce_loss(values, counted & x.mask.any(1), reduction)
+
+
+class SoftERRLoss(nn.Module):
+    """:func:`soft_err` as a module: hyperparameters in ``__init__``, ``forward(scores, labels, mask=None)``.
+
+    Example:
+        >>> SoftERRLoss(temperature=0.01, max_label=3)(torch.tensor([[3.0, 2.0, 1.0]]), torch.tensor([[3, 2, 3]]))
+        tensor(-0.9212)
+    """
+
+    def __init__(
+        self,
+        *,
+        k: int | None = None,
+        temperature: float = 1.0,
+        sinkhorn_iterations: int = 10,
+        transposed: bool = False,
+        transform: Transform = "exponential",
+        max_label: float | None = None,
+        empty_target_action: str = "skip",
+        reduction: str = "mean",
+        validate_args: bool = False,
+    ) -> None:
+        super().__init__()
+        check_k(k)
+        check_positive("temperature", temperature)
+        check_iterations(sinkhorn_iterations)
+        _check_err_options(transform, max_label)
+        check_reduction(reduction, empty_target_action)
+        self.k, self.temperature = k, temperature
+        self.sinkhorn_iterations, self.transposed = sinkhorn_iterations, transposed
+        self.transform, self.max_label = transform, max_label
+        self.empty_target_action, self.reduction, self.validate_args = empty_target_action, reduction, validate_args
+
+    def forward(self, scores: Tensor, labels: Tensor, mask: Tensor | None = None) -> Tensor:
+        return soft_err(
+            scores,
+            labels,
+            mask,
+            k=self.k,
+            temperature=self.temperature,
+            sinkhorn_iterations=self.sinkhorn_iterations,
+            transposed=self.transposed,
+            transform=self.transform,
+            max_label=self.max_label,
+            empty_target_action=self.empty_target_action,
+            reduction=self.reduction,
+            validate_args=self.validate_args,
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"k={self.k}, temperature={self.temperature}, sinkhorn_iterations={self.sinkhorn_iterations}, "
+            f"transposed={self.transposed}, max_label={self.max_label}, reduction={self.reduction!r}"
+        )

@@ -1,0 +1,150 @@
+"""Listwise baselines: ListNet (Cao et al., ICML 2007) and ListMLE (Xia et al., ICML 2008)."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from torchrank.functional._inputs import check_choice
+from torchrank.losses._common import check_reduction, prepare, reduce_loss, with_loss_args
+
+__all__ = ["ListMLELoss", "ListNetLoss", "listmle", "listnet"]
+
+LISTMLE_TIES = ("random", "first")
+
+
+def _masked(values: Tensor, mask: Tensor) -> Tensor:
+    """``values`` with padding at the dtype's lowest finite value: no item after a softmax, no inf or NaN."""
+    return torch.where(mask, values, torch.finfo(values.dtype).min)
+
+
+@with_loss_args
+def listnet(
+    scores: Tensor,
+    labels: Tensor,
+    mask: Tensor | None = None,
+    *,
+    reduction: str = "mean",
+    validate_args: bool = False,
+) -> Tensor:
+    """ListNet (Cao et al., 2007): cross-entropy between the top-one distributions of labels and scores.
+
+    ``loss = -sum_j softmax(y)_j log softmax(s)_j`` over the real items of each list (allRank's form, log-softmax
+    instead of ``log(softmax + eps)``). Every list with a real item counts.
+
+    {loss_args}
+
+    Example:
+        >>> scores = torch.tensor([[0.5, 0.2, 0.1, 0.01, 0.65, 0.3], [1.0, -0.5, 2.0, 0.3, 0.0, 0.0]])
+        >>> labels = torch.tensor([[4, 2, 1, 0, 4, 3], [0, 1, 2, 0, -1, -1]])
+        >>> listnet(scores, labels, labels >= 0)  # allRank: 1.441052
+        tensor(1.4411)
+    """
+    check_reduction(reduction)
+    x = prepare(scores, labels, mask, validate_args=validate_args)
+    target = torch.softmax(_masked(x.labels, x.mask), 1)
+    log_probs = torch.log_softmax(_masked(x.scores, x.mask), 1)
+    per_list = -(torch.where(x.mask, target * log_probs, 0)).sum(1)
+    return reduce_loss(per_list, x.mask.any(1), reduction)
+
+
+def _label_order(labels: Tensor, mask: Tensor, ties: str, generator: torch.Generator | None) -> Tensor:
+    """Each list's items by descending label, padding last; equal labels in random or input order."""
+    key = torch.where(mask, labels, -float("inf"))
+    if ties == "first":
+        return torch.sort(key, dim=1, descending=True, stable=True).indices
+    shuffle = torch.rand(key.shape, generator=generator, device=key.device).argsort(1)
+    by_label = torch.sort(key.gather(1, shuffle), dim=1, descending=True, stable=True).indices
+    return shuffle.gather(1, by_label)
+
+
+@with_loss_args
+def listmle(
+    scores: Tensor,
+    labels: Tensor,
+    mask: Tensor | None = None,
+    *,
+    ties: str = "random",
+    generator: torch.Generator | None = None,
+    reduction: str = "mean",
+    validate_args: bool = False,
+) -> Tensor:
+    """ListMLE (Xia et al., 2008): negative Plackett-Luce log-likelihood of the label order.
+
+    ``loss = sum_i (log sum_{l >= i} exp(s_(l)) - s_(i))`` over the real items in descending label order
+    (a log-cumsum-exp from the end). Every list with a real item counts.
+
+    {loss_args}
+        ties: Order of items with equal labels: ``"random"`` (a fresh uniform order each call, as allRank;
+            ``generator`` makes it reproducible) or ``"first"`` (input order: deterministic).
+        generator: Random generator for ``ties="random"``.
+
+    Example:
+        >>> listmle(torch.tensor([[2.0, 1.0, 0.0]]), torch.tensor([[2, 1, 0]]), ties="first")
+        tensor(0.7209)
+    """
+    check_choice("ties", ties, LISTMLE_TIES)
+    check_reduction(reduction)
+    x = prepare(scores, labels, mask, validate_args=validate_args)
+    order = _label_order(x.labels, x.mask, ties, generator)
+    ranked_mask = x.mask.gather(1, order)
+    ranked = _masked(x.scores.gather(1, order), ranked_mask)
+    from_here = torch.logcumsumexp(ranked.flip(1), 1).flip(1)  # log sum_{l >= i} exp(s_(l))
+    per_list = torch.where(ranked_mask, from_here - ranked, 0).sum(1)
+    return reduce_loss(per_list, x.mask.any(1), reduction)
+
+
+class ListNetLoss(nn.Module):
+    """:func:`listnet` as a module: ``forward(scores, labels, mask=None)``.
+
+    Example:
+        >>> ListNetLoss()(torch.tensor([[2.0, 1.0, 0.0]]), torch.tensor([[2, 1, 0]]))
+        tensor(0.8324)
+    """
+
+    def __init__(self, *, reduction: str = "mean", validate_args: bool = False) -> None:
+        super().__init__()
+        check_reduction(reduction)
+        self.reduction, self.validate_args = reduction, validate_args
+
+    def forward(self, scores: Tensor, labels: Tensor, mask: Tensor | None = None) -> Tensor:
+        return listnet(scores, labels, mask, reduction=self.reduction, validate_args=self.validate_args)
+
+    def extra_repr(self) -> str:
+        return f"reduction={self.reduction!r}"
+
+
+class ListMLELoss(nn.Module):
+    """:func:`listmle` as a module: hyperparameters in ``__init__``, ``forward(scores, labels, mask=None)``.
+
+    Example:
+        >>> ListMLELoss(ties="first")(torch.tensor([[2.0, 1.0, 0.0]]), torch.tensor([[2, 1, 0]]))
+        tensor(0.7209)
+    """
+
+    def __init__(
+        self,
+        *,
+        ties: str = "random",
+        generator: torch.Generator | None = None,
+        reduction: str = "mean",
+        validate_args: bool = False,
+    ) -> None:
+        super().__init__()
+        check_choice("ties", ties, LISTMLE_TIES)
+        check_reduction(reduction)
+        self.ties, self.generator, self.reduction, self.validate_args = ties, generator, reduction, validate_args
+
+    def forward(self, scores: Tensor, labels: Tensor, mask: Tensor | None = None) -> Tensor:
+        return listmle(
+            scores,
+            labels,
+            mask,
+            ties=self.ties,
+            generator=self.generator,
+            reduction=self.reduction,
+            validate_args=self.validate_args,
+        )
+
+    def extra_repr(self) -> str:
+        return f"ties={self.ties!r}, reduction={self.reduction!r}"

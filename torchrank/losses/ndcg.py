@@ -1,0 +1,269 @@
+"""Differentiable NDCG: NeuralNDCG (Pobrotyn and Bialobrzeski, 2021) and ApproxNDCG (Qin, Liu and Li, 2010).
+
+Both return ``-NDCG`` (a loss to minimise), with the exact ideal DCG at k of :mod:`torchrank.functional`.
+
+- NeuralNDCG replaces the sorting permutation in ``DCG = sum_i d_i gain(y_(i))`` by NeuralSort's relaxed,
+  Sinkhorn-scaled permutation matrix P: ``DCG = sum_{i<=k} d_i (P g)_i``.
+- ApproxNDCG replaces each item's rank by the smooth rank ``1 + sum_{l != j} sigmoid((s_l - s_j) / T)`` in
+  the discount, and the cut-off by ``sigmoid((k + 1/2 - rank) / T)``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from torchrank.functional._ranking import discount_weights
+from torchrank.losses._common import (
+    Discount,
+    Gain,
+    apply_empty_target_action,
+    check_gain_discount,
+    check_k,
+    check_positive,
+    check_reduction,
+    gains,
+    ideal_dcg,
+    position_weights,
+    prepare,
+    reduce_loss,
+    with_loss_args,
+)
+from torchrank.losses._neuralsort import soft_sort
+
+__all__ = ["ApproxNDCGLoss", "NeuralNDCGLoss", "approx_ndcg", "neural_ndcg"]
+
+
+def check_iterations(sinkhorn_iterations: int) -> None:
+    """``sinkhorn_iterations`` is an int >= 0."""
+    if isinstance(sinkhorn_iterations, bool) or not isinstance(sinkhorn_iterations, int) or sinkhorn_iterations < 0:
+        raise ValueError(f"Argument `sinkhorn_iterations` must be an int >= 0, got {sinkhorn_iterations!r}.")
+
+
+def _ndcg_loss(
+    dcg: Tensor,
+    item_gains: Tensor,
+    mask: Tensor,
+    k: int | None,
+    weights: Tensor,
+    empty_target_action: str,
+    reduction: str,
+) -> Tensor:
+    """``-DCG / IDCG@k`` per list, empty lists as ``empty_target_action`` says, then the shared reduction."""
+    ideal = ideal_dcg(item_gains, mask, k, weights)
+    empty = ideal <= 0
+    ndcg = dcg / torch.where(empty, 1, ideal)
+    values, counted = apply_empty_target_action(ndcg, empty, empty_target_action)
+    return reduce_loss(values, counted & mask.any(1), reduction)
+
+
+@with_loss_args
+def neural_ndcg(
+    scores: Tensor,
+    labels: Tensor,
+    mask: Tensor | None = None,
+    *,
+    k: int | None = None,
+    temperature: float = 1.0,
+    sinkhorn_iterations: int = 10,
+    transposed: bool = False,
+    gain: Gain = "exponential",
+    discount: Discount = "log",
+    log_base: float = 2.0,
+    empty_target_action: str = "skip",
+    reduction: str = "mean",
+    validate_args: bool = False,
+) -> Tensor:
+    """NeuralNDCG loss ``-NDCG@k`` (Pobrotyn and Bialobrzeski, 2021): DCG over NeuralSort's soft permutation.
+
+    ``DCG = sum_{i<=k} (P g)_i / discount(i)`` with P NeuralSort's matrix (temperature tau) after
+    ``sinkhorn_iterations`` Sinkhorn iterations, g the items' gains; divided by the exact ideal DCG@k.
+    Memory ``O(B N^2)`` (one matrix, whatever the iteration count); the backward is hand-written.
+
+    {loss_args}
+
+    Example:
+        >>> scores = torch.tensor([[0.5, 0.2, 0.1, 0.01, 0.65, 0.3], [1.0, -0.5, 2.0, 0.3, 0.0, 0.0]])
+        >>> labels = torch.tensor([[4, 2, 1, 0, 4, 3], [0, 1, 2, 0, -1, -1]])
+        >>> neural_ndcg(scores, labels, labels >= 0, sinkhorn_iterations=50)  # allRank: -0.888043
+        tensor(-0.8880)
+    """
+    check_k(k)
+    check_positive("temperature", temperature)
+    check_iterations(sinkhorn_iterations)
+    check_gain_discount(gain, discount, log_base)
+    check_reduction(reduction, empty_target_action)
+    x = prepare(scores, labels, mask, validate_args=validate_args)
+    item_gains = torch.where(x.mask, gains(x.labels, gain), 0)
+    soft_gains = soft_sort(
+        x.scores,
+        item_gains,
+        x.mask,
+        temperature=temperature,
+        sinkhorn_iterations=sinkhorn_iterations,
+        transposed=transposed,
+        padded=x.padded,
+    )
+    weights = position_weights(soft_gains.shape[1], soft_gains, discount, log_base)
+    depth = soft_gains.shape[1] if k is None else min(k, soft_gains.shape[1])
+    dcg = (soft_gains[:, :depth] * weights[:depth]).sum(1)
+    return _ndcg_loss(dcg, item_gains, x.mask, k, weights, empty_target_action, reduction)
+
+
+def smooth_ranks(scores: Tensor, mask: Tensor, temperature: float, padded: bool) -> Tensor:
+    """``1 + sum_{l != j} sigmoid((s_l - s_j) / T)`` over the real items l ``[B, N]`` (ApproxNDCG's ranks).
+
+    Each item's own term is ``sigmoid(0) = 1/2``, so the sum runs over every real item from ``1/2``.
+    """
+    beaten_by = torch.sigmoid((scores.unsqueeze(1) - scores.unsqueeze(2)) / temperature)  # [B, j, l]
+    if padded:
+        return 0.5 + torch.bmm(beaten_by, mask.to(scores.dtype).unsqueeze(2)).squeeze(2)
+    return 0.5 + beaten_by.sum(2)
+
+
+@with_loss_args
+def approx_ndcg(
+    scores: Tensor,
+    labels: Tensor,
+    mask: Tensor | None = None,
+    *,
+    k: int | None = None,
+    temperature: float = 1.0,
+    gain: Gain = "exponential",
+    discount: Discount = "log",
+    log_base: float = 2.0,
+    empty_target_action: str = "skip",
+    reduction: str = "mean",
+    validate_args: bool = False,
+) -> Tensor:
+    """ApproxNDCG loss ``-NDCG@k`` (Qin, Liu and Li, 2010) with smooth ranks.
+
+    Item j's rank is ``r_j = 1 + sum_{l != j} sigmoid((s_l - s_j) / T)`` and
+    ``DCG = sum_j gain_j / discount(r_j) * sigmoid((k + 1/2 - r_j) / T)`` (no cut-off factor for
+    ``k=None``); divided by the exact ideal DCG@k. allRank's ``alpha`` is ``1 / temperature``. Memory and
+    time ``O(B N^2)``.
+
+    {loss_args}
+
+    Example:
+        >>> approx_ndcg(torch.tensor([[0.6, 0.8]]), torch.tensor([[1, 0]]), temperature=0.1)  # TF-Ranking
+        tensor(-0.6551)
+    """
+    check_k(k)
+    check_positive("temperature", temperature)
+    check_gain_discount(gain, discount, log_base)
+    check_reduction(reduction, empty_target_action)
+    x = prepare(scores, labels, mask, validate_args=validate_args)
+    item_gains = torch.where(x.mask, gains(x.labels, gain), 0)
+    ranks = smooth_ranks(x.scores, x.mask, temperature, x.padded)
+    discounted = item_gains * discount_weights(discount, ranks, log_base=log_base)
+    if k is not None:
+        discounted = discounted * torch.sigmoid((k + 0.5 - ranks) / temperature)
+    weights = position_weights(x.scores.shape[1], x.scores, discount, log_base)
+    return _ndcg_loss(discounted.sum(1), item_gains, x.mask, k, weights, empty_target_action, reduction)
+
+
+class NeuralNDCGLoss(nn.Module):
+    """:func:`neural_ndcg` as a module: hyperparameters in ``__init__``, ``forward(scores, labels, mask=None)``.
+
+    Example:
+        >>> loss = NeuralNDCGLoss(temperature=0.5)
+        >>> loss(torch.tensor([[2.0, 1.0, 0.0]]), torch.tensor([[2, 1, 0]]))
+        tensor(-0.9730)
+    """
+
+    def __init__(
+        self,
+        *,
+        k: int | None = None,
+        temperature: float = 1.0,
+        sinkhorn_iterations: int = 10,
+        transposed: bool = False,
+        gain: Gain = "exponential",
+        discount: Discount = "log",
+        log_base: float = 2.0,
+        empty_target_action: str = "skip",
+        reduction: str = "mean",
+        validate_args: bool = False,
+    ) -> None:
+        super().__init__()
+        check_k(k)
+        check_positive("temperature", temperature)
+        check_iterations(sinkhorn_iterations)
+        check_gain_discount(gain, discount, log_base)
+        check_reduction(reduction, empty_target_action)
+        self.k, self.temperature = k, temperature
+        self.sinkhorn_iterations, self.transposed = sinkhorn_iterations, transposed
+        self.gain, self.discount, self.log_base = gain, discount, log_base
+        self.empty_target_action, self.reduction, self.validate_args = empty_target_action, reduction, validate_args
+
+    def forward(self, scores: Tensor, labels: Tensor, mask: Tensor | None = None) -> Tensor:
+        return neural_ndcg(
+            scores,
+            labels,
+            mask,
+            k=self.k,
+            temperature=self.temperature,
+            sinkhorn_iterations=self.sinkhorn_iterations,
+            transposed=self.transposed,
+            gain=self.gain,
+            discount=self.discount,
+            log_base=self.log_base,
+            empty_target_action=self.empty_target_action,
+            reduction=self.reduction,
+            validate_args=self.validate_args,
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"k={self.k}, temperature={self.temperature}, sinkhorn_iterations={self.sinkhorn_iterations}, "
+            f"transposed={self.transposed}, gain={self.gain!r}, reduction={self.reduction!r}"
+        )
+
+
+class ApproxNDCGLoss(nn.Module):
+    """:func:`approx_ndcg` as a module: hyperparameters in ``__init__``, ``forward(scores, labels, mask=None)``.
+
+    Example:
+        >>> ApproxNDCGLoss(temperature=0.1)(torch.tensor([[0.6, 0.8]]), torch.tensor([[1, 0]]))
+        tensor(-0.6551)
+    """
+
+    def __init__(
+        self,
+        *,
+        k: int | None = None,
+        temperature: float = 1.0,
+        gain: Gain = "exponential",
+        discount: Discount = "log",
+        log_base: float = 2.0,
+        empty_target_action: str = "skip",
+        reduction: str = "mean",
+        validate_args: bool = False,
+    ) -> None:
+        super().__init__()
+        check_k(k)
+        check_positive("temperature", temperature)
+        check_gain_discount(gain, discount, log_base)
+        check_reduction(reduction, empty_target_action)
+        self.k, self.temperature = k, temperature
+        self.gain, self.discount, self.log_base = gain, discount, log_base
+        self.empty_target_action, self.reduction, self.validate_args = empty_target_action, reduction, validate_args
+
+    def forward(self, scores: Tensor, labels: Tensor, mask: Tensor | None = None) -> Tensor:
+        return approx_ndcg(
+            scores,
+            labels,
+            mask,
+            k=self.k,
+            temperature=self.temperature,
+            gain=self.gain,
+            discount=self.discount,
+            log_base=self.log_base,
+            empty_target_action=self.empty_target_action,
+            reduction=self.reduction,
+            validate_args=self.validate_args,
+        )
+
+    def extra_repr(self) -> str:
+        return f"k={self.k}, temperature={self.temperature}, gain={self.gain!r}, reduction={self.reduction!r}"
