@@ -39,7 +39,7 @@ import torch
 from torch import Tensor
 
 from torchrank.functional import evaluate, parse_measure
-from torchrank.io import TrecFormatError, read_qrels, read_run, trec_to_dense
+from torchrank.io import TrecFile, TrecFormatError, load_qrels, load_run, read_trec
 from torchrank.stats import bootstrap_ci, holm, paired_t_test, randomization_test
 
 __all__ = ["DEFAULT_MEASURES", "add_parser", "run"]
@@ -231,6 +231,10 @@ def _device(name: str) -> torch.device:
         raise ValueError(f"--device: {error}") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"--device {name}: CUDA is not available on this machine")
+    try:  # e.g. cuda:3 on a one-GPU machine: say so now rather than with a traceback later
+        torch.empty(0, device=device)
+    except (RuntimeError, AssertionError) as error:
+        raise ValueError(f"--device {name}: {error}") from None
     return device
 
 
@@ -259,63 +263,61 @@ def _preview(keys: Sequence[str], n: int = 5) -> str:
     return ", ".join(keys[:n]) + (f", ... ({len(keys)} in all)" if len(keys) > n else "")
 
 
-def _select_queries(
-    qrels: dict[str, dict[str, int]], runs: list[dict], paths: Sequence[str], qrels_path: str, mode: str
-) -> dict[str, dict[str, int]]:
-    """The qrels restricted to the compared queries; errors name the run file that shares nothing."""
-    for run_, path in zip(runs, paths, strict=True):
-        if not run_.keys() & qrels.keys():
-            raise ValueError(
-                f"{path}: the run shares no query with the qrels {qrels_path} "
-                f"(run queries: {_preview(run_)}; qrels queries: {_preview(qrels)})"
-            )
-    if mode == "qrels":
-        for run_, path in zip(runs, paths, strict=True):
-            missing = len(qrels.keys() - run_.keys())
+def _run_scores(
+    qrels: TrecFile, path: str, qrels_path: str, measures: list[str], args: argparse.Namespace, device: torch.device
+) -> tuple[Tensor, list[str], set[str]]:
+    """One run's per-query scores ``[K, Q]`` on every qrels query (sorted), those qids, and the run's qids."""
+    run_ = load_run(path)
+    if not set(run_.qids) & set(qrels.qids):
+        raise ValueError(
+            f"{path}: the run shares no query with the qrels {qrels_path} "
+            f"(run queries: {_preview(run_.qids)}; qrels queries: {_preview(qrels.qids)})"
+        )
+    # all_queries: a qrels query missing from the run becomes an empty row, scoring 0 (trec_eval -c).
+    batch = read_trec(qrels, run_, depth=args.depth, all_queries=True).to(device)
+    values = evaluate(
+        batch.preds,
+        batch.target,
+        measures,
+        mask=batch.mask,
+        ideal_target=batch.ideal_target,
+        judged=batch.judged,
+        ties="first",
+        reduction="none",
+        relevance_threshold=args.level,
+    )
+    return torch.stack([values[m].to(torch.float64) for m in measures]), list(batch.qids), set(run_.qids)
+
+
+def _scores(args: argparse.Namespace, measures: list[str], device: torch.device) -> Tensor:
+    """Per-query scores ``[R, K, Q]`` of every run on the compared queries (``--queries``)."""
+    qrels = load_qrels(args.qrels)  # read once for all runs
+    per_run, run_qids = [], []
+    for path in args.runs:  # one run in memory at a time
+        scores, qids, has = _run_scores(qrels, path, args.qrels, measures, args, device)
+        per_run.append(scores)
+        run_qids.append(has)
+    stacked = torch.stack(per_run)
+    if args.queries == "qrels":
+        for path, has in zip(args.runs, run_qids, strict=True):
+            missing = len(set(qids) - has)
             if missing:
                 print(
-                    f"torchrank compare: note: {path} has no results for {missing} of {len(qrels)} qrels "
+                    f"torchrank compare: note: {path} has no results for {missing} of {len(qids)} qrels "
                     "queries; they score 0 (--queries common compares on shared queries only)",
                     file=sys.stderr,
                 )
-        return qrels
-    common = [q for q in qrels if all(q in run_ for run_ in runs)]
-    if not common:
+        return stacked
+    keep = [i for i, q in enumerate(qids) if all(q in has for has in run_qids)]
+    if not keep:
         raise ValueError("the runs share no qrels query (--queries common); try --queries qrels")
-    if len(common) < len(qrels):
+    if len(keep) < len(qids):
         print(
-            f"torchrank compare: note: comparing on the {len(common)} of {len(qrels)} qrels queries that every "
+            f"torchrank compare: note: comparing on the {len(keep)} of {len(qids)} qrels queries that every "
             "run has results for",
             file=sys.stderr,
         )
-    return {q: qrels[q] for q in common}
-
-
-def _scores(
-    qrels: dict[str, dict[str, int]],
-    runs: list[dict],
-    measures: list[str],
-    args: argparse.Namespace,
-    device: torch.device,
-) -> Tensor:
-    """Per-query scores ``[R, K, Q]`` of every run, on the queries of ``qrels`` (sorted, as trec_eval)."""
-    per_run = []
-    for run_ in runs:
-        # all_queries: a qrels query missing from the run becomes an empty row, scoring 0 (trec_eval -c).
-        batch = trec_to_dense(qrels, run_, depth=args.depth, all_queries=True).to(device)
-        values = evaluate(
-            batch.preds,
-            batch.target,
-            measures,
-            mask=batch.mask,
-            ideal_target=batch.ideal_target,
-            judged=batch.judged,
-            ties="first",
-            reduction="none",
-            relevance_threshold=args.level,
-        )
-        per_run.append(torch.stack([values[m].to(torch.float64) for m in measures]))
-    return torch.stack(per_run)
+    return stacked[..., torch.tensor(keep, device=stacked.device)]
 
 
 def _pairs(n_runs: int, baseline: str) -> list[tuple[int, int]]:
@@ -332,12 +334,9 @@ def _compare(args: argparse.Namespace) -> _Result:
     measures = _measures(args.measure)
     device = _device(args.device)
     names = _names(args.names, args.runs)
-    qrels = read_qrels(args.qrels)
-    runs = [read_run(path) for path in args.runs]
-    qrels = _select_queries(qrels, runs, args.runs, args.qrels, args.queries)
-    scores = _scores(qrels, runs, measures, args, device)  # [R, K, Q]
+    scores = _scores(args, measures, device)  # [R, K, Q]
 
-    pairs = _pairs(len(runs), args.baseline)
+    pairs = _pairs(len(args.runs), args.baseline)
     base = scores[[i for i, _ in pairs]]
     other = scores[[j for _, j in pairs]]  # [P, K, Q]: every comparison of every measure in one batch
     ttest = paired_t_test(other, base)
