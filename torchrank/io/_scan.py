@@ -208,7 +208,7 @@ class _Output:
             data,
             qids,
             self.qid[:n],
-            key.reshape(n, -1),
+            key.reshape(n, width),
             self.doc_start[:n],
             self.doc_len[:n],
             self.doc_hash[:n],

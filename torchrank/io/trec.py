@@ -550,9 +550,8 @@ def _load(path: str | os.PathLike[str], kind: str, progress: ProgressCallback | 
         qraw = line.split()[0]
         raise _duplicate(path, data.count(b"\n", 0, offset) + 1, qraw, line)
     if not len(columns):
-        raise _no_data(
-            path, bytes(data[begin : begin + 4096]).splitlines(), _QRELS_WHAT if kind == "qrels" else _RUN_WHAT
-        )
+        head = bytes(data[begin : min(begin + 4096, len(data) - _scan.PAD)]).splitlines()
+        raise _no_data(path, head, _QRELS_WHAT if kind == "qrels" else _RUN_WHAT)
     return columns
 
 
@@ -670,9 +669,13 @@ def _dense(qrels: TrecFile, run: TrecFile, depth: int | None, all_queries: bool,
     if not qids:
         if not len(rc) or not len(qc):
             raise ValueError("no query to evaluate: the run or the qrels is empty")
-        raise ValueError(
-            "the run and qrels share no query "
-            f"(run queries: {_preview(dict.fromkeys(rc.qids))}; qrels queries: {_preview(dict.fromkeys(qc.qids))})"
+        first = int(rc.doc_start[0])
+        raise TrecFormatError(
+            run.path,
+            rc.data.count(b"\n", 0, first) + 1,
+            f"queries judged in {qrels.path} (the run and qrels share no query; run queries: "
+            f"{_preview(dict.fromkeys(rc.qids))}; qrels queries: {_preview(dict.fromkeys(qc.qids))})",
+            f"qid {rc.qids[0]}",
         )
     num_q = len(qids)
     row_of = {q: i for i, q in enumerate(qids)}
