@@ -106,8 +106,12 @@ def fmt_s(x: float | None) -> str:
 def fmt_ratio(ratio: float | None) -> str:
     if ratio is None:
         return "n/a"
-    text = f"{ratio:.3g}x" if ratio < 100 else f"{ratio:.0f}x"
+    text = _fmt_relative(ratio)
     return text if ratio >= 1 else f"**{text} (slower)**"
+
+
+def _fmt_relative(ratio: float) -> str:
+    return f"{ratio:.3g}x" if ratio < 100 else f"{ratio:,.0f}x"
 
 
 def fmt_extra(extra: dict[str, Any] | None) -> str:
@@ -217,7 +221,7 @@ def detail_markdown(path: Path, payload: dict[str, Any]) -> str:
                 continue
             guard = r.get("guard")
             guard_text = "n/a" if not guard else f"{guard.get('max_outside', 0):.1e}"
-            ratio = "" if ours is None or r is ours else f" ({r['median_s'] / ours['median_s']:.3g}x)"
+            ratio = "" if ours is None or r is ours else f" ({_fmt_relative(r['median_s'] / ours['median_s'])})"
             lines.append(
                 f"| {r['name']} | {r['library']} | {r.get('role') or ''} | {fmt_s(r['median_s'])}{ratio} | "
                 f"{fmt_s(r.get('iqr_s'))} | {r.get('repeats', '')} | {r.get('method', '')}{_scaled_note(r)} | "
