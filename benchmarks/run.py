@@ -67,11 +67,25 @@ def load_config(path: Path) -> dict[str, Any]:
         config = yaml.safe_load(f) or {}
     if not isinstance(config.get("workloads"), list) or not config["workloads"]:
         raise SystemExit(f"{path}: expected a non-empty list under 'workloads'")
+    config["workloads"] = _expand_includes(config["workloads"], path)
     for i, section in enumerate(config["workloads"]):
         if not isinstance(section, dict) or (section.get("kind") not in KINDS and "module" not in section):
             raise SystemExit(f"{path}: workloads[{i}] needs a 'kind' in {sorted(KINDS)} (or a 'module')")
     config.setdefault("name", path.stem)
     return config
+
+
+def _expand_includes(workloads: list[Any], path: Path) -> list[Any]:
+    """``- include: kernels.yaml`` stands for that config's workloads (path relative to ``path``'s folder), so that
+    ``all.yaml`` cannot drift from the grids it combines."""
+    out = []
+    for section in workloads:
+        if isinstance(section, dict) and "include" in section:
+            included = load_config(path.parent / section["include"])
+            out += included["workloads"]
+        else:
+            out.append(section)
+    return out
 
 
 def resolve_sections(config: dict[str, Any], device: str, threads: int, smoke: bool) -> list[dict[str, Any]]:

@@ -162,3 +162,9 @@ def test_missing_incumbent_is_skipped_not_failed(monkeypatch: pytest.MonkeyPatch
     assert skipped["ranx"] == "not installed"
     with pytest.raises(ValueError, match="unknown incumbent"):
         bench_functional.library_availability(["trec_eval_9000"])
+
+
+def test_all_config_includes_every_grid() -> None:
+    config = load_config(REPO_ROOT / "configs" / "bench" / "all.yaml")
+    kinds = [s["kind"] for s in resolve_sections(config, "cpu", 1, smoke=False)]
+    assert kinds == ["kernels", "metrics", "losses", "cli"]
