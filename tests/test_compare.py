@@ -13,6 +13,7 @@ import pytest
 import torch
 from conftest import DATA, DEVICES
 
+from torchrank.cli import main
 from torchrank.compare import add_parser, run
 from torchrank.functional import evaluate
 from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN, read_qrels, read_run, trec_to_dense
@@ -24,11 +25,9 @@ RUN31 = TREC / "results.comment.test"
 MEASURES = ["map", "P_10", "ndcg_cut_10", "recip_rank", "recall_100"]
 
 
-def compare(argv: list[str]) -> int:
-    """The sub-command through a local parser, as ``torchrank.cli`` wires it."""
-    parser = argparse.ArgumentParser(prog="torchrank")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    return run(parser.parse_args(["compare", *map(str, argv)]))
+def compare(argv: list) -> int:
+    """``torchrank compare ARGV...`` through the command line's entry point."""
+    return main(["compare", *map(str, argv)])
 
 
 def _json(argv: list, capsys) -> dict:
@@ -221,16 +220,7 @@ _BAD_INPUT = {  # case: (run files after the sample run, extra options, expected
 }
 
 
-_IO_EMPTY_FILE_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="torchrank.io.load_run/load_qrels raise numpy's reshape ValueError on a file without data lines "
-    "(torchrank/io/_scan.py, _Output.columns); remove this mark when they raise TrecFormatError 'path:0: ...'",
-)
-
-
-@pytest.mark.parametrize(
-    "case", [pytest.param(c, marks=_IO_EMPTY_FILE_BUG) if c == "empty" else c for c in sorted(_BAD_INPUT)]
-)
+@pytest.mark.parametrize("case", sorted(_BAD_INPUT))
 def test_bad_input_is_one_line_and_exit_2(case, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     runs, options, message = _BAD_INPUT[case]
@@ -275,12 +265,11 @@ def test_device_gives_the_cpu_numbers(device, noisy_run, capsys):
         assert abs(dev_row["ci_low"] - cpu_row["ci_low"]) < 0.02
 
 
-def test_wired_into_the_torchrank_command(capsys):
-    from torchrank.cli import main
-
-    try:
-        status = main(["compare", str(SAMPLE_QRELS), str(SAMPLE_RUN), str(SAMPLE_RUN), "-m", "map"])
-    except SystemExit:  # argparse: "invalid choice: 'compare'" until cli.py registers the sub-command
-        pytest.skip("torchrank.cli does not register `compare` yet")
-    assert status == 0
+def test_standalone_parser_contract(capsys):
+    """``add_parser`` + ``run`` work on any argparse sub-parsers object, as the command line uses them."""
+    parser = argparse.ArgumentParser(prog="torchrank")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["compare", str(SAMPLE_QRELS), str(SAMPLE_RUN), str(SAMPLE_RUN), "-m", "map"])
+    assert args.handler is run
+    assert run(args) == 0
     assert "(b) results.test#2" in capsys.readouterr().out
