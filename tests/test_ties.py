@@ -76,3 +76,59 @@ def test_first_keeps_input_order():
     preds = torch.tensor([1.0, 1.0, 1.0])
     assert F.reciprocal_rank(preds, torch.tensor([0, 1, 0]), ties="first") == 0.5
     assert F.reciprocal_rank(preds, torch.tensor([0, 0, 1]), ties="first") == pytest.approx(1 / 3)
+
+
+def _batch_with_some_tied_rows(padded: bool, items: int = 100) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """float32 rows of distinct scores with the tied CASES planted in a few, some with padding."""
+    g = torch.Generator().manual_seed(7)
+    queries = 24
+    preds = torch.randn(queries, items, generator=g)
+    target = torch.randint(0, 4, (queries, items), generator=g).float()
+    mask = torch.ones(queries, items, dtype=torch.bool)
+    for row, (case_preds, case_target) in zip((1, 5, 11, 17, 23), CASES, strict=True):
+        n = len(case_preds)
+        preds[row, :n], target[row, :n] = torch.tensor(case_preds), torch.tensor(case_target, dtype=torch.float)
+        preds[row, n:] = -5 - torch.rand(items - n, generator=g)  # below the tie groups
+    preds[3, [2, 9]] = preds[3].min().item()  # a tie at the bottom of the list
+    preds[7, 0] = float("-inf")
+    preds[8] = -1 - preds[8].abs()
+    preds[8, :2] = torch.tensor([0.0, -0.0])  # equal top scores with different bits
+    if padded:
+        lengths = torch.randint(items // 2, items + 1, (queries,), generator=g)
+        lengths[[1, 5, 11, 17, 23]] = items
+        mask = torch.arange(items) < lengths.unsqueeze(1)
+        preds, target = preds.masked_fill(~mask, 0.25), target.masked_fill(~mask, 0)  # padding ties with them
+    return preds, target, mask
+
+
+@pytest.mark.parametrize("padded", [False, True], ids=["dense", "padded"])
+@pytest.mark.parametrize("ties", ["average", "first", "optimistic", "pessimistic"])
+@pytest.mark.parametrize(("name", "fn", "higher_is_better"), ALL_MEASURES, ids=[m[0] for m in ALL_MEASURES])
+def test_batch_with_a_few_tied_rows_equals_each_row_alone(name, fn, higher_is_better, ties, padded):
+    """On CPU only the tied rows get the tie treatment (the rest is ranked once, ties aside): every row of a
+    mostly untied batch must still equal that row evaluated alone, on the short top-k path and the full sort."""
+    preds, target, mask = _batch_with_some_tied_rows(padded)
+    uses_k = (name, fn, higher_is_better) in CUTOFF_MEASURES
+    for ks in ([1, 2, 3, 6], [2, 10, 40]) if uses_k else (None,):  # top-k of 100 (dense), the key sort cut
+        kwargs = {"k": ks} if uses_k else {}
+        batch = fn(preds, target, mask=mask, ties=ties, reduction="none", **kwargs)
+        for row in (0, 1, 3, 5, 7, 8, 11, 17, 23):  # the tied rows and a few others
+            alone = fn(
+                preds[row : row + 1].double(), target[row : row + 1], mask=mask[row : row + 1], ties=ties,
+                reduction="none", **kwargs,
+            )
+            torch.testing.assert_close(batch[row : row + 1].double(), alone, rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
+def test_only_tied_rows_get_their_own_ranking():
+    """The split the test above relies on happens: the planted tied rows, and only they, are ranked apart."""
+    from torchrank.functional._inputs import format_inputs
+    from torchrank.functional._ranking import rank
+
+    preds, target, mask = _batch_with_some_tied_rows(padded=False)
+    for depth in (None, 6, 40):  # the full key sort, the top-k of a short prefix, the key sort cut at 40
+        ranking = rank(format_inputs(preds, target), ties="average", depth=depth)
+        rows, exact = ranking.exact
+        expected = {1, 5, 11, 17, 23, 8} | ({3} if depth is None else set())  # row 3's tie is at the bottom
+        assert set(rows.tolist()) == expected
+        assert exact.ties == "average" and ranking.ties == "first"

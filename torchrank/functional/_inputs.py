@@ -34,6 +34,7 @@ class RankingInput:
     judged: Tensor | None = None  # [Q, N] bool, True for an item with a judgment (RBP residual)
     padded: bool = True  # False when every position is a real item (known without reading values)
     padding_last: bool = False  # True when each row's real items come before its padding (flat input)
+    exact_ties: bool = False  # rank with the tie order applied to every row (rows known to hold ties)
 
 
 def check_choice(name: str, value: object, choices: Sequence[str]) -> None:

@@ -22,7 +22,7 @@ from torchrank.functional._inputs import (
     format_inputs,
     normalize_k,
 )
-from torchrank.functional._ranking import Ranking, rank
+from torchrank.functional._ranking import Ranking, apply_measure, rank
 
 Measure = Callable[..., tuple[Tensor, Tensor]]
 
@@ -92,7 +92,7 @@ def run_measure(
         empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
         validate_args=validate_args, depth=deepest(ks),
     )
-    values, no_relevant = measure(ranking, ks, **params)
+    values, no_relevant = apply_measure(measure, ranking, ks, **params)
     return finalize(values, no_relevant, inputs, empty_target_action, reduction, k_is_sequence)
 
 

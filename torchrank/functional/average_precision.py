@@ -8,23 +8,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import torch
 from torch import Tensor
 
 from torchrank.functional._pipeline import no_relevant_item, run_measure, with_common_args
-from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index
+from torchrank.functional._ranking import Ranking, cutoff_index, sum_to_cutoffs
 
 
 def _average_precision(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     index, _ = cutoff_index(r, ks)
-    precision_sum = torch.cumsum(r.relevant_times_count * r.reciprocal_positions, 1)
-    return at_cutoffs(precision_sum, index) / r.num_relevant.clamp_min(1).unsqueeze(1), no_relevant_item(r)
+    precision_sum = sum_to_cutoffs(r.relevant_times_count * r.reciprocal_positions, index, ks)
+    return precision_sum / r.num_relevant.clamp_min(1).unsqueeze(1), no_relevant_item(r)
 
 
 def _average_recall(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     index, _ = cutoff_index(r, ks)
     num_relevant = r.num_relevant.clamp_min(1).unsqueeze(1)
-    recall_sum = at_cutoffs(torch.cumsum(r.relevant_times_count, 1), index) / num_relevant
+    recall_sum = sum_to_cutoffs(r.relevant_times_count, index, ks) / num_relevant
     return recall_sum / num_relevant, no_relevant_item(r)
 
 

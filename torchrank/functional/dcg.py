@@ -16,7 +16,15 @@ from torch import Tensor
 
 from torchrank.functional._inputs import check_choice
 from torchrank.functional._pipeline import run_measure, with_common_args
-from torchrank.functional._ranking import Discount, Gain, Ranking, at_cutoffs, cutoff_index, discount_weights
+from torchrank.functional._ranking import (
+    Discount,
+    Gain,
+    Ranking,
+    at_cutoffs,
+    cutoff_index,
+    discount_weights,
+    rows_any,
+)
 
 GAINS = ("linear", "exponential")
 DISCOUNTS = ("log", "power", "linear")
@@ -60,7 +68,7 @@ def _ndcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) ->
 
 
 def _has_ideal_gain(r: Ranking, gain: Gain) -> Tensor:
-    return (r.gains(gain, r.ideal_labels) > 0).any(1)
+    return rows_any(r.gains(gain, r.ideal_labels) > 0)
 
 
 def _weights(discount: Discount, log_base: float, power: float) -> Weights:

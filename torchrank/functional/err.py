@@ -44,7 +44,7 @@ def _err(r: Ranking, ks: Sequence[int | None], transform: Transform, max_label: 
     prob = stop_probability(r, transform, max_label)
     index, _ = cutoff_index(r, ks)
     contributions = _expected_stops(r, prob) * r.reciprocal_positions
-    return at_cutoffs(torch.cumsum(contributions, 1), index), ~(r.ideal_labels > 0).any(1)
+    return at_cutoffs(torch.cumsum(contributions, 1), index), ~r.has_positive_label
 
 
 def _expected_stops(r: Ranking, prob: Tensor) -> Tensor:

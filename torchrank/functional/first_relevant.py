@@ -16,18 +16,34 @@ from torchrank.functional._pipeline import no_relevant_item, run_measure, with_c
 from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index
 
 
+def _found_within(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor, Tensor]:
+    """Without tie averaging: whether the first relevant item is within each cut-off, its 1-based position
+    ``[Q, 1]`` (inf if none) and the effective cut-offs ``[Q, K]``; one argmax, not a distribution."""
+    _, k_eff = cutoff_index(r, ks)
+    position = r.first_relevant_position.unsqueeze(1)
+    return position <= k_eff, position, k_eff
+
+
 def _reciprocal_rank(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+    if not r.averages_ties:
+        found, position, _ = _found_within(r, ks)
+        return torch.where(found, 1 / position, 0), no_relevant_item(r)
     index, _ = cutoff_index(r, ks)
     reciprocal_sum = torch.cumsum(r.first_relevant_probability * r.reciprocal_positions, 1)
     return at_cutoffs(reciprocal_sum, index), no_relevant_item(r)
 
 
 def _hit_rate(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+    if not r.averages_ties:
+        return _found_within(r, ks)[0].to(r.dtype), no_relevant_item(r)
     index, _ = cutoff_index(r, ks)
     return at_cutoffs(torch.cumsum(r.first_relevant_probability, 1), index), no_relevant_item(r)
 
 
 def _first_relevant_position(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+    if not r.averages_ties:
+        found, position, k_eff = _found_within(r, ks)
+        return torch.where(found, position, k_eff + 1), no_relevant_item(r)
     index, k_eff = cutoff_index(r, ks)
     found = at_cutoffs(torch.cumsum(r.first_relevant_probability, 1), index)
     position_sum = at_cutoffs(torch.cumsum(r.first_relevant_probability * r.positions, 1), index)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from torch import Tensor
 
 from torchrank.functional._pipeline import Measure, deepest, finalize, prepare
+from torchrank.functional._ranking import apply_measure
 from torchrank.functional.average_precision import _average_precision, _average_recall
 from torchrank.functional.dcg import _dcg, _ndcg, _weights
 from torchrank.functional.err import _err
@@ -164,7 +165,7 @@ def evaluate(
     )
     results: dict[str, Tensor] = {}
     for family, params, members in groups:  # one pass per family, never per query
-        values, no_relevant = family.measure(ranking, [m.k for m in members], **params)
+        values, no_relevant = apply_measure(family.measure, ranking, [m.k for m in members], **params)
         reduced = finalize(values, no_relevant, inputs, empty_target_action, reduction, k_is_sequence=True)
         for j, m in enumerate(members):
             results[m.name] = reduced[..., j]
