@@ -1,57 +1,249 @@
-"""The ``torchrank evaluate`` command: bundled sample, measures, per-query output and clean errors."""
+"""The ``torchrank evaluate`` command: trec_eval's published outputs line by line, formats, several runs,
+clean one-line errors for bad files, the progress bar and the ``compare`` sub-command's wiring.
+
+The expected outputs are trec_eval's own (``tests/data/trec_eval``, NIST notice beside them), produced by
+the commands listed in ``CASES`` (from trec_eval's Makefile ``quicktest`` target).
+"""
 
 from __future__ import annotations
 
+import io
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+import torch
 from conftest import DATA
 
-from torchrank.cli import main
+from torchrank.cli import ProgressBar, main
+from torchrank.io.trec_eval import UNSUPPORTED
 
 TREC = DATA / "trec_eval"
 
+# expected output: trec_eval's arguments, as given to `torchrank evaluate` (files relative to TREC)
+CASES = {
+    "out.test": ["qrels.test", "results.test"],
+    "out.comment.test": ["qrels.comment.test", "results.comment.test"],
+    "out.test.a": ["-m", "all_trec", "qrels.test", "results.test"],
+    "out.test.aq": ["-m", "all_trec", "-q", "qrels.test", "results.test"],
+    "out.test.aqc": ["-m", "all_trec", "-q", "-c", "qrels.test", "results.trunc"],
+    "out.test.aqcM": ["-m", "all_trec", "-q", "-c", "-M100", "qrels.test", "results.trunc"],
+    # trec_eval's command also has -mrelstring.20 (relstring is not supported; its lines are left out)
+    "out.test.aql": ["-m", "all_trec", "-q", "-l2", "qrels.rel_level", "results.test"],
+    "out.test.meas_params": [
+        "-q",
+        "-miprec_at_recall..10,.20,.25,.75,.50",
+        "-m",
+        "P.5,7,3",
+        "-m",
+        "recall.20,2000",
+        "-m",
+        "Rprec_mult.5.0,0.2,0.35",
+        "-mutility.2,-1,0,0",
+        "-m",
+        "11pt_avg..25,.5,.75",
+        "-mndcg.1=3,2=9,4=4.5",
+        "-mndcg_cut.10,20,23.4",
+        "-msuccess.2,5,20",
+        "qrels.test",
+        "results.test",
+    ],
+}
+# measures of those outputs that torchrank does not compute (docs/cli.md lists them)
+NOT_COMPUTED = {"relstring", "relstring_20", "infAP", "binG", "G", "ndcg_rel", "Rndcg"}
 
-def _published(name: str, measure: str) -> str:
-    for line in (TREC / name).read_text().splitlines():
-        m, qid, value = line.split()
-        if m == measure and qid == "all":
-            return value
-    raise KeyError(measure)
+
+def _argv(args: list[str]) -> list[str]:
+    return [str(TREC / a) if (TREC / a).is_file() else a for a in args]
 
 
-def test_bundled_sample_prints_trec_eval_means(capsys):
-    assert main(["evaluate", "-m", "map,P_10,ndcg,recip_rank"]) == 0
-    out = capsys.readouterr().out
-    for measure in ("map", "P_10", "ndcg", "recip_rank"):
-        line = next(row for row in out.splitlines() if row.split() and row.split()[0] == measure)
-        assert line.split()[1] == _published("out.test.aq", measure)
+def _evaluate(args: list[str], capsys: pytest.CaptureFixture) -> str:
+    assert main(["evaluate", *_argv(args)]) == 0
+    return capsys.readouterr().out
 
 
-def test_per_query_columns(capsys):
-    assert main(["evaluate", "-q", "-m", "P_5", str(TREC / "qrels.test"), str(TREC / "results.trunc")]) == 0
-    header = next(row for row in capsys.readouterr().out.splitlines() if row.startswith("measure"))
-    assert header.split() == ["measure", "all", "301", "303"]
+@pytest.mark.parametrize("expected_file", list(CASES))
+def test_output_equals_trec_eval_line_by_line(expected_file, capsys):
+    ours = _evaluate(CASES[expected_file], capsys).splitlines()
+    published = (TREC / expected_file).read_text().splitlines()
+    kept = [line for line in published if line.split("\t")[0].rstrip() not in NOT_COMPUTED]
+    assert ours == kept  # byte for byte: names padded to 22, tabs, 4 decimals, counts, runid, num_q
+    assert len(kept) >= len(published) - 4 * 6  # only 6 unsupported measures (3 queries + all) are left out
+    if expected_file in ("out.test", "out.comment.test", "out.test.meas_params"):
+        assert len(kept) == len(published)  # trec_eval's default measures: every line
+
+
+def test_unsupported_measures_are_listed_in_docs():
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    for name in ("relstring", "infAP", "binG", "G", "ndcg_rel", "Rndcg"):
+        assert f"`{name}`" in docs
+        assert name in UNSUPPORTED
+
+
+def test_bundled_sample_is_the_default(capsys):
+    out = _evaluate([], capsys)
+    assert out == (TREC / "out.test").read_text()
+
+
+def test_grammar_names_follow_trec_eval_names(capsys):
+    out = _evaluate(["-m", "ndcg@10,map@100", "-m", "P.10", "-m", "rbp.95", "-m", "err@20"], capsys)
+    names = [line.split("\t")[0].rstrip() for line in out.splitlines()]
+    assert names == ["P_10", "ndcg@10", "map@100", "rbp.95", "err@20"]
+    values = {line.split("\t")[0].rstrip(): line.split("\t")[2] for line in out.splitlines()}
+    assert values["ndcg@10"] == "0.3016"  # = trec_eval's ndcg_cut_10
+    assert values["map@100"] == "0.1622"  # = trec_eval's map_cut_100
+
+
+def test_several_runs_give_one_block_each(tmp_path, capsys):
+    other = tmp_path / "other.run"
+    other.write_text((TREC / "results.trunc").read_text().replace("STANDARD", "OTHER"))
+    out = _evaluate(["-m", "official", "qrels.test", "results.test", str(other)], capsys)
+    first = (TREC / "out.test").read_text()
+    assert out.startswith(first)  # each block is trec_eval's output for that run
+    second = out[len(first) :].splitlines()
+    assert second[:2] == ["runid                 \tall\tOTHER", "num_q                 \tall\t2"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "table"])
+def test_other_formats(fmt, capsys):
+    out = _evaluate(["--format", fmt, "-q", "-m", "map,ndcg@10", "qrels.test", "results.test"], capsys)
+    if fmt == "json":
+        (run,) = json.loads(out)
+        assert run["runid"] == "STANDARD" and run["num_q"] == 3
+        assert round(run["all"]["map"], 4) == 0.1785
+        assert round(run["per_query"]["map"]["302"], 4) == 0.4175
+    elif fmt == "csv":
+        lines = out.splitlines()
+        assert lines[0] == "run,runid,measure,qid,value"
+        assert any(line.endswith(",STANDARD,map,302,0.41750794729214034") or ",map,302," in line for line in lines)
+        assert len(lines) == 1 + 2 * 3 + 2
+    else:
+        assert "0.1785" in out and "0.4175" in out and out.splitlines()[0].split() == ["measure", "qid", "STANDARD"]
+
+
+def test_ties_option(capsys):
+    first = _evaluate(["-m", "map", "qrels.test", "results.test"], capsys)
+    average = _evaluate(["--ties", "average", "-m", "map", "qrels.test", "results.test"], capsys)
+    assert first.splitlines()[-1] == "map                   \tall\t0.1785"
+    assert average.splitlines()[-1].startswith("map")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_gives_the_cpu_output(capsys):
+    assert _evaluate(["--device", "cuda", "-m", "all_trec", "-q", "qrels.test", "results.test"], capsys) == _evaluate(
+        ["-m", "all_trec", "-q", "qrels.test", "results.test"], capsys
+    )
+
+
+def _bad(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+_RUN = "1 Q0 d1 1 0.5 t\n1 Q0 d2 2 0.4 t\n"
+_QRELS = "1 0 d1 1\n1 0 d2 0\n"
+
+
+@pytest.mark.parametrize(
+    ("case", "qrels", "run", "message"),
+    [
+        ("4 columns", _QRELS, _RUN + "1 Q0 d3 3\n", "run.txt:3: at least 6 whitespace-separated fields"),
+        ("non-numeric score", _QRELS, "1 Q0 d1 1 0.5 t\n1 Q0 d2 2 high t\n", "run.txt:2: a numeric (non-NaN) score"),
+        ("NaN score", _QRELS, "1 Q0 d1 1 nan t\n", "run.txt:1: a numeric (non-NaN) score"),
+        ("duplicate docno", _QRELS, _RUN + "1 Q0 d1 3 0.1 t\n", "run.txt:3: each docno at most once per query (qid 1)"),
+        ("empty run", _QRELS, "", "run.txt:0: at least one 'qid Q0 docno rank score tag' line"),
+        ("empty qrels", "", _RUN, "qrels.txt:0: at least one 'qid iter docno rel' line"),
+        ("no shared query", _QRELS, "9 Q0 d1 1 0.5 t\n", "run.txt:1: queries judged in"),
+        ("bad qrels label", "1 0 d1 x\n", _RUN, "qrels.txt:1: an integer relevance in field 4"),
+        ("missing file", None, _RUN, "No such file"),
+    ],
+)
+def test_bad_files_one_line_error_exit_2(case, qrels, run, message, tmp_path, capsys):
+    q = _bad(tmp_path, "qrels.txt", qrels) if qrels is not None else str(tmp_path / "missing.qrels")
+    r = _bad(tmp_path, "run.txt", run)
+    assert main(["evaluate", q, r]) == 2, case
+    captured = capsys.readouterr()
+    err = captured.err
+    assert message in err, err
+    assert err.count("\n") == 1 and err.startswith("torchrank evaluate: error: ") and "Traceback" not in err
+    assert captured.out == ""
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["evaluate", "-m", "ndgc"], "Unknown measure 'ndgc'"),
-        (["evaluate", str(TREC / "qrels.test")], "give both QRELS and RUN"),
-        (["evaluate", "missing.qrels", "missing.run"], "No such file"),
-        (["evaluate", str(TREC / "results.test"), str(TREC / "results.test")], "results.test:1"),
+        (["-m", "ndgc"], "Unknown measure 'ndgc'"),
+        (["-m", "relstring"], "relstring is not supported"),
+        (["-m", "P.x"], "comma-separated numbers"),
+        (["-M", "0", "qrels.test", "results.test"], "-M/--depth"),
+        (["qrels.test"], "give QRELS and at least one RUN"),
     ],
 )
-def test_errors_are_one_line_and_exit_2(argv, message, capsys):
-    assert main(argv) == 2
+def test_bad_options_one_line_error(argv, message, capsys):
+    assert main(["evaluate", *_argv(argv)]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
 
 
+def test_large_error_line_found_without_reading_line_by_line(tmp_path, capsys):
+    lines = [f"q{i // 1000} Q0 d{i} {i} {1e6 - i:.3f} t\n" for i in range(200_000)]
+    lines[150_000] = "q150 Q0 d150000 1 oops t\n"
+    run = tmp_path / "big.run"
+    run.write_text("".join(lines))
+    qrels = _bad(tmp_path, "q.txt", "q1 0 d1000 1\n")
+    assert main(["evaluate", qrels, str(run)]) == 2
+    assert f"{run}:150001: a numeric (non-NaN) score in field 5, got 'oops'" in capsys.readouterr().err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_draws_on_a_terminal_only():
+    term = _Terminal()
+    bar = ProgressBar(1000, "reading run", stream=term, enabled=None)
+    assert not bar.enabled  # small job: no bar
+    bar = ProgressBar(64 << 20, "reading run", stream=term)
+    assert bar.enabled
+    for _ in range(4):
+        bar(16 << 20)
+    bar.stage("evaluating")
+    bar.close()
+    text = term.getvalue()
+    assert text.count("\r") >= 5 and "reading run [" in text and "100%" in text and "evaluating" in text
+    assert "\n" not in text
+    plain = io.StringIO()
+    bar = ProgressBar(64 << 20, "reading", stream=plain)
+    bar(64 << 20)
+    bar.close()
+    assert not bar.enabled and plain.getvalue() == ""
+
+
+def test_progress_flag_forces_the_bar(capsys):
+    assert main(["evaluate", "--progress", "-m", "map"]) == 0
+    captured = capsys.readouterr()
+    assert "\r" in captured.err and "reading" in captured.err
+    assert captured.out.splitlines()[-1] == "map                   \tall\t0.1785"
+
+
+def test_compare_subcommand_is_wired():
+    with pytest.raises(SystemExit) as info:
+        main(["compare", "--help"])
+    assert info.value.code == 0
+
+
 def test_python_dash_m_entry_point():
-    done = subprocess.run([sys.executable, "-m", "torchrank", "evaluate", "-m", "map"], capture_output=True, text=True,
-                          timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "torchrank", "evaluate", "-m", "map"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
-    assert "0.1785" in done.stdout  # trec_eval's map on its sample
+    assert done.stdout.splitlines()[-1] == "map                   \tall\t0.1785"
+    assert done.stderr == ""  # not a terminal: no progress bar

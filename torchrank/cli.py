@@ -6,8 +6,6 @@ picks ``json``, ``csv`` or a ``table`` instead. ``python -m torchrank`` is the s
 
 Example:
     >>> main(["evaluate", "-m", "map", "-m", "P.10"])
-    runid                 	all	STANDARD
-    num_q                 	all	3
     map                   	all	0.1785
     P_10                  	all	0.3000
     0
@@ -17,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib
 import io
 import json
 import os
@@ -28,6 +25,7 @@ from typing import TextIO
 
 import torch
 
+from torchrank import compare
 from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN, TrecFormatError, load_qrels, load_run
 from torchrank.io.trec_eval import RunScores, format_trec_eval, score_run
 
@@ -111,14 +109,19 @@ def add_evaluate_parser(commands: argparse._SubParsersAction) -> argparse.Argume
     ev.add_argument("qrels", nargs="?", help="qrels file 'qid iter docno rel' (default: the bundled sample)")
     ev.add_argument("runs", nargs="*", metavar="run", help="run files 'qid Q0 docno rank score tag'")
     ev.add_argument(
-        "-m", "--measure", action="append", metavar="MEASURE",
+        "-m",
+        "--measure",
+        action="append",
+        metavar="MEASURE",
         help="trec_eval name with parameters (map, P.5,10, ndcg_cut.10, recip_rank, Rprec, recall.100, "
         "success.1, bpref, set_P, iprec_at_recall, official, all_trec) or torchrank names (ndcg@10, map@100, "
         "rbp.95, err@20), repeatable; default: trec_eval's official measures",
     )
     ev.add_argument("-q", "--per-query", action="store_true", help="also print each query's values (trec_eval -q)")
     ev.add_argument(
-        "-c", "--complete", action="store_true",
+        "-c",
+        "--complete",
+        action="store_true",
         help="average over every qrels query; queries missing from a run score 0 (trec_eval -c)",
     )
     ev.add_argument("-M", "--depth", type=int, metavar="N", help="use only the top N documents of each query")
@@ -128,12 +131,18 @@ def add_evaluate_parser(commands: argparse._SubParsersAction) -> argparse.Argume
     ev.add_argument("--format", choices=("trec_eval", "json", "csv", "table"), default="trec_eval")
     ev.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     ev.add_argument(
-        "--ties", choices=("first", "average", "optimistic", "pessimistic"), default="first",
+        "--ties",
+        choices=("first", "average", "optimistic", "pessimistic"),
+        default="first",
         help="order of equal scores: 'first' is trec_eval's (score, then docno, descending; default), "
         "'average' the expected value over random orders",
     )
-    ev.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                    help="progress bar on stderr (default: for large files on a terminal)")
+    ev.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: for large files on a terminal)",
+    )
     return ev
 
 
@@ -141,18 +150,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="torchrank", description="GPU-accelerated ranking evaluation.")
     commands = parser.add_subparsers(dest="command", required=True)
     add_evaluate_parser(commands)
-    compare = _compare_module()
-    if compare is not None:
-        compare.add_parser(commands)
+    compare.add_parser(commands)
     return parser
-
-
-def _compare_module():  # noqa: ANN202 - a module or None
-    """``torchrank.compare`` (the ``compare`` sub-command), if it is importable."""
-    try:
-        return importlib.import_module("torchrank.compare")
-    except ImportError:
-        return None
 
 
 def _device(name: str) -> torch.device:
@@ -183,8 +182,14 @@ def run_evaluate(args: argparse.Namespace, stream: TextIO | None = None) -> list
             bar.stage(f"evaluating {os.path.basename(path)}")
             results.append(
                 score_run(
-                    qrels, run, args.measure, all_queries=args.complete, depth=args.depth,
-                    relevance_threshold=args.level, ties=args.ties, device=device,
+                    qrels,
+                    run,
+                    args.measure,
+                    all_queries=args.complete,
+                    depth=args.depth,
+                    relevance_threshold=args.level,
+                    ties=args.ties,
+                    device=device,
                 )
             )
     finally:
@@ -247,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "evaluate":
             run_evaluate(args)
             return 0
-        return int(_compare_module().run(args))
+        return int(compare.run(args))
     except (TrecFormatError, ValueError, OSError, RuntimeError) as error:
         print(f"torchrank {args.command}: error: {error}", file=sys.stderr)
         return 2

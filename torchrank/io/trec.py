@@ -517,7 +517,7 @@ def read_trec(
         >>> batch.qids, tuple(batch.preds.shape), batch.runid
         (['301', '302', '303'], (3, 500), 'STANDARD')
         >>> batch.docnos[0][:2]
-        ['FBIS3-27619', 'FR940202-2-00126']
+        ['FBIS4-50478', 'FBIS3-21938']
     """
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
         raise ValueError(f"depth must be a positive int or None, got {depth!r}")
