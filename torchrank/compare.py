@@ -231,10 +231,12 @@ def _device(name: str) -> torch.device:
         raise ValueError(f"--device: {error}") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"--device {name}: CUDA is not available on this machine")
-    try:  # e.g. cuda:3 on a one-GPU machine: say so now rather than with a traceback later
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise ValueError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    try:  # any other unusable device: say so now, in one line, rather than with a traceback later
         torch.empty(0, device=device)
     except (RuntimeError, AssertionError) as error:
-        raise ValueError(f"--device {name}: {error}") from None
+        raise ValueError(f"--device {name}: {str(error).splitlines()[0]}") from None
     return device
 
 
