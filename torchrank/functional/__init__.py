@@ -4,6 +4,7 @@ Every function ranks each list once (:mod:`torchrank.functional._ranking`) and r
 queries, their sum, or per-query values (``reduction="none"``).
 """
 
+from torchrank.functional._chunking import memory_budget
 from torchrank.functional.average_precision import average_precision, average_recall
 from torchrank.functional.dcg import dcg, ndcg
 from torchrank.functional.err import err
@@ -24,6 +25,7 @@ __all__ = [
     "hit_rate",
     "kendall_tau",
     "mean_rank",
+    "memory_budget",
     "ndcg",
     "parse_measure",
     "precision",

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 
 from torch import Tensor
 
-from torchrank.functional._pipeline import Measure, deepest, finalize, prepare
+from torchrank.functional._chunking import evaluate_in_chunks, join_and_reduce
+from torchrank.functional._pipeline import Measure, check_options, deepest, finalize, prepare
 from torchrank.functional._ranking import apply_measure
 from torchrank.functional.average_precision import _average_precision, _average_recall
 from torchrank.functional.dcg import _dcg, _ndcg, _weights
@@ -158,6 +159,18 @@ def evaluate(
     if isinstance(measures, str):
         raise TypeError("Argument `measures` must be a sequence of names, got a single string.")
     groups, depth = _plan(tuple(measures))
+    if indexes is None:  # dense input past the memory budget: chunks of queries, same result
+        check_options(ties, empty_target_action, reduction, relevance_threshold)
+        parts = evaluate_in_chunks(
+            lambda t: evaluate(
+                t["preds"], t["target"], measures, mask=t["mask"], ideal_target=t["ideal_target"], judged=t["judged"],
+                ties=ties, empty_target_action=empty_target_action, reduction="none",
+                relevance_threshold=relevance_threshold, validate_args=validate_args,
+            ),
+            preds, {"target": target, "mask": mask, "ideal_target": ideal_target, "judged": judged},
+        )
+        if parts is not None:
+            return {name: join_and_reduce([p[name] for p in parts], reduction, preds.shape[:-1]) for name in measures}
     inputs, ranking = prepare(
         preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
         empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,

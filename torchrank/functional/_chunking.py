@@ -1,0 +1,114 @@
+"""Evaluation in chunks of queries when the input would not fit in memory.
+
+Every measure is computed row by row, so the per-query values of a batch are those of its parts: a dense
+input whose working memory would exceed the budget is split along the query axis, each chunk is evaluated
+to per-query values, and the values are joined and reduced once, exactly as without chunks.
+
+The budget is half the free memory of the input's device (CUDA: ``torch.cuda.mem_get_info``; CPU: the
+available physical memory) unless :func:`memory_budget` sets one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TypeVar
+
+import torch
+from torch import Tensor
+
+# Working memory of one evaluation per list item beyond the input itself: the rank order (int64), the
+# ranked labels and scores, and the per-position float tensors the measures build (relevance, cumulative
+# sums, gains). Measured at about 60 bytes for seven measures on CPU (benchmarks/bench_chunked.py); the
+# round figure leaves headroom.
+BYTES_PER_ITEM = 96
+
+_BUDGET: ContextVar[int | None] = ContextVar("torchrank_memory_budget", default=None)
+
+T = TypeVar("T")
+
+
+@contextmanager
+def memory_budget(num_bytes: int | None) -> Iterator[None]:
+    """Cap the working memory of the ranking functions inside the ``with`` block at ``num_bytes``.
+
+    Larger dense inputs are evaluated in chunks of queries, with the same result. ``None`` restores the
+    default (half the free memory of the input's device).
+
+    Example:
+        >>> import torch
+        >>> from torchrank.functional import memory_budget, ndcg
+        >>> preds, target = torch.rand(1000, 50), torch.randint(0, 3, (1000, 50))
+        >>> with memory_budget(2**20):  # 1 MiB: chunks of about 200 queries
+        ...     chunked = ndcg(preds, target, k=10)
+        >>> torch.equal(chunked, ndcg(preds, target, k=10))
+        True
+    """
+    if num_bytes is not None and (isinstance(num_bytes, bool) or not isinstance(num_bytes, int) or num_bytes <= 0):
+        raise ValueError(f"Argument `num_bytes` must be a positive int or None, got {num_bytes!r}.")
+    token = _BUDGET.set(num_bytes)
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
+def _default_budget(device: torch.device) -> int:
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return free // 2
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (ValueError, OSError, AttributeError):  # no sysconf (Windows): never chunk on CPU
+        return 2**62
+
+
+def query_chunks(preds: Tensor, tensors: dict[str, Tensor | None]) -> list[slice] | None:
+    """Slices of the query axis that each fit the budget, or None when the input fits (or is not dense
+    with consistent shapes: validation then reports it)."""
+    if not isinstance(preds, Tensor) or preds.dim() < 2 or preds.numel() == 0:
+        return None
+    lead = preds.shape[:-1]
+    for name, tensor in tensors.items():
+        if tensor is None:
+            continue
+        if not isinstance(tensor, Tensor) or tensor.dim() != preds.dim() or tensor.shape[:-1] != lead:
+            return None
+        if name != "ideal_target" and tensor.shape != preds.shape:
+            return None
+    num_queries = preds.numel() // preds.shape[-1]
+    ideal = tensors.get("ideal_target")
+    items = preds.shape[-1] + (0 if ideal is None else ideal.shape[-1])
+    budget = _BUDGET.get()
+    if budget is None:
+        budget = _default_budget(preds.device)
+    rows = max(1, budget // (items * BYTES_PER_ITEM))
+    if rows >= num_queries:
+        return None
+    return [slice(start, min(start + rows, num_queries)) for start in range(0, num_queries, rows)]
+
+
+def chunk_tensors(tensors: dict[str, Tensor | None], rows: slice) -> dict[str, Tensor | None]:
+    """The queries ``rows`` of each tensor, batch dimensions flattened into one query axis."""
+    return {name: None if t is None else t.reshape(-1, t.shape[-1])[rows] for name, t in tensors.items()}
+
+
+def join_and_reduce(parts: list[Tensor], reduction: str, batch_shape: torch.Size) -> Tensor:
+    """Per-query values of consecutive chunks ``[q_i, ...]`` joined and reduced as one batch would be."""
+    values = torch.cat(parts)
+    if reduction == "none":
+        return values.reshape(*batch_shape, *values.shape[1:])
+    return torch.nansum(values, 0) if reduction == "sum" else torch.nanmean(values, 0)
+
+
+def evaluate_in_chunks(
+    call: Callable[[dict[str, Tensor | None]], T], preds: Tensor, tensors: dict[str, Tensor | None]
+) -> list[T] | None:
+    """``call`` on each chunk of ``{"preds": preds, **tensors}`` (per-query output), or None if one call fits."""
+    everything = {"preds": preds, **tensors}
+    chunks = query_chunks(preds, tensors)
+    if chunks is None:
+        return None
+    return [call(chunk_tensors(everything, rows)) for rows in chunks]
