@@ -41,9 +41,10 @@ def rank(
     Padded items go last (after real items scored ``-inf``) and never count. ``depth``: the deepest
     position any measure will read (None: the whole list); the ranking may then stop there.
 
-    On CPU the tie order only matters for the rows that hold a tie within ``depth``: every other row is
-    ranked once, ties aside, and those few rows get a ranking of their own that applies ``ties`` exactly
-    (:attr:`Ranking.exact`; :func:`apply_measure` merges the two).
+    The tie order only matters for the rows that hold a tie within ``depth``: every other row is ranked
+    once, ties aside, and those few rows get a ranking of their own that applies ``ties`` exactly
+    (:attr:`Ranking.exact`; :func:`apply_measure` merges the two). Finding them reads one small tensor on the
+    host: on a GPU, one synchronisation per call.
 
     Example:
         >>> import torch
@@ -52,10 +53,9 @@ def rank(
         >>> r.labels
         tensor([[2., 1., 0.]])
     """
-    if inputs.preds.device.type == "cpu":
-        ranked = _rank_cpu(inputs, ties, relevance_threshold, depth)
-        if ranked is not None:
-            return ranked
+    ranked = _rank_tied_rows_apart(inputs, ties, relevance_threshold, depth)
+    if ranked is not None:
+        return ranked
     mask = inputs.mask if inputs.padded else None
     order = _ranking_order(inputs.preds, inputs.target, mask, ties, inputs.padding_last)
     return _gather_ranking(inputs, order, ties, relevance_threshold)
@@ -81,13 +81,15 @@ def _gather_ranking(
 _MAX_TIED_SHARE = 0.5
 
 
-def _rank_cpu(inputs: RankingInput, ties: str, relevance_threshold: float, depth: int | None) -> Ranking | None:
-    """CPU ranking that orders ties only in the rows holding one within ``depth``; None where it can't.
+def _rank_tied_rows_apart(
+    inputs: RankingInput, ties: str, relevance_threshold: float, depth: int | None
+) -> Ranking | None:
+    """A ranking that orders ties only in the rows holding one within ``depth``; None where it can't.
 
     A row with no tie among the positions read has the same values under every tie order, so one fast sort
     (or top-k) of any stability ranks it. The rows with a tie are ranked again with ``ties`` applied exactly.
     """
-    order, scores, tied = _cpu_order(inputs, depth)
+    order, scores, tied = _fast_order(inputs, depth)
     if order is None:
         return None
     rows = tied.nonzero().squeeze(1)
@@ -114,20 +116,20 @@ def _select_rows(inputs: RankingInput, rows: Tensor) -> RankingInput:
     )
 
 
-def _cpu_order(inputs: RankingInput, depth: int | None) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+def _fast_order(inputs: RankingInput, depth: int | None) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
     """Descending order of each row (padding last), cut at ``depth``, and the rows with a tie in that cut.
 
     Returns ``(order [Q, <=N], the scores in that order, tied [Q] bool)``, or Nones where no fast CPU path
     applies. The order among equal scores is arbitrary: rows holding a tie are ranked again. A top-k of a
-    short prefix of long unpadded lists is cheaper than any sort; otherwise numpy's vectorised sort
-    (``np.argsort``) is several times faster than ``torch.sort``.
+    short prefix of long unpadded lists is cheaper than any sort; otherwise one unstable sort, on CPU
+    numpy's vectorised ``np.argsort`` (several times faster than ``torch.sort``).
     """
     if inputs.exact_ties:
         return None, None, None
     preds, n = inputs.preds, inputs.preds.shape[1]
     if depth is not None and depth >= n:
         depth = None
-    if depth is not None and not inputs.padded and depth * _TOPK_RATIO <= n:
+    if depth is not None and not inputs.padded and depth * _TOPK_RATIO[preds.device.type == "cpu"] <= n:
         values, order = torch.topk(preds, depth, dim=1, sorted=True)
         tied_inside = rows_any(values[:, 1:] == values[:, :-1])
         tied_at_edge = (preds == values[:, -1:]).sum(1) > 1
@@ -135,7 +137,10 @@ def _cpu_order(inputs: RankingInput, depth: int | None) -> tuple[Tensor | None, 
     negated = _negated_scores(preds, inputs.mask if inputs.padded else None)
     if negated is None:
         return None, None, None
-    order = torch.from_numpy(np.argsort(negated, axis=1))
+    if preds.device.type == "cpu":
+        order = torch.from_numpy(np.argsort(negated.numpy(), axis=1))
+    else:
+        order = torch.sort(negated, dim=1).indices  # NaN (padding) last
     seen = order if depth is None else order[:, : depth + 1]  # one past the cut-off, to see a tie across it
     scores = preds.gather(1, seen)
     tied = scores[:, 1:] == scores[:, :-1]
@@ -146,14 +151,15 @@ def _cpu_order(inputs: RankingInput, depth: int | None) -> tuple[Tensor | None, 
     return order, scores, rows_any(tied)
 
 
-# the top-k path when the cut-off is at most this fraction of the list (measured: torch.topk of a short prefix
-# of long lists beats any full sort, of short lists it loses to numpy's sort)
-_TOPK_RATIO = 16
+# the top-k path when the cut-off is at most this fraction of the list, (off CPU, on CPU) (measured: torch.topk
+# of a short prefix of long lists beats any full sort, of short lists it loses to numpy's sort)
+_TOPK_RATIO = (4, 16)
 
 
-def _negated_scores(preds: Tensor, mask: Tensor | None) -> np.ndarray | None:
-    """``-preds`` as a numpy array, NaN at padding (numpy sorts NaN last); None where numpy can't rank."""
-    if np is None:
+def _negated_scores(preds: Tensor, mask: Tensor | None) -> Tensor | None:
+    """``-preds`` in a float dtype that holds them exactly, NaN at padding (sorted last); None where there
+    is none (int64 scores) or, on CPU, numpy is missing."""
+    if np is None and preds.device.type == "cpu":
         return None
     if preds.dtype in (torch.float16, torch.bfloat16):
         preds = preds.float()
@@ -164,7 +170,7 @@ def _negated_scores(preds: Tensor, mask: Tensor | None) -> np.ndarray | None:
     negated = -preds
     if mask is not None:
         negated = negated.masked_fill_(~mask, float("nan"))
-    return negated.numpy()
+    return negated
 
 
 def _ranking_order(
@@ -389,7 +395,7 @@ class Ranking:
     def ideal_gains(self, gain: Gain, depth: int | None = None) -> Tensor:
         """Gains of the judged items sorted descending, the top ``depth`` of them (all for None) ``[Q, <=M]``."""
         gains = self.gains(gain, self.ideal_labels)
-        if depth is not None and depth * _TOPK_RATIO <= gains.shape[1]:
+        if depth is not None and depth * _TOPK_RATIO[gains.device.type == "cpu"] <= gains.shape[1]:
             return torch.topk(gains, depth, dim=1).values  # cheaper than a full sort for small cut-offs
         if gains.device.type == "cpu" and np is not None and gains.dtype in (torch.float32, torch.float64):
             ideal = -torch.from_numpy(np.sort((-gains).numpy(), axis=1))  # numpy's SIMD sort: several times faster

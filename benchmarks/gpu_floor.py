@@ -1,0 +1,129 @@
+"""GPU: NDCG@10, MAP@100 and ``evaluate`` of 8 measures on Q x N against the memory-traffic floor.
+
+The floor is the time to read the input once (scores and labels, in the dtypes given) at the bandwidth a
+large device-to-device copy reaches on the same GPU in the same run. Usage (on a CUDA machine)::
+
+    python -m benchmarks.gpu_floor --queries 100000 --items 1000 --out benchmarks/results/gpu_floor_h100.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import torch
+from torch.utils import benchmark
+
+import torchrank.functional as F
+
+EIGHT = ["ndcg@5", "ndcg@10", "ndcg@20", "map@100", "mrr@10", "P@10", "recall@100", "err@20"]
+
+
+def copy_bandwidth(device: torch.device, num_bytes: int = 4 * 2**30) -> float:
+    """Bytes per second of a device-to-device copy, counting bytes read plus bytes written."""
+    src = torch.empty(num_bytes // 4, dtype=torch.float32, device=device).uniform_()
+    dst = torch.empty_like(src)
+    t = benchmark.Timer("dst.copy_(src)", globals={"src": src, "dst": dst}).blocked_autorange(min_run_time=1.0)
+    return 2 * num_bytes / t.median
+
+
+def timed(fn, min_run_time: float) -> dict[str, float]:
+    m = benchmark.Timer("fn()", globals={"fn": fn}).blocked_autorange(min_run_time=min_run_time)
+    times = sorted(m.times)
+    q = lambda f: times[min(len(times) - 1, int(f * len(times)))]  # noqa: E731
+    return {"median_s": m.median, "iqr_s": q(0.75) - q(0.25), "repeats": len(times)}
+
+
+def peak_extra_bytes(fn, device: torch.device) -> int:
+    torch.cuda.synchronize(device)
+    base = torch.cuda.memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    fn()
+    torch.cuda.synchronize(device)
+    return torch.cuda.max_memory_allocated(device) - base
+
+
+def sort_versus_topk(preds: torch.Tensor, min_run_time: float) -> dict[str, float]:
+    """Median seconds of a full sort and of top-k for a few k: where the top-k path pays on this GPU."""
+    out = {"sort": timed(lambda: torch.sort(preds, dim=1), min_run_time)["median_s"]}
+    for k in (10, 20, 100, 250):
+        out[f"topk{k}"] = timed(lambda k=k: torch.topk(preds, k, dim=1), min_run_time)["median_s"]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=100_000)
+    parser.add_argument("--items", type=int, default=1000)
+    parser.add_argument("--min-run-time", type=float, default=1.0)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--profile", type=Path, help="write a profiler table of evaluate(8) here")
+    args = parser.parse_args()
+    device = torch.device("cuda")
+    g = torch.Generator(device=device).manual_seed(0)
+    preds = torch.randn(args.queries, args.items, device=device, generator=g)
+    target = torch.randint(0, 5, (args.queries, args.items), device=device, generator=g)  # int64, as users pass
+    input_bytes = preds.numel() * preds.element_size() + target.numel() * target.element_size()
+    bandwidth = copy_bandwidth(device)
+    floor = input_bytes / bandwidth
+
+    # correctness first: the GPU values equal the CPU values on a slice of the queries
+    head = slice(0, 2000)
+    for name, gpu in F.evaluate(preds[head], target[head], EIGHT, reduction="none").items():
+        cpu = F.evaluate(preds[head].cpu(), target[head].cpu(), [name], reduction="none")[name]
+        torch.testing.assert_close(gpu.cpu(), cpu, rtol=1e-5, atol=1e-6, msg=name)
+
+    cases = {
+        "ndcg@10": lambda: F.ndcg(preds, target, k=10),
+        "map@100": lambda: F.average_precision(preds, target, k=100),
+        "evaluate 8": lambda: F.evaluate(preds, target, EIGHT),
+        "ndcg@10 validate_args=False": lambda: F.ndcg(preds, target, k=10, validate_args=False),
+        "evaluate 8 validate_args=False": lambda: F.evaluate(preds, target, EIGHT, validate_args=False),
+    }
+    results = {}
+    for name, fn in cases.items():
+        fn()
+        r = timed(fn, args.min_run_time)
+        r["peak_extra_bytes"] = peak_extra_bytes(fn, device)
+        r["peak_extra_over_input"] = r["peak_extra_bytes"] / input_bytes
+        r["over_floor"] = r["median_s"] / floor
+        results[name] = r
+        print(f"{name:34s} {r['median_s'] * 1e3:9.3f} ms  {r['over_floor']:6.1f}x floor  "
+              f"peak extra {r['peak_extra_over_input']:.2f}x input", flush=True)
+
+    if args.profile:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            cases["evaluate 8"]()
+            torch.cuda.synchronize()
+        args.profile.write_text(prof.key_averages().table(sort_by="cuda_time_total", row_limit=30))
+
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip() or None
+    record = {
+        "benchmark": "gpu_floor",
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": commit,
+        "device": torch.cuda.get_device_name(device),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "queries": args.queries,
+        "items": args.items,
+        "input": "preds float32 randn, target int64 randint(0, 5)",
+        "input_bytes": input_bytes,
+        "copy_bandwidth_bytes_per_s": bandwidth,
+        "floor_s": floor,
+        "measures_8": EIGHT,
+        "results": results,
+        "sort_versus_topk_s": sort_versus_topk(preds, args.min_run_time),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=2))
+    print(f"floor {floor * 1e3:.3f} ms ({input_bytes / 1e9:.2f} GB at {bandwidth / 1e12:.2f} TB/s)")
+    print(json.dumps(record["sort_versus_topk_s"]))
+
+
+if __name__ == "__main__":
+    main()
