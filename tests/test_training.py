@@ -1,0 +1,218 @@
+"""The trainable example: LETOR data module against the raw files, the configs, the CLI, and a training
+smoke test (each differentiable NDCG/ERR surrogate beats random scores on the bundled test split)."""
+
+from __future__ import annotations
+
+import functools
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("lightning", reason="the training example needs `lightning`")
+pytest.importorskip("jsonargparse", reason="the training CLI needs `jsonargparse[signatures]`")
+
+import lightning as L
+import torch
+import yaml
+from torch.utils.data import TensorDataset
+
+from torchrank import losses
+from torchrank.training import (
+    EVAL_K,
+    LIGHTGBM_LAMBDARANK,
+    LetorDataModule,
+    MLPRanker,
+    ndcg_metric,
+    read_letor,
+    split_queries,
+)
+from torchrank.training.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = sorted((ROOT / "configs" / "train").glob("*.yaml"))
+LOSS_NAMES = ["approx_ndcg", "lambda_loss", "listmle", "listnet", "neural_ndcg", "ranknet", "soft_err"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    # tiny matmuls: thread hand-offs cost more than they save, and CI has 2 cores
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def datamodule() -> LetorDataModule:
+    dm = LetorDataModule(batch_size=16)
+    dm.setup("fit")
+    return dm
+
+
+@functools.cache
+def raw_queries(name: str) -> list[list[tuple[float, dict[int, float]]]]:
+    """The file parsed by hand: per query (group file order), per line ``(label, {index: value})``."""
+    lines = (LIGHTGBM_LAMBDARANK / name).read_text().splitlines()
+    sizes = [int(s) for s in (LIGHTGBM_LAMBDARANK / f"{name}.query").read_text().split()]
+    assert sum(sizes) == len(lines)
+    rows = []
+    for line in lines:
+        label, *feats = line.split()
+        rows.append((float(label), {int(i): float(v) for i, v in (f.split(":") for f in feats)}))
+    starts = [sum(sizes[:q]) for q in range(len(sizes))]
+    return [rows[s : s + n] for s, n in zip(starts, sizes, strict=True)]
+
+
+def dense(feats: dict[int, float], num_features: int) -> list[float]:
+    row = [0.0] * num_features
+    for index, value in feats.items():
+        row[index - 1] = value  # 1-based indices
+    return row
+
+
+def assert_matches_raw(data: TensorDataset, queries: list, num_features: int, width: int | None = None) -> None:
+    """``data`` holds ``queries`` in order, padded to ``width`` (default: the longest query) with a mask."""
+    features, labels, mask = data.tensors
+    width = width or max(len(q) for q in queries)
+    assert features.shape == (len(queries), width, num_features) and features.dtype == torch.float32
+    assert labels.shape == mask.shape == (len(queries), width) and mask.dtype == torch.bool
+    for q, rows in enumerate(queries):
+        n = len(rows)
+        assert mask[q, :n].all() and not mask[q, n:].any()  # real documents first, padding after
+        assert not features[q, n:].any() and not labels[q, n:].any()  # padding is zero
+        assert labels[q, :n].tolist() == [label for label, _ in rows]
+        expected = torch.tensor([dense(feats, num_features) for _, feats in rows])
+        torch.testing.assert_close(features[q, :n], expected, rtol=0, atol=0)
+
+
+def test_read_letor_matches_the_raw_files():
+    for name, num_queries, width in [("rank.train", 201, 27), ("rank.test", 50, 24)]:
+        data = read_letor(LIGHTGBM_LAMBDARANK / name)
+        assert data.tensors[0].shape[:2] == (num_queries, width)
+        assert_matches_raw(data, raw_queries(name), 300)
+
+
+def test_datamodule_splits_batches_and_padding(datamodule):
+    train_queries = raw_queries("rank.train")
+    train, val = split_queries(201, 0.2, seed=0)
+    assert torch.equal(datamodule.val_queries, val) and len(val) == 40
+    assert sorted(train.tolist() + val.tolist()) == list(range(201))
+    # both splits keep the training file's padded width, 27
+    assert_matches_raw(datamodule.val_set, [train_queries[q] for q in val], 300, width=27)
+    assert_matches_raw(datamodule.train_set, [train_queries[q] for q in train], 300, width=27)
+    assert_matches_raw(datamodule.test_set, raw_queries("rank.test"), 300)
+
+    batches = list(datamodule.train_dataloader())
+    assert [len(b[0]) for b in batches] == [16] * 10 + [1] and all(len(b) == 3 for b in batches)
+    features, labels, mask = batches[0]
+    assert features.shape == (16, 27, 300) and labels.shape == mask.shape == (16, 27)
+    assert sum(int(b[2].sum()) for b in datamodule.test_dataloader()) == 768
+
+
+def test_split_queries_is_seeded():
+    train, val = split_queries(50, 0.3, seed=3)
+    assert len(val) == 15 and sorted(train.tolist() + val.tolist()) == list(range(50))
+    assert torch.equal(split_queries(50, 0.3, seed=3)[1], val)
+    assert not torch.equal(split_queries(50, 0.3, seed=4)[1], val)
+    assert len(split_queries(50, 0.0, seed=3)[1]) == 0
+
+
+def test_datamodule_on_qid_files_of_different_widths(tmp_path):
+    # LETOR qid: fields, no group files; the test file's highest feature index is below the training file's
+    (tmp_path / "train.txt").write_text("2 qid:7 1:0.5 4:1\n0 qid:7 2:0.25\n1 qid:3 3:2\n0 qid:3 1:1\n1 qid:3 2:1\n")
+    (tmp_path / "test.txt").write_text("1 qid:1 1:0.5\n0 qid:1 2:1\n")
+    dm = LetorDataModule(str(tmp_path), train_file="train.txt", test_file="test.txt", val_fraction=0, batch_size=8)
+    assert dm.num_features == 4 and dm.val_dataloader() == []
+    features, labels, mask = dm.train_set.tensors
+    assert features.shape == (2, 3, 4) and labels.tolist() == [[2, 0, 0], [1, 0, 1]]
+    assert mask.tolist() == [[True, True, False], [True, True, True]]
+    assert dm.test_set.tensors[0].tolist() == [[[0.5, 0, 0, 0], [0, 1, 0, 0]]]  # zero-padded to 4 features
+    with pytest.raises(ValueError, match="val_fraction"):
+        LetorDataModule(val_fraction=1)
+    with pytest.raises(ValueError, match="batch_size"):
+        LetorDataModule(batch_size=0)
+
+
+def random_ndcg5(labels: torch.Tensor, mask: torch.Tensor, draws: int = 100) -> torch.Tensor:
+    """Test NDCG@5 (the same metric) of ``draws`` seeded uniformly random scorings."""
+    values = []
+    for seed in range(draws):
+        metric = ndcg_metric(5)
+        metric.update(torch.rand(labels.shape, generator=torch.Generator().manual_seed(seed)), labels, mask=mask)
+        values.append(metric.compute())
+    return torch.stack(values)
+
+
+def fit_and_test(loss: torch.nn.Module, datamodule: LetorDataModule, epochs: int) -> dict[str, float]:
+    L.seed_everything(0, verbose=False)
+    model = MLPRanker(loss, num_features=datamodule.num_features, hidden_sizes=[64], dropout=0.1, lr=3e-3)
+    trainer = L.Trainer(
+        max_epochs=epochs,
+        accelerator="cpu",
+        deterministic=True,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+    )
+    trainer.fit(model, datamodule)
+    (logged,) = trainer.test(model, datamodule, verbose=False)
+    return logged
+
+
+@pytest.mark.parametrize("loss", ["NeuralNDCGLoss", "ApproxNDCGLoss", "LambdaLoss", "SoftERRLoss"])
+def test_training_beats_random_scores(loss, datamodule):
+    _, labels, mask = datamodule.test_set.tensors
+    chance = random_ndcg5(labels, mask)
+    logged = fit_and_test(getattr(losses, loss)(), datamodule, epochs=3)
+    assert set(logged) == {f"test_ndcg@{k}" for k in EVAL_K}
+    # 3 standard deviations above the mean of random scorings (about 0.47 + 0.08)
+    assert logged["test_ndcg@5"] > chance.mean() + 3 * chance.std()
+
+
+def test_configs_differ_only_in_the_loss():
+    assert [p.stem for p in CONFIGS] == LOSS_NAMES
+    parsed = {p.stem: yaml.safe_load(p.read_text()) for p in CONFIGS}
+    classes = set()
+    for cfg in parsed.values():
+        classes.add(cfg["model"]["loss"]["class_path"])
+        cfg["model"].pop("loss")
+    assert len(classes) == len(CONFIGS) and all(c.startswith("torchrank.losses.") for c in classes)
+    first = next(iter(parsed.values()))
+    assert all(cfg == first for cfg in parsed.values())
+
+
+def test_configs_parse_and_build_their_loss():
+    cli = main(["--config", str(CONFIGS[0])], run=False)  # run=False: no subcommand, classes instantiated
+    assert isinstance(cli.model, MLPRanker) and isinstance(cli.datamodule, LetorDataModule)
+    assert cli.trainer.max_epochs == 40 and cli.model.hparams.num_features == 300  # linked from the data
+    for path in CONFIGS:
+        config = cli.parser.parse_args(["--config", str(path)])  # checks types and the loss's init_args
+        loss = config.model.loss
+        module, name = loss.class_path.rsplit(".", 1)
+        assert module == "torchrank.losses"
+        assert isinstance(getattr(losses, name)(**vars(loss.get("init_args") or {})), torch.nn.Module)
+
+
+def test_cli_fit_then_test(tmp_path, capsys):
+    config = str(ROOT / "configs" / "train" / "neural_ndcg.yaml")
+    short = [f"--trainer.default_root_dir={tmp_path}", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
+    short += ["--trainer.enable_progress_bar=false"]
+    main(["fit", "--config", config, *short])
+    checkpoint = next(tmp_path.rglob("last.ckpt"))
+    assert f"last checkpoint: {checkpoint}" in capsys.readouterr().out
+    cli = main(["test", "--config", config, *short, f"--ckpt_path={checkpoint}"])
+    logged = cli.trainer.callback_metrics
+    assert {f"test_ndcg@{k}" for k in EVAL_K} <= set(logged) and 0 < float(logged["test_ndcg@5"]) <= 1
+
+
+def test_module_entry_point(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["torchrank.training", "fit", "--help"])
+    with pytest.raises(SystemExit) as exit_info:
+        runpy.run_module("torchrank.training", run_name="__main__")
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "--model.loss" in out and "--data.batch_size" in out
