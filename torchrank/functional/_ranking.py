@@ -151,9 +151,11 @@ def _fast_order(inputs: RankingInput, depth: int | None) -> tuple[Tensor | None,
     return order, scores, rows_any(tied)
 
 
-# the top-k path when the cut-off is at most this fraction of the list, (off CPU, on CPU) (measured: torch.topk
-# of a short prefix of long lists beats any full sort, of short lists it loses to numpy's sort)
-_TOPK_RATIO = (4, 16)
+# the top-k path when the cut-off is at most this fraction of the list, (off CPU, on CPU). Measured: on CPU
+# torch.topk of a short prefix of long lists beats any sort, of short lists it loses to numpy's sort; on an
+# H100 (benchmarks/results/gpu_floor_h100.json) top-100 of 1,000 costs about a full sort, but leaves
+# the measures 10x smaller tensors.
+_TOPK_RATIO = (10, 16)
 
 
 def _negated_scores(preds: Tensor, mask: Tensor | None) -> Tensor | None:
