@@ -1,0 +1,148 @@
+"""``torchrank.io.read_trec`` (the vectorised reader) against ``trec_to_dense(read_qrels, read_run)``:
+same rows, columns, tie order, judgments and errors, on trec_eval's files and on random files."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from torchrank.io import TrecFormatError, load_qrels, load_run, read_qrels, read_run, read_trec, trec_to_dense
+
+DATA = Path(__file__).resolve().parent / "data" / "trec_eval"
+
+
+def _same(fast, slow) -> None:
+    assert fast.qids == slow.qids
+    for name in ("preds", "target", "mask", "judged", "ideal_target", "num_judged"):
+        a, b = getattr(fast, name), getattr(slow, name)
+        assert a.dtype == b.dtype and torch.equal(a, b), name
+    assert list(fast.docnos) == list(slow.docnos)
+
+
+@pytest.mark.parametrize(
+    ("qrels", "run", "kwargs"),
+    [
+        ("qrels.test", "results.test", {}),
+        ("qrels.rel_level", "results.test", {}),
+        ("qrels.test", "results.trunc", {"all_queries": True}),
+        ("qrels.test", "results.trunc", {"all_queries": True, "depth": 100}),
+        ("qrels.comment.test", "results.comment.test", {}),
+        ("qrels.test.with-comments", "results.test", {"depth": 7, "dtype": torch.float32}),
+    ],
+)
+def test_trec_eval_files(qrels, run, kwargs):
+    _same(
+        read_trec(DATA / qrels, DATA / run, **kwargs),
+        trec_to_dense(read_qrels(DATA / qrels), read_run(DATA / run), **kwargs),
+    )
+
+
+def _random_files(tmp_path: Path, rng: random.Random) -> tuple[Path, Path]:
+    run_lines, qrels_lines, seen = [], [], set()
+    for _ in range(rng.randint(1, 8)):
+        qid = f"q{rng.randint(0, 20)}"
+        for d in rng.sample(range(60), rng.randint(1, 40)):
+            doc = f"doc{d}" + "x" * rng.randint(0, 20) + rng.choice(["", "#1", "é"])
+            if (qid, doc) in seen:
+                continue
+            seen.add((qid, doc))
+            score = rng.choice(
+                [
+                    "1",
+                    "2.5",
+                    "-1.5",
+                    "0.5",
+                    f"{rng.random():.6f}",
+                    "1e-3",
+                    "3E2",
+                    f"{rng.random()}",
+                    "-0",
+                    "+7.25",
+                    "12345678901234567",
+                ]
+            )
+            sep = rng.choice([" ", "\t", "  "])
+            run_lines.append(f"{qid}{sep}Q0 {doc} 1 {score} tag{' extra' * rng.randint(0, 1)}\n")
+            if rng.random() < 0.3:
+                qrels_lines.append(f"{qid} 0 {doc} {rng.randint(-1, 12)}\n")
+    if rng.random() < 0.5:
+        rng.shuffle(run_lines)
+    if rng.random() < 0.3:
+        run_lines.insert(0, "# a comment\n\n")
+    qrels_lines.append("q0 0 judged-only 1\n")
+    (tmp_path / "r").write_text("".join(run_lines), encoding="utf-8")
+    (tmp_path / "q").write_text("".join(qrels_lines), encoding="utf-8")
+    return tmp_path / "q", tmp_path / "r"
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_files(seed, tmp_path):
+    qrels, run = _random_files(tmp_path, random.Random(seed))
+    for kwargs in ({}, {"all_queries": True}, {"depth": 3}):
+        try:
+            slow = trec_to_dense(read_qrels(qrels), read_run(run), **kwargs)
+        except ValueError as error:
+            with pytest.raises(ValueError) as info:
+                read_trec(qrels, run, **kwargs)
+            assert "share no query" in str(error) and "share no query" in str(info.value)
+            continue
+        _same(read_trec(qrels, run, **kwargs), slow)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "q Q0 d1 1 1.0 t\nq Q0 d2 1 x t\n",
+        "q Q0 d1 1 1.0 t\nq Q0 d2 1 1_0 t\n",
+        "q Q0 d1 1 1.0 t\nq Q0 d1 1 2.0 t\n",
+        "q Q0 d1 1 nan t\n",
+        "q Q0 d1 1 1.0\n",
+        "# only a comment\n",
+        "",
+        "q Q0 d1 1 1.0 t\r\nq Q0 d2 1 2.0 t\rq Q0 d3 1 3.0 t\n",  # a lone \r ends a line
+        "q Q0 d\x01x 1 1.0 t\nq Q0 d\x01x 1 1.0 t\n",  # a control character is part of a token
+    ],
+)
+def test_errors_and_odd_files_match_the_line_by_line_reader(text, tmp_path):
+    path = tmp_path / "run.txt"
+    path.write_bytes(text.encode())
+    try:
+        expected = read_run(path)
+    except TrecFormatError as error:
+        with pytest.raises(TrecFormatError) as info:
+            load_run(path)
+        assert str(info.value) == str(error)
+        return
+    got = load_run(path)
+    assert got.qids == list(expected)
+    assert len(got) == sum(map(len, expected.values()))
+
+
+def test_errors_late_in_a_large_file_name_the_line(tmp_path):
+    lines = [f"q{i // 1000} Q0 d{i} {i} {1e6 - i:.4f} t\n" for i in range(300_000)]
+    lines[250_123] = lines[250_000].replace("1 t", "1 t")  # duplicate of line 250001
+    path = tmp_path / "run.txt"
+    path.write_text("".join(lines))
+    with pytest.raises(TrecFormatError, match=r"run\.txt:250124: each docno at most once per query \(qid q250\)"):
+        load_run(path)
+
+
+def test_scores_parse_exactly_like_python_float(tmp_path):
+    rng = np.random.default_rng(0)
+    values = np.concatenate([rng.normal(0, 10, 5000), rng.random(5000) * 1e-3, rng.integers(-(10**6), 10**6, 500)])
+    texts = [f"{v:.{rng.integers(0, 12)}f}" for v in values] + [repr(float(v)) for v in values[:2000]]
+    path = tmp_path / "run.txt"
+    path.write_text("".join(f"q Q0 d{i} 1 {t} t\n" for i, t in enumerate(texts)))
+    got = load_run(path).columns.value
+    assert got.tolist() == [float(t) for t in texts]
+
+
+def test_qrels_read_once_for_several_runs():
+    qrels = load_qrels(DATA / "qrels.test")
+    a = read_trec(qrels, DATA / "results.test")
+    b = read_trec(qrels, load_run(DATA / "results.trunc"), all_queries=True)
+    assert a.runid == "STANDARD" and b.qids == ["301", "302", "303"] and int(b.num_judged.sum()) == 3681
