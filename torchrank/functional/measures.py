@@ -19,6 +19,8 @@ name                        measure
 ``err@20``                  ERR, exponential utility, top of scale: each query's top label
 ``rbp``, ``rbp.95``         RBP with p = 0.9 or p = 0.95 (``rbp_resid.95``: its residual)
 ``mean_rank``, ``frp@10``   mean rank of the relevant items, first relevant position
+``bpref``                   binary preference (judged items only; trec_eval ``bpref``)
+``set_P``, ``set_recall``   precision, recall, F1 of the whole list (trec_eval; also ``set_F``)
 ==========================  =============================================================
 """
 
@@ -40,6 +42,7 @@ from torchrank.functional.err import _err
 from torchrank.functional.first_relevant import _first_relevant_position, _hit_rate, _mean_rank, _reciprocal_rank
 from torchrank.functional.precision import _f1, _precision, _r_precision, _recall
 from torchrank.functional.rbp import _rbp
+from torchrank.functional.trec_extra import _bpref
 
 _LOG2 = _weights("log", 2.0, 1.0)
 
@@ -78,12 +81,14 @@ FAMILIES: dict[str, Family] = {
     ),
     "mean_rank": Family(_mean_rank),
     "frp": Family(_first_relevant_position),
+    "bpref": Family(_bpref, takes_k=False),
 }
 ALIASES = {
     "p": "precision", "ap": "map", "map_cut": "map", "recall_cut": "recall", "hit_rate": "success",
     "hit": "success", "rr": "mrr", "recip_rank": "mrr", "reciprocal_rank": "mrr",
     "r_precision": "rprec", "ndcg_cut": "ndcg", "ndcg_burges": "ndcg_exp", "dcg_burges": "dcg_exp",
     "average_precision": "map", "average_recall": "mar", "first_relevant_position": "frp",
+    "set_p": "precision", "set_recall": "recall", "set_f": "f1",
 }
 _NAME = re.compile(r"^(?P<base>[a-z][a-z0-9_]*?)(?:(?P<sep>@|_cut_|_cut\.|_|\.)(?P<arg>\d+))?$")
 GRAMMAR = (
