@@ -26,8 +26,8 @@ from .trec import (
 __all__ = [
     "SAMPLE_QRELS",
     "SAMPLE_RUN",
-    "SvmlightData",
     "ProgressCallback",
+    "SvmlightData",
     "TrecBatch",
     "TrecFile",
     "TrecFormatError",
