@@ -8,13 +8,14 @@ convention), by LightGBM's own evaluation and by torchrank (ties in input order,
 and averaged over tie orders; trees give tied scores).
 
     pip install lightgbm
-    python -m benchmarks.train_lightgbm_lambdarank [--seed 0]
+    python -m benchmarks.train_lightgbm_lambdarank [--seed 0] [--out benchmarks/results/lightgbm_lambdarank_cpu.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import torch
 
@@ -50,6 +51,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
 
     x_train, y_train, _, groups_train = load("rank.train")
@@ -70,6 +72,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         result |= {f"torchrank_ndcg@{k}_ties_{ties}": float(v) for k, v in zip(EVAL_K, metric.compute(), strict=True)}
     result |= {"lightgbm": lgb.__version__, "seed": args.seed, "trees": NUM_TREES}
     print(json.dumps(result, indent=1))
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     return result
 
 

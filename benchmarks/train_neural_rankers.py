@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import subprocess
 import time
@@ -53,6 +54,13 @@ def run(name: str, root: Path) -> dict:
     }
 
 
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []:
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
 def metadata(threads: int) -> dict:
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(
@@ -61,7 +69,8 @@ def metadata(threads: int) -> dict:
     return {
         "commit": commit, "uncommitted_changes": bool(dirty.strip()), "date": datetime.now(timezone.utc).isoformat(),
         "torch": torch.__version__, "lightning": lightning.__version__, "torchmetrics": torchmetrics.__version__,
-        "python": platform.python_version(), "threads": threads, "device": "cpu", "cpu": platform.processor(),
+        "python": platform.python_version(), "threads": threads, "device": "cpu", "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(), "load_average_1min": os.getloadavg()[0],
         "metric": "NDCG@k, gain 2^y-1, log2 discount, 1 where the ideal DCG is 0, ties averaged (ndcg_metric)",
     }  # fmt: skip
 
@@ -74,9 +83,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "training_cpu.json"))
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    load_at_start = os.getloadavg()[0]
     names = args.names or sorted(p.stem for p in CONFIGS.glob("*.yaml"))
     results = [run(name, Path(args.runs)) for name in names]
-    record = {"metadata": metadata(args.threads), "results": results}
+    record = {"metadata": {**metadata(args.threads), "load_average_1min_at_start": load_at_start}, "results": results}
     Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
     print("| config | " + " | ".join(f"test NDCG@{k}" for k in EVAL_K) + " | fit time |")
     print("|---" * (len(EVAL_K) + 2) + "|")
