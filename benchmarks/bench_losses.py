@@ -269,7 +269,10 @@ def _quantiles(samples: list[float]) -> tuple[float, float, float]:
 def measure(config: dict[str, Any]) -> list[dict[str, Any]]:
     """Time every (loss, N, library) case of one ``kind: losses`` config section; records for the harness."""
     smoke = bool(config.get("smoke"))
-    config = {**DEFAULTS, **config, **(SMOKE if smoke else {})}
+    # a smoke run keeps an explicit choice of losses, but always runs tiny lists and short timing
+    config = {**DEFAULTS, **({"losses": SMOKE["losses"]} if smoke else {}), **config}
+    if smoke:
+        config["list_sizes"] = SMOKE["list_sizes"]
     timing = {**TIMING, **(config.get("timing") or {}), **(SMOKE["timing"] if smoke else {})}
     unknown = set(config["losses"]) - set(CALLS)
     if unknown:
