@@ -107,3 +107,14 @@ def test_unknown_measure_names_list_the_grammar():
 def test_measure_grammar(name, family, k, params):
     parsed = F.parse_measure(name)
     assert (parsed.name, parsed.family, parsed.k, parsed.params) == (name, family, k, params)
+
+
+def test_bpref_refuses_tie_averaging_on_tied_scores():
+    """bpref has no tie-averaged form: tied input with ties='average' is an error, not an arbitrary order."""
+    tied, untied = torch.tensor([[1.0, 1.0, 0.5, 0.2]]), torch.tensor([[4.0, 3.0, 0.5, 0.2]])
+    target = torch.tensor([[0, 1, 1, 0]])
+    with pytest.raises(ValueError, match="bpref has no tie-averaged form"):
+        F.evaluate(tied, target, ["bpref"])
+    assert F.evaluate(tied, target, ["bpref"], ties="first")["bpref"] == 0.5
+    untied_value = F.evaluate(untied, target, ["bpref"])["bpref"]
+    assert untied_value == F.evaluate(untied, target, ["bpref"], ties="first")["bpref"]

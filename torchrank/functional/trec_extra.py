@@ -3,8 +3,9 @@ relative precision, the set measures, unjudged fractions, utility and the counts
 
 Each kernel follows trec_eval's C code (``m_bpref.c``, ``m_iprec_at_recall.c``, ``m_Rprec_mult.c``, ...)
 on the ranking's order, so with ``ties="first"`` on lists ordered as :func:`torchrank.io.read_trec` orders
-them (score descending, then docno descending) they give trec_eval's numbers. They read the order of the
-ranking as sorted: under ``ties="average"`` tied items are taken in input order, not averaged.
+them (score descending, then docno descending) they give trec_eval's numbers. The measures linear in the
+hits (relative precision, R-precision multiples) average tie groups exactly under ``ties="average"``; bpref
+and interpolated precision have no tie-averaged form here and refuse it on input with tied scores.
 
 A kernel is ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])`` like every measure of
 :mod:`torchrank.functional.measures`; ``no_relevant`` is all False for the counts and for measures
@@ -40,7 +41,15 @@ def _relevant_retrieved(r: Ranking) -> Tensor:
     return r.relevant.sum(1)
 
 
+def _refuse_tie_average(r: Ranking, name: str) -> None:
+    if r.averages_ties:
+        raise ValueError(
+            f"{name} has no tie-averaged form: pass ties='first' (trec_eval's order), 'optimistic' or 'pessimistic'."
+        )
+
+
 def _bpref(r: Ranking, ks: Sequence[int | None], num_judged: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    _refuse_tie_average(r, "bpref")
     # bpref = 1/R * sum over retrieved relevant items of 1 - min(n, R) / min(NR, R), n = judged non-relevant
     # items ranked above, NR = judged non-relevant items of the query (retrieved or not)
     rel = r.relevant
@@ -59,6 +68,7 @@ def _bpref(r: Ranking, ks: Sequence[int | None], num_judged: Tensor | None = Non
 def _interpolated_precision(r: Ranking, levels: Sequence[float]) -> Tensor:
     """``[Q, len(levels)]`` trec_eval ``iprec_at_recall``: the highest precision at or below the rank where
     ``lround(level * R)`` relevant items have been retrieved (0 when that many never are)."""
+    _refuse_tie_average(r, "iprec_at_recall")
     hits = r.relevant_count  # [Q, N]
     precision = torch.where(r.valid, hits / r.positions, 0)
     best_below = torch.flip(torch.cummax(torch.flip(precision, [1]), 1).values, [1])  # max over ranks >= i
@@ -88,7 +98,7 @@ def _rprec_mult(
     mult = torch.tensor(list(multiples), dtype=r.dtype, device=r.labels.device)
     cut = torch.floor(mult * r.num_relevant.unsqueeze(1) + 0.9)
     index = (cut - 1).clamp(0, r.list_size - 1).long()
-    value = at_cutoffs(r.relevant_count, index) / cut.clamp_min(1)
+    value = at_cutoffs(r.hits, index) / cut.clamp_min(1)
     return torch.where(cut > 0, value, 0), no_relevant_item(r)
 
 
@@ -96,7 +106,7 @@ def _relative_precision(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, T
     # relevant items in the top k / min(k, R): precision that a perfect ranking could reach 1 in
     index, k_eff = cutoff_index(r, ks)
     denominator = torch.minimum(k_eff, r.num_relevant.unsqueeze(1)).clamp_min(1)
-    return at_cutoffs(r.relevant_count, index) / denominator, no_relevant_item(r)
+    return at_cutoffs(r.hits, index) / denominator, no_relevant_item(r)
 
 
 def _unjudged(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
