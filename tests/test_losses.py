@@ -43,7 +43,7 @@ def loss_fn(name: str) -> functools.partial:
     return functools.partial(fn, **kwargs)
 
 
-def random_case(b: int = 3, n: int = 7, seed: int = 0, dtype: torch.dtype = torch.float64):
+def random_case(b: int = 3, n: int = 7, seed: int = 0, dtype: torch.dtype = torch.float64, device: str = "cpu"):
     """Distinct scores, graded labels 0..4, a padding mask with one fully real and one 1-item list."""
     g = torch.Generator().manual_seed(seed)
     scores = torch.randn(b, n, generator=g, dtype=dtype)
@@ -54,7 +54,7 @@ def random_case(b: int = 3, n: int = 7, seed: int = 0, dtype: torch.dtype = torc
     mask[-1, 2] = True
     labels[0, 0] = 3  # list 0 has a positive label and two distinct labels
     labels[0, 1] = 0
-    return scores, labels, mask
+    return scores.to(device), labels.to(device), mask.to(device)
 
 
 # ----------------------------------------------------------------------------------------------- references
@@ -70,8 +70,9 @@ def random_case(b: int = 3, n: int = 7, seed: int = 0, dtype: torch.dtype = torc
         ({"gain": "linear"}, -0.897985),  # allRank neuralNDCG(powered_relevancies=False)
     ],
 )
-def test_neural_ndcg_matches_allrank(kwargs: dict, expected: float) -> None:
-    value = L.neural_ndcg(SCORES, LABELS, MASK, sinkhorn_iterations=CONVERGED, **kwargs)
+def test_neural_ndcg_matches_allrank(kwargs: dict, expected: float, device: str) -> None:
+    scores, labels, mask = SCORES.to(device), LABELS.to(device), MASK.to(device)
+    value = L.neural_ndcg(scores, labels, mask, sinkhorn_iterations=CONVERGED, **kwargs)
     assert value.item() == pytest.approx(expected, abs=2e-6)
 
 
@@ -159,12 +160,12 @@ def test_neural_sort_matches_paper_example() -> None:
 # ----------------------------------------------------------------------------------------------- the fused kernel
 @pytest.mark.parametrize("iterations", [0, 1, 4])
 @pytest.mark.parametrize("transposed", [False, True])
-def test_fused_soft_sort_equals_dense_log_domain_sinkhorn(iterations: int, transposed: bool) -> None:
+def test_fused_soft_sort_equals_dense_log_domain_sinkhorn(iterations: int, transposed: bool, device: str) -> None:
     """The hand-written backward against autograd through the dense log-domain (logsumexp) Sinkhorn."""
-    scores, labels, mask = random_case(b=4, n=9, seed=1)
+    scores, labels, mask = random_case(b=4, n=9, seed=1, device=device)
     scores.requires_grad_(True)
     values = (2.0 ** labels.double() - 1) * mask
-    weights = torch.randn(4, 9, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    weights = torch.randn(4, 9, dtype=torch.float64, generator=torch.Generator().manual_seed(2)).to(device)
     fused = soft_sort(scores, values, mask, temperature=0.7, sinkhorn_iterations=iterations, transposed=transposed)
     p = L.neural_sort(scores, mask, temperature=0.7, sinkhorn_iterations=iterations, transposed=transposed)
     dense = (p @ values.unsqueeze(2)).squeeze(2)
@@ -206,8 +207,8 @@ def test_memory_saved_for_backward_does_not_grow_with_iterations() -> None:
 
 # ----------------------------------------------------------------------------------------------- gradients
 @pytest.mark.parametrize("name", list(LOSSES))
-def test_gradcheck_float64(name: str) -> None:
-    scores, labels, mask = random_case()
+def test_gradcheck_float64(name: str, device: str) -> None:
+    scores, labels, mask = random_case(device=device)
     scores.requires_grad_(True)
     fn = loss_fn(name)
     assert torch.autograd.gradcheck(lambda s: fn(s, labels, mask, reduction="none").nan_to_num(), (scores,))
@@ -215,18 +216,20 @@ def test_gradcheck_float64(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", list(LOSSES))
-def test_padding_columns_change_nothing(name: str) -> None:
-    scores, labels, mask = random_case(dtype=torch.float32)
+def test_padding_columns_change_nothing(name: str, device: str) -> None:
+    scores, labels, mask = random_case(dtype=torch.float32, device=device)
     fn = loss_fn(name)
     base = scores.clone().requires_grad_(True)
     value = fn(base, labels, mask, reduction="none")
     (grad,) = torch.autograd.grad(value.nansum(), base)
     # three padded columns holding garbage (huge scores, -1 and NaN labels) inserted between the real ones (whose
     # order is kept: ListMLE's ties="first" reads it)
-    perm = torch.tensor([0, 7, 1, 2, 8, 3, 4, 5, 9, 6])
-    wide = torch.cat([scores, torch.tensor([[1e30, -5.0, float("nan")]]).expand(3, 3)], 1)[:, perm]
-    wide_labels = torch.cat([labels.float(), torch.tensor([[-1.0, 7.0, float("nan")]]).expand(3, 3)], 1)[:, perm]
-    wide_mask = torch.cat([mask, torch.zeros(3, 3, dtype=torch.bool)], 1)[:, perm]
+    perm = torch.tensor([0, 7, 1, 2, 8, 3, 4, 5, 9, 6], device=device)
+    garbage = torch.tensor([[1e30, -5.0, float("nan")]], device=device).expand(3, 3)
+    wide = torch.cat([scores, garbage], 1)[:, perm]
+    garbage_labels = torch.tensor([[-1.0, 7.0, float("nan")]], device=device).expand(3, 3)
+    wide_labels = torch.cat([labels.float(), garbage_labels], 1)[:, perm]
+    wide_mask = torch.cat([mask, torch.zeros(3, 3, dtype=torch.bool, device=device)], 1)[:, perm]
     wide.requires_grad_(True)
     wide_value = fn(wide, wide_labels, wide_mask, reduction="none")
     (wide_grad,) = torch.autograd.grad(wide_value.nansum(), wide)
@@ -240,11 +243,11 @@ def test_padding_columns_change_nothing(name: str) -> None:
 @pytest.mark.parametrize(
     "case", ["huge_scores", "all_zero_labels", "fully_padded_row", "bfloat16", "float16", "all_tied_scores"]
 )
-def test_extreme_inputs_give_finite_values_and_gradients(name: str, case: str) -> None:
-    scores, labels, mask = random_case(dtype=torch.float32)
+def test_extreme_inputs_give_finite_values_and_gradients(name: str, case: str, device: str) -> None:
+    scores, labels, mask = random_case(dtype=torch.float32, device=device)
     if case == "huge_scores":
         scores = torch.sign(scores) * 1e4
-        scores[0, :3] = torch.tensor([1e4, -1e4, 9999.0])
+        scores[0, :3] = torch.tensor([1e4, -1e4, 9999.0], device=device)
     elif case == "all_zero_labels":
         labels = torch.zeros_like(labels)
     elif case == "fully_padded_row":
@@ -262,16 +265,17 @@ def test_extreme_inputs_give_finite_values_and_gradients(name: str, case: str) -
 
 
 # ----------------------------------------------------------------------------------------------- limits
-def _exact_case(seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    scores, labels, mask = random_case(b=4, n=8, seed=seed)
-    scores = torch.arange(32, dtype=torch.float64).reshape(4, 8)[:, torch.randperm(8)] / 4  # gaps of 0.25
+def _exact_case(seed: int, device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    scores, labels, mask = random_case(b=4, n=8, seed=seed, device=device)
+    order = torch.randperm(8, generator=torch.Generator().manual_seed(seed))
+    scores = (torch.arange(32, dtype=torch.float64).reshape(4, 8)[:, order] / 4).to(device)  # gaps of 0.25
     return scores, labels, mask
 
 
 @pytest.mark.parametrize("k", [None, 3])
 @pytest.mark.parametrize("name", ["neural_ndcg", "neural_ndcg_transposed", "approx_ndcg"])
-def test_ndcg_surrogates_tend_to_exact_ndcg(name: str, k: int | None) -> None:
-    scores, labels, mask = _exact_case(seed=4)
+def test_ndcg_surrogates_tend_to_exact_ndcg(name: str, k: int | None, device: str) -> None:
+    scores, labels, mask = _exact_case(seed=4, device=device)
     exact = F.ndcg(
         scores, labels, mask=mask, k=k, gain="exponential", ties="first", empty_target_action="skip", reduction="none"
     )
@@ -287,8 +291,8 @@ def test_ndcg_surrogates_tend_to_exact_ndcg(name: str, k: int | None) -> None:
 @pytest.mark.parametrize("k", [None, 2])
 @pytest.mark.parametrize("max_label", [None, 4])
 @pytest.mark.parametrize("transposed", [False, True])
-def test_soft_err_tends_to_exact_err(k: int | None, max_label: float | None, transposed: bool) -> None:
-    scores, labels, mask = _exact_case(seed=5)
+def test_soft_err_tends_to_exact_err(k: int | None, max_label: float | None, transposed: bool, device: str) -> None:
+    scores, labels, mask = _exact_case(seed=5, device=device)
     exact = F.err(
         scores, labels, mask=mask, k=k, max_label=max_label, ties="first", empty_target_action="skip", reduction="none"
     )
