@@ -35,7 +35,9 @@ import torchrank
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
 REQUIRED = ("workload", "library", "name", "params", "median_s", "iqr_s", "peak_mem_mb")
-ROLES = ("primary", "variant", "incumbent", "conversion")
+# primary: torchrank's headline call; variant: another torchrank call; incumbent: another library doing the same task;
+# conversion: building another library's input from tensors; partial: part of an incumbent's task (not compared)
+ROLES = ("primary", "variant", "incumbent", "conversion", "partial")
 # distributions whose versions every results file records (None when not installed)
 DISTRIBUTIONS = {
     "torch": "torch",
@@ -60,6 +62,22 @@ def record(
     out.setdefault("peak_mem_mb", None)
     out.update(fields)
     return out
+
+
+def normalize(records: list[dict[str, Any]], kind: str, roles: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Bring a module's records to this format in place: the ``kind``; ``name`` from ``contender`` (the key
+    ``bench_cli`` uses); ``peak_mem_mb`` None when not measured; and, for records without a role, the role that
+    the config's ``roles`` mapping (record name -> role) gives them."""
+    for r in records:
+        r.setdefault("kind", kind)
+        r.setdefault("params", {})
+        if "name" not in r and "contender" in r:
+            r["name"] = r["contender"]
+        if "skipped" not in r:
+            r.setdefault("peak_mem_mb", None)
+        if r.get("role") is None and roles and r.get("name") in roles:
+            r["role"] = roles[r["name"]]
+    return records
 
 
 def validate_records(records: list[dict[str, Any]], source: str) -> None:
@@ -116,6 +134,16 @@ def device_name(device: torch.device) -> str:
     return _cpu_model() or "cpu"
 
 
+def _scheduling() -> dict[str, Any]:
+    """The process's niceness and, on Linux, its autogroup's (what decides its CPU share on a shared machine)."""
+    out: dict[str, Any] = {"nice": os.nice(0) if hasattr(os, "nice") else None}
+    try:
+        out["autogroup"] = Path("/proc/self/autogroup").read_text().strip()
+    except OSError:
+        out["autogroup"] = None
+    return out
+
+
 def load_average() -> list[float] | None:
     try:
         return [round(x, 2) for x in os.getloadavg()]
@@ -139,6 +167,7 @@ def metadata(device: torch.device, threads: int) -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "threads": threads,
         "torch_num_threads": torch.get_num_threads(),
+        "scheduling": _scheduling(),
         "device": device.type,
         "device_name": device_name(device),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -45,8 +45,7 @@ DEFAULTS: dict[str, Any] = {
     "seed": 0,
     "threads": 1,
     "device": "cpu",
-    "timing": {"slow_threshold_s": 1.0, "slow_repeats": 3, "slow_budget_s": 300.0, "rounds": 2,
-               "min_run_time": 1.0},
+    "timing": {"slow_threshold_s": 1.0, "slow_repeats": 3, "rounds": 2, "min_run_time": 1.0},
 }
 Batches = list[tuple[torch.Tensor, torch.Tensor]]
 

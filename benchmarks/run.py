@@ -35,6 +35,7 @@ from benchmarks._records import (
     RESULTS_DIR,
     load_average,
     metadata,
+    normalize,
     results_path,
     validate_records,
     write_json,
@@ -94,13 +95,19 @@ def resolve_sections(config: dict[str, Any], device: str, threads: int, smoke: b
     sections = []
     for raw in config["workloads"]:
         section = copy.deepcopy(raw)
-        overrides = section.pop("smoke", None) or {}
+        own = section.pop("smoke", None)
+        overrides = dict(own) if isinstance(own, dict) else {}
+        # the smoke flag the module sees: a section's `smoke: false` (or `smoke: {smoke: false, ...}`) gives it
+        # explicit tiny settings instead of letting the module apply its own tiny variant
+        module_smoke = smoke and own is not False
         if smoke:
+            if isinstance(overrides.get("smoke"), bool):
+                module_smoke = overrides.pop("smoke")
             timing = {**(section.get("timing") or {}), **(overrides.pop("timing", None) or {})}
             section.update(overrides)
             section["timing"] = timing
-        section.update(device=device, threads=threads, seed=int(section.get("seed", config.get("seed", 0))),
-                       smoke=smoke)
+        seed = int(section.get("seed", config.get("seed", 0)))
+        section.update(device=device, threads=threads, seed=seed, smoke=module_smoke)
         sections.append(section)
     return sections
 
@@ -128,11 +135,9 @@ def run_section(section: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str
         log(f"{kind}: skipped ({module_name} not found)")
         return [], note
     log(f"{kind}: {module_name}.measure")
+    roles = section.pop("roles", None)  # for modules whose records carry no role (see _records.normalize)
     measure_config = {k: v for k, v in section.items() if k != "kind"}
-    records = module.measure(measure_config)
-    for r in records:
-        r.setdefault("kind", kind)
-        r.setdefault("params", {})
+    records = normalize(module.measure(measure_config), kind, roles)
     validate_records([r for r in records if "skipped" not in r], module_name)
     wall = time.perf_counter() - started
     log(f"{kind}: {len(records)} records in {wall:.0f} s")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks._records import REPO_ROOT, RESULTS_DIR
+from benchmarks._records import REPO_ROOT, RESULTS_DIR, normalize
 
 SUMMARY_MD = "SUMMARY.md"
 SUMMARY_PNG = "summary.png"
@@ -55,8 +55,20 @@ def load_results(folder: Path, include_smoke: bool = False) -> list[tuple[Path, 
             continue
         if payload.get("smoke") and not include_smoke:
             continue
+        _fill_in(path, payload)
         found.append((path, payload))
     return found
+
+
+def _fill_in(path: Path, payload: dict[str, Any]) -> None:
+    """Files written by a module's own ``main`` rather than by ``benchmarks.run`` (e.g. ``bench_cli``): the config
+    name and device from the file name (``cli_cpu.json``), the records brought to the harness's format."""
+    stem, _, device = path.stem.partition("_")
+    payload.setdefault("config", stem)
+    payload.setdefault("metadata", {})
+    payload.setdefault("device", payload["metadata"].get("device") or ("cuda" if device.startswith(("cuda", "gpu"))
+                                                                        else "cpu"))
+    normalize(payload["records"], stem)
 
 
 def _timed(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
