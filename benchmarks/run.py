@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     write_json(path, payload)
     log(f"wrote {_display(path)} ({payload['total_wall_s']:.0f} s)")
     if not args.no_summary:
-        for written in summary.write_all(out_dir, include_smoke=smoke):
+        for written in summary.write_all(out_dir, include_smoke=smoke, details=[path]):
             log(f"wrote {_display(written)}")
     return 0
 

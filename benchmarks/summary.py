@@ -288,11 +288,14 @@ def plot(files: list[tuple[Path, dict[str, Any]]], out: Path) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------- main
-def write_all(folder: Path = RESULTS_DIR, include_smoke: bool = False) -> list[Path]:
-    """Regenerate ``SUMMARY.md``, ``summary.png`` and ``<results>.md`` in ``folder``; the paths written."""
+def write_all(folder: Path = RESULTS_DIR, include_smoke: bool = False, details: list[Path] | None = None) -> list[Path]:
+    """Regenerate ``SUMMARY.md`` and ``summary.png`` from every results file in ``folder``, and the per-file table
+    ``<results>.md`` of each file in ``details`` (None: of every file); the paths written."""
     files = load_results(folder, include_smoke)
     written = []
     for path, payload in files:
+        if details is not None and path.resolve() not in {d.resolve() for d in details}:
+            continue  # a run rewrites its own table only, never another grid's
         detail = path.with_suffix(".md")
         detail.write_text(detail_markdown(path, payload))
         written.append(detail)
