@@ -10,7 +10,10 @@ kernel's peak-RSS counter (``/proc/self/clear_refs``), calls ``loss(scores, labe
 (warm-up) and then ``repeats`` more times (more while under ``min_run_time``; only ``slow_repeats`` when one call
 takes over ``slow_threshold_s``), each timed with ``time.perf_counter``. Records: median and IQR per call, and
 ``peak_mem_mb``, the peak resident memory those calls added over what the process held before the first call
-(absolute peak RSS in ``extra``). On CUDA: ``torch.cuda.max_memory_allocated`` over the calls instead.
+(absolute peak RSS in ``extra``). On CUDA: ``torch.cuda.max_memory_allocated`` over the calls instead. Each case
+runs ``rounds`` times (default 2), the contenders of a workload alternating round by round, and the samples are
+pooled: on a shared machine whose speed drifts by 2-3x over minutes, a slow phase then falls on every contender
+instead of on one side of a ratio.
 
 allRank 1.4.3 is used unmodified, through ``allrank.models.losses``. Its package pins torch <= 1.8 and imports
 torchvision and gcsfs at module level for its data loading and cloud paths; the loss functions use neither, so
@@ -70,10 +73,12 @@ DEFAULTS: dict[str, Any] = {
     "threads": 1,
     "device": "cpu",
     "tolerance": 1e-4,
+    "rounds": 2,
     "timing": {},
 }
 TIMING = {"min_run_time": 1.0, "repeats": 5, "slow_threshold_s": 3.0, "slow_repeats": 2, "case_timeout_s": 1200}
 SMOKE = {
+    "rounds": 1,
     "list_sizes": [16],
     "losses": ["neural_ndcg", "approx_ndcg", "lambda_loss"],
     "timing": {"min_run_time": 0.0, "repeats": 1, "slow_repeats": 1},
@@ -272,7 +277,7 @@ def measure(config: dict[str, Any]) -> list[dict[str, Any]]:
     # a smoke run keeps an explicit choice of losses, but always runs tiny lists and short timing
     config = {**DEFAULTS, **({"losses": SMOKE["losses"]} if smoke else {}), **config}
     if smoke:
-        config["list_sizes"] = SMOKE["list_sizes"]
+        config.update(list_sizes=SMOKE["list_sizes"], rounds=SMOKE["rounds"])
     timing = {**TIMING, **(config.get("timing") or {}), **(SMOKE["timing"] if smoke else {})}
     unknown = set(config["losses"]) - set(CALLS)
     if unknown:
@@ -293,8 +298,10 @@ def measure(config: dict[str, Any]) -> list[dict[str, Any]]:
             workload = f"{loss} B={batch} N={n}"
             params = {"B": batch, "N": int(n), "loss": loss, "device": config["device"], "threads": config["threads"]}
             reference = comparable_torchrank_value(loss, scores, labels) if "allrank" in libraries else None
-            for library in libraries:
-                for call, role in CALLS[loss][library]:
+            calls = [(library, call, role) for library in libraries for call, role in CALLS[loss][library]]
+            results: dict[tuple[str, str], list[dict[str, Any]]] = {}
+            for round_ in range(int(config["rounds"])):  # the contenders alternate: a machine's slow phase hits all
+                for library, call, _ in calls:
                     case = {
                         "library": library,
                         "call": call,
@@ -306,14 +313,25 @@ def measure(config: dict[str, Any]) -> list[dict[str, Any]]:
                         "device": config["device"],
                         "timing": timing,
                     }
-                    _log(f"  {workload}: {library} {call}")
-                    result = _spawn(case)
-                    records.append(
-                        _record(
-                            workload, library, call, role, params, result, loss, reference, float(config["tolerance"])
-                        )
-                    )
+                    _log(f"  {workload}: {library} {call} (round {round_ + 1})")
+                    results.setdefault((library, call), []).append(_spawn(case))
+            for library, call, role in calls:
+                result = _pool(results[(library, call)])
+                tolerance = float(config["tolerance"])
+                records.append(_record(workload, library, call, role, params, result, loss, reference, tolerance))
     return records + _target_records(records, batch)
+
+
+def _pool(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One result from several rounds of a case: samples pooled, the largest peak, the first warm-up and value."""
+    peaks = [r["peak_rss_mb"] for r in rounds if r["peak_rss_mb"] is not None]
+    return {
+        **rounds[0],
+        "samples": [t for r in rounds for t in r["samples"]],
+        "peak_extra_mb": max(r["peak_extra_mb"] for r in rounds),
+        "peak_rss_mb": max(peaks) if peaks else None,
+        "rounds": len(rounds),
+    }
 
 
 def _record(
@@ -359,7 +377,7 @@ def _record(
         "q1_s": q1,
         "q3_s": q3,
         "repeats": len(result["samples"]),
-        "method": "perf_counter, one subprocess per case",
+        "method": f"perf_counter, {result['rounds']} interleaved subprocesses",
         "peak_mem_mb": result["peak_extra_mb"],
         "guard": guard,
         "extra": {

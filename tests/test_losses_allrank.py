@@ -47,11 +47,14 @@ def test_ndcg_losses_match_allrank_on_padded_batches(allrank, seed: int) -> None
             ours = L.neural_ndcg(scores, labels, mask, temperature=temperature, k=k, sinkhorn_iterations=50)
             theirs = allrank.neuralNDCG(scores, labels, temperature=temperature, k=k)
             assert ours.item() == pytest.approx(theirs.item(), abs=1e-5)
+            # allRank's transposed variant runs the same row-final Sinkhorn: its value is the untransposed one at
+            # any iteration count. torchrank's ends on a column normalisation: the same only once Sinkhorn converged
+            theirs_t = allrank.neuralNDCG_transposed(scores, labels, temperature=temperature, k=k)
+            assert ours.item() == pytest.approx(theirs_t.item(), abs=1e-5)
             ours_t = L.neural_ndcg(
                 scores, labels, mask, temperature=temperature, k=k, sinkhorn_iterations=50, transposed=True
             )
-            theirs_t = allrank.neuralNDCG_transposed(scores, labels, temperature=temperature, k=k)
-            assert ours_t.item() == pytest.approx(theirs_t.item(), abs=1e-5)
+            assert ours_t.item() == pytest.approx(theirs_t.item(), abs=1e-3)
         ours = L.approx_ndcg(scores, labels, mask, temperature=temperature)
         assert ours.item() == pytest.approx(
             allrank.approxNDCGLoss(scores, labels, alpha=1 / temperature).item(), abs=1e-5

@@ -25,6 +25,7 @@ __all__ = [
     "LossInput",
     "apply_empty_target_action",
     "check_gain_discount",
+    "check_iterations",
     "check_k",
     "check_positive",
     "check_reduction",
@@ -80,11 +81,6 @@ class LossInput:
     labels: Tensor  # [B, N] floating, 0 at padding
     mask: Tensor  # [B, N] bool, True for a real item
     padded: bool  # False when the caller passed no mask (known without reading values)
-
-    @property
-    def num_valid(self) -> Tensor:
-        """Real items per list ``[B]`` (long)."""
-        return self.mask.sum(1)
 
 
 def prepare(scores: Tensor, labels: Tensor, mask: Tensor | None, *, validate_args: bool = False) -> LossInput:
@@ -163,6 +159,12 @@ def check_positive(name: str, value: float) -> None:
     """``value`` is a real number > 0 (temperatures, sigma)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise ValueError(f"Argument `{name}` must be a number > 0, got {value!r}.")
+
+
+def check_iterations(sinkhorn_iterations: int) -> None:
+    """``sinkhorn_iterations`` is an int >= 0."""
+    if isinstance(sinkhorn_iterations, bool) or not isinstance(sinkhorn_iterations, int) or sinkhorn_iterations < 0:
+        raise ValueError(f"Argument `sinkhorn_iterations` must be an int >= 0, got {sinkhorn_iterations!r}.")
 
 
 def check_k(k: int | None) -> None:

@@ -18,6 +18,7 @@ from torchrank.functional._inputs import check_choice
 from torchrank.functional.err import TRANSFORMS, Transform
 from torchrank.losses._common import (
     apply_empty_target_action,
+    check_iterations,
     check_k,
     check_positive,
     check_reduction,
@@ -26,7 +27,6 @@ from torchrank.losses._common import (
     with_loss_args,
 )
 from torchrank.losses._neuralsort import soft_sort
-from torchrank.losses.ndcg import check_iterations
 
 __all__ = ["SoftERRLoss", "soft_err"]
 

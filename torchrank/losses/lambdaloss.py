@@ -65,6 +65,11 @@ def _pair_weights(
     return gain_gap.mul_(factor)
 
 
+def _check_mu(mu: float) -> None:
+    if isinstance(mu, bool) or not isinstance(mu, int | float) or mu < 0:
+        raise ValueError(f"Argument `mu` must be a number >= 0, got {mu!r}.")
+
+
 def _ordered_pairs(labels: Tensor, mask: Tensor) -> Tensor:
     """``y_i > y_j`` for real items i, j ``[B, N, N]`` bool."""
     real = mask.unsqueeze(2) & mask.unsqueeze(1)
@@ -107,8 +112,7 @@ def lambda_loss(
     check_choice("weighting", weighting, WEIGHTINGS)
     check_k(k)
     check_positive("sigma", sigma)
-    if isinstance(mu, bool) or not isinstance(mu, int | float) or mu < 0:
-        raise ValueError(f"Argument `mu` must be a number >= 0, got {mu!r}.")
+    _check_mu(mu)
     check_gain_discount(gain, discount, log_base)
     check_reduction(reduction)
     x = prepare(scores, labels, mask, validate_args=validate_args)
@@ -184,6 +188,7 @@ class LambdaLoss(nn.Module):
         check_choice("weighting", weighting, WEIGHTINGS)
         check_k(k)
         check_positive("sigma", sigma)
+        _check_mu(mu)
         check_gain_discount(gain, discount, log_base)
         check_reduction(reduction)
         self.weighting, self.k, self.sigma, self.mu = weighting, k, sigma, mu

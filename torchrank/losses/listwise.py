@@ -42,6 +42,9 @@ def listnet(
     """
     check_reduction(reduction)
     x = prepare(scores, labels, mask, validate_args=validate_args)
+    if not x.padded:  # the common case, without the masking passes
+        per_list = -(torch.softmax(x.labels, 1) * torch.log_softmax(x.scores, 1)).sum(1)
+        return reduce_loss(per_list, x.mask[:, 0], reduction)
     target = torch.softmax(_masked(x.labels, x.mask), 1)
     log_probs = torch.log_softmax(_masked(x.scores, x.mask), 1)
     per_list = -(torch.where(x.mask, target * log_probs, 0)).sum(1)
@@ -49,13 +52,17 @@ def listnet(
 
 
 def _label_order(labels: Tensor, mask: Tensor, ties: str, generator: torch.Generator | None) -> Tensor:
-    """Each list's items by descending label, padding last; equal labels in random or input order."""
+    """Each list's items by descending label, padding last; equal labels in random or input order.
+
+    Random: one uniform permutation of the columns, then a stable sort. Each list's tie groups are then in
+    uniformly random order (lists share the permutation, as in allRank, which costs one sort instead of two).
+    """
     key = torch.where(mask, labels, -float("inf"))
     if ties == "first":
         return torch.sort(key, dim=1, descending=True, stable=True).indices
-    shuffle = torch.rand(key.shape, generator=generator, device=key.device).argsort(1)
-    by_label = torch.sort(key.gather(1, shuffle), dim=1, descending=True, stable=True).indices
-    return shuffle.gather(1, by_label)
+    shuffle = torch.randperm(key.shape[1], generator=generator, device=key.device)
+    by_label = torch.sort(key[:, shuffle], dim=1, descending=True, stable=True).indices
+    return shuffle[by_label]
 
 
 @with_loss_args
@@ -77,7 +84,7 @@ def listmle(
     {loss_args}
         ties: Order of items with equal labels: ``"random"`` (a fresh uniform order each call, as allRank;
             ``generator`` makes it reproducible) or ``"first"`` (input order: deterministic).
-        generator: Random generator for ``ties="random"``.
+        generator: Random generator for ``ties="random"``, on the device of ``scores``.
 
     Example:
         >>> listmle(torch.tensor([[2.0, 1.0, 0.0]]), torch.tensor([[2, 1, 0]]), ties="first")
@@ -87,9 +94,13 @@ def listmle(
     check_reduction(reduction)
     x = prepare(scores, labels, mask, validate_args=validate_args)
     order = _label_order(x.labels, x.mask, ties, generator)
+    ranked = x.scores.gather(1, order)
+    if not x.padded:
+        from_here = torch.logcumsumexp(ranked.flip(1), 1).flip(1)  # log sum_{l >= i} exp(s_(l))
+        return reduce_loss((from_here - ranked).sum(1), x.mask[:, 0], reduction)
     ranked_mask = x.mask.gather(1, order)
-    ranked = _masked(x.scores.gather(1, order), ranked_mask)
-    from_here = torch.logcumsumexp(ranked.flip(1), 1).flip(1)  # log sum_{l >= i} exp(s_(l))
+    ranked = _masked(ranked, ranked_mask)
+    from_here = torch.logcumsumexp(ranked.flip(1), 1).flip(1)
     per_list = torch.where(ranked_mask, from_here - ranked, 0).sum(1)
     return reduce_loss(per_list, x.mask.any(1), reduction)
 

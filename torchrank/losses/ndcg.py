@@ -19,6 +19,7 @@ from torchrank.losses._common import (
     Gain,
     apply_empty_target_action,
     check_gain_discount,
+    check_iterations,
     check_k,
     check_positive,
     check_reduction,
@@ -32,12 +33,6 @@ from torchrank.losses._common import (
 from torchrank.losses._neuralsort import soft_sort
 
 __all__ = ["ApproxNDCGLoss", "NeuralNDCGLoss", "approx_ndcg", "neural_ndcg"]
-
-
-def check_iterations(sinkhorn_iterations: int) -> None:
-    """``sinkhorn_iterations`` is an int >= 0."""
-    if isinstance(sinkhorn_iterations, bool) or not isinstance(sinkhorn_iterations, int) or sinkhorn_iterations < 0:
-        raise ValueError(f"Argument `sinkhorn_iterations` must be an int >= 0, got {sinkhorn_iterations!r}.")
 
 
 def _ndcg_loss(
