@@ -68,7 +68,24 @@ def _fill_in(path: Path, payload: dict[str, Any]) -> None:
     payload.setdefault("metadata", {})
     payload.setdefault("device", payload["metadata"].get("device") or ("cuda" if device.startswith(("cuda", "gpu"))
                                                                         else "cpu"))
-    normalize(payload["records"], stem)
+    normalize(payload["records"], stem, config_roles(stem))
+
+
+def config_roles(name: str) -> dict[str, str]:
+    """The ``roles`` mappings of ``configs/bench/<name>.yaml`` (for records written without roles); {} without
+    that config or PyYAML."""
+    path = REPO_ROOT / "configs" / "bench" / f"{name}.yaml"
+    try:
+        import yaml
+
+        config = yaml.safe_load(path.read_text()) or {}
+    except (ImportError, OSError):
+        return {}
+    roles: dict[str, str] = {}
+    for section in config.get("workloads") or []:
+        if isinstance(section, dict):
+            roles.update(section.get("roles") or {})
+    return roles
 
 
 def _timed(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -145,14 +162,16 @@ def _scaled_note(r: dict[str, Any]) -> str:
 
 
 def _machine(payload: dict[str, Any]) -> str:
-    meta = payload["metadata"]
-    return (f"{payload.get('device', meta.get('device'))}: {meta.get('device_name')}, {meta.get('threads')} thread(s), "
-            f"torch {meta.get('versions', {}).get('torch')}")
+    meta = payload["metadata"]  # files written by a module's own main name some fields differently
+    name = meta.get("device_name") or meta.get("cpu_model") or "machine not recorded"
+    threads = meta.get("threads") or meta.get("torch_threads") or "?"
+    return f"{payload.get('device', meta.get('device'))}: {name}, {threads} thread(s), torch " + str(
+        meta.get("versions", {}).get("torch"))
 
 
 def _provenance(payload: dict[str, Any]) -> str:
     meta = payload["metadata"]
-    commit = (meta.get("git_commit") or "?")[:12]
+    commit = (meta.get("git_commit") or meta.get("commit") or "?")[:12]
     dirty = " (torchrank with uncommitted changes)" if meta.get("torchrank_dirty") else ""
     return f"commit `{commit}`{dirty}, {meta.get('date')}"
 
@@ -260,7 +279,7 @@ def plot(files: list[tuple[Path, dict[str, Any]]], out: Path) -> bool:
         row = f"{c.kind}: {c.group}"
         if row not in rows:
             rows.append(row)
-    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.32 * max(len(rows), 1)))
+    fig, ax = plt.subplots(figsize=(10.5, 1.2 + 0.32 * max(len(rows), 1)))
     colours = {"float32": "tab:blue", "bfloat16": "tab:orange", "float16": "tab:green"}
     markers = {"cpu": "o", "cuda": "^"}
     seen = set()
@@ -279,8 +298,8 @@ def plot(files: list[tuple[Path, dict[str, Any]]], out: Path) -> bool:
     ax.set_xlabel("best incumbent time / torchrank time (log; > 1: torchrank faster; shaded: slower)")
     ax.set_title("torchrank against the best incumbent, per workload")
     ax.grid(axis="x", which="both", alpha=0.3)
-    if seen:
-        ax.legend(fontsize=8, loc="lower right")
+    if seen:  # outside the axes: inside, it would hide the points of the last rows
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
