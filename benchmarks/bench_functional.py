@@ -56,6 +56,7 @@ DEFAULTS: dict[str, Any] = {
     "incumbents": list(INCUMBENTS),
     "torch_incumbent_devices": None,  # torchmetrics/torcheval devices; None: the run's device
     "conversions": True,
+    "variants_up_to": None,  # time torchrank's variants only on cells of at most this many items (Q x N); None: all
     "tolerance": 1e-4,
     "seed": 0,
     "threads": 1,
@@ -307,9 +308,15 @@ class Workload:
 
 
 def torchrank_contenders(w: Workload) -> list[Contender]:
+    """torchrank's primary call, and its variants unless the cell is above ``variants_up_to`` items."""
+    limit = w.config.get("variants_up_to")
+    variants = limit is None or w.cell.queries * w.cell.items <= int(limit)
+    contenders = _torchrank_set(w) if w.family == "set" else _torchrank_single(w)
+    return contenders if variants else [c for c in contenders if c.role == "primary"]
+
+
+def _torchrank_single(w: Workload) -> list[Contender]:
     cell, names = w.cell, w.names
-    if w.family == "set":
-        return _torchrank_set(w)
     name, k = names[0], w.k
     fn = {"ndcg": F.ndcg, "map": F.average_precision, "precision": F.precision}[w.family]
     label = {"ndcg": "F.ndcg", "map": "F.average_precision", "precision": "F.precision"}[w.family]
