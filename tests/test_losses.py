@@ -447,7 +447,7 @@ def test_callable_gain_and_discount_follow_functional() -> None:
 
 
 # ----------------------------------------------------------------------------------------------- torch.compile
-@pytest.mark.parametrize("name", ["neural_ndcg", "approx_ndcg", "lambda_ndcg_loss2pp", "listmle"])
+@pytest.mark.parametrize("name", ["neural_ndcg", "lambda_ndcg_loss2pp", "listmle"])
 def test_torch_compile(name: str) -> None:
     """Captured whole (fullgraph) by dynamo, the custom autograd Functions through AOTAutograd; small shapes, and
     the aot_eager backend, so that no C++ compilation runs in the test suite."""

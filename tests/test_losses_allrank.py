@@ -86,17 +86,36 @@ def test_pairwise_and_listwise_losses_match_allrank_on_padded_batches(allrank, s
     assert ours.item() == pytest.approx(allrank.listMLE(scores, distinct).item(), rel=1e-5)
 
 
-def test_benchmark_smoke(tmp_path: Path) -> None:
-    """One case in its subprocess, records complete; with allRank, its value guarded against torchrank's."""
-    config = {"smoke": True, "losses": ["approx_ndcg"], "libraries": ["torchrank", "allrank"]}
-    records = bench_losses.measure(config)
+def test_benchmark_smoke() -> None:
+    """One case in its own subprocess, through measure(); records complete."""
+    records = bench_losses.measure({"smoke": True, "losses": ["approx_ndcg"], "libraries": ["torchrank"]})
     timed = [r for r in records if "median_s" in r]
-    assert {r["library"] for r in timed} >= {"torchrank"}
-    for r in timed:
-        assert r["median_s"] > 0 and r["peak_mem_mb"] is not None
-        assert r["workload"] == "approx_ndcg B=8 N=16" and r["params"]["N"] == 16
-    if importlib.util.find_spec("allrank") is not None:
-        (theirs,) = [r for r in timed if r["library"] == "allrank"]
-        assert theirs["guard"]["compared"] and theirs["guard"]["relative"] < 1e-4
-    else:
-        assert any(r.get("skipped") for r in records if r["library"] == "allrank")
+    assert [r["library"] for r in timed] == ["torchrank"]
+    (ours,) = timed
+    assert ours["median_s"] > 0 and ours["peak_mem_mb"] is not None and ours["role"] == "primary"
+    assert ours["workload"] == "approx_ndcg B=8 N=16" and ours["params"]["N"] == 16
+    assert next(r["name"] for r in records if r["workload"] == "targets").startswith("approx_ndcg at B=8, N=16")
+
+
+@needs_allrank
+@pytest.mark.parametrize("loss", ["neural_ndcg", "approx_ndcg", "lambda_loss", "listnet", "ranknet"])
+def test_benchmark_guard_accepts_allrank_and_refuses_a_mismatch(loss: str) -> None:
+    (call, _), *_ = bench_losses.CALLS[loss]["allrank"]
+    case = {
+        "library": "allrank",
+        "call": call,
+        "n": 16,
+        "batch_size": 8,
+        "num_labels": 5,
+        "seed": 0,
+        "threads": 1,
+        "device": "cpu",
+        "timing": {"repeats": 1, "min_run_time": 0.0},
+    }
+    result = {**bench_losses.run_case(case), "rounds": 1}
+    scores, labels = bench_losses.make_inputs(8, 16, 5, 0, "cpu")
+    reference = bench_losses.comparable_torchrank_value(loss, scores, labels)
+    args = ("w", "allrank", call, "incumbent", {"loss": loss, "N": 16}, result, loss)
+    assert bench_losses._record(*args, reference, 1e-4)["guard"]["relative"] < 1e-4
+    with pytest.raises(RuntimeError, match="relative difference"):
+        bench_losses._record(*args, reference * 1.01, 1e-4)
