@@ -25,6 +25,8 @@ from torch import Tensor
 # round figure leaves headroom.
 BYTES_PER_ITEM = 96
 
+_ALWAYS_FITS = 256 * 2**20  # working memory that any device has to spare without asking
+
 _BUDGET: ContextVar[int | None] = ContextVar("torchrank_memory_budget", default=None)
 
 T = TypeVar("T")
@@ -81,10 +83,13 @@ def query_chunks(preds: Tensor, tensors: dict[str, Tensor | None]) -> list[slice
     num_queries = preds.numel() // preds.shape[-1]
     ideal = tensors.get("ideal_target")
     items = preds.shape[-1] + (0 if ideal is None else ideal.shape[-1])
+    per_query = items * BYTES_PER_ITEM
     budget = _BUDGET.get()
     if budget is None:
+        if num_queries * per_query <= _ALWAYS_FITS:
+            return None  # spare the query of free memory (a read of /proc/meminfo) for small inputs
         budget = _default_budget(preds.device)
-    rows = max(1, budget // (items * BYTES_PER_ITEM))
+    rows = max(1, budget // per_query)
     if rows >= num_queries:
         return None
     return [slice(start, min(start + rows, num_queries)) for start in range(0, num_queries, rows)]

@@ -68,6 +68,8 @@ def _ndcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) ->
 
 
 def _has_ideal_gain(r: Ranking, gain: Gain) -> Tensor:
+    if not callable(gain):  # linear and exponential gains are > 0 exactly for labels > 0
+        return r.has_positive_label
     return rows_any(r.gains(gain, r.ideal_labels) > 0)
 
 
