@@ -131,10 +131,9 @@ def _fast_order(inputs: RankingInput, depth: int | None) -> tuple[Tensor | None,
     if depth is not None and depth >= n:
         depth = None
     if depth is not None and not inputs.padded and depth * _TOPK_RATIO[preds.device.type == "cpu"] <= n:
-        values, order = torch.topk(preds, depth, dim=1, sorted=True)
-        tied_inside = rows_any(values[:, 1:] == values[:, :-1])
-        tied_at_edge = (preds == values[:, -1:]).sum(1) > 1
-        return order, values, tied_inside | tied_at_edge
+        # one more than the cut-off: a tie across it shows as equal values at positions depth and depth + 1
+        values, order = torch.topk(preds, depth + 1, dim=1, sorted=True)
+        return order[:, :depth], values[:, :depth], rows_any(values[:, 1:] == values[:, :-1])
     negated = _negated_scores(preds, inputs.mask if inputs.padded else None)
     if negated is None:
         return None, None, None
