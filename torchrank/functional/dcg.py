@@ -50,11 +50,12 @@ def _dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) 
     return at_cutoffs(torch.cumsum(discounted, 1), index)
 
 
-def _ideal_dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> Tensor:
+def _ideal_dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> tuple[Tensor, Tensor]:
+    """The ideal DCG at each cut-off ``[Q, K]``, and the ideal gains in descending order ``[Q, <=M]``."""
     ideal = r.ideal_gains(gain, None if None in ks else max(ks))
     m = ideal.shape[1]
     cumulative = torch.cumsum(ideal * weights(m, ideal.dtype, ideal.device), 1)
-    return cumulative[:, [m - 1 if k is None else min(k, m) - 1 for k in ks]]
+    return cumulative[:, [m - 1 if k is None else min(k, m) - 1 for k in ks]], ideal
 
 
 def _dcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> tuple[Tensor, Tensor]:
@@ -62,9 +63,11 @@ def _dcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> 
 
 
 def _ndcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> tuple[Tensor, Tensor]:
-    ideal = _ideal_dcg_at(r, ks, gain, weights)
+    ideal, ideal_gains = _ideal_dcg_at(r, ks, gain, weights)
     values = _dcg_at(r, ks, gain, weights) / torch.where(ideal > 0, ideal, 1)
-    return values, ~_has_ideal_gain(r, gain)
+    if callable(gain) or ideal_gains.shape[1] == 0:
+        return values, ~_has_ideal_gain(r, gain)
+    return values, ideal_gains[:, 0] <= 0  # linear and exponential gains: the largest is > 0 iff a label is
 
 
 def _has_ideal_gain(r: Ranking, gain: Gain) -> Tensor:
