@@ -94,18 +94,33 @@ def _log(msg: str) -> None:
 # ----------------------------------------------------------------------------------------------- allRank
 def import_allrank() -> Any:
     """``allrank.models.losses`` (1.4.3, unmodified), with empty stand-ins for the modules its package imports
-    for data loading and cloud storage (torchvision, gcsfs, pkg_resources) when they are not installed."""
-    for name in ("torchvision", "gcsfs", "pkg_resources"):
-        if name not in sys.modules and importlib.util.find_spec(name) is None:
-            _stand_in(name)
-    tv = sys.modules["torchvision"]
-    if not hasattr(tv, "transforms"):
-        tv.transforms = _stand_in("torchvision.transforms", Compose=object)  # type: ignore[attr-defined]
-    resources = sys.modules.get("pkg_resources")
-    if resources is not None and not hasattr(resources, "resource_filename"):
-        resources.Requirement = object  # type: ignore[attr-defined]
-        resources.resource_filename = lambda *args: None  # type: ignore[attr-defined]
-    return importlib.import_module("allrank.models.losses")
+    for data loading and cloud storage (torchvision, gcsfs, pkg_resources) when they are not installed.
+
+    The stand-ins are only in ``sys.modules`` while allRank imports: another library that probes for gcsfs
+    (Lightning does) must not find an empty one afterwards.
+    """
+    added = [name for name in ("torchvision", "gcsfs", "pkg_resources") if _missing(name)]
+    for name in added:
+        _stand_in(name)
+    if "torchvision" in added:
+        sys.modules["torchvision"].transforms = _stand_in("torchvision.transforms", Compose=object)  # type: ignore[attr-defined]
+        added.append("torchvision.transforms")
+    if "pkg_resources" in added:
+        sys.modules["pkg_resources"].__dict__.update(Requirement=object, resource_filename=lambda *args: None)
+    try:
+        return importlib.import_module("allrank.models.losses")
+    finally:
+        for name in added:
+            sys.modules.pop(name, None)
+
+
+def _missing(name: str) -> bool:
+    if name in sys.modules:
+        return False
+    try:
+        return importlib.util.find_spec(name) is None
+    except ValueError:  # a module without a spec
+        return False
 
 
 def _stand_in(name: str, **attributes: Any) -> types.ModuleType:
