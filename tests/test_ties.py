@@ -125,8 +125,8 @@ def test_only_tied_rows_get_their_own_ranking():
     from torchrank.functional._inputs import format_inputs
     from torchrank.functional._ranking import rank
 
-    preds, target, mask = _batch_with_some_tied_rows(padded=False)
-    for depth in (None, 6, 40):  # the full key sort, the top-k of a short prefix, the key sort cut at 40
+    preds, target, _ = _batch_with_some_tied_rows(padded=False)
+    for depth in (None, 6, 40):  # the full sort, the top-k of a short prefix, the sort cut at 40
         ranking = rank(format_inputs(preds, target), ties="average", depth=depth)
         rows, exact = ranking.exact
         expected = {1, 5, 11, 17, 23, 8} | ({3} if depth is None else set())  # row 3's tie is at the bottom
