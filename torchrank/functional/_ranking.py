@@ -120,7 +120,7 @@ def _select_rows(inputs: RankingInput, rows: Tensor) -> RankingInput:
 def _fast_order(inputs: RankingInput, depth: int | None) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
     """Descending order of each row (padding last), cut at ``depth``, and the rows with a tie in that cut.
 
-    Returns ``(order [Q, <=N], the scores in that order, tied [Q] bool)``, or Nones where no fast CPU path
+    Returns ``(order [Q, <=N], the scores in that order, tied [Q] bool)``, or Nones where no fast path
     applies. The order among equal scores is arbitrary: rows holding a tie are ranked again. A top-k of a
     short prefix of long unpadded lists is cheaper than any sort; otherwise one unstable sort, on CPU
     numpy's vectorised ``np.argsort`` (several times faster than ``torch.sort``).
