@@ -5,7 +5,9 @@ input whose working memory would exceed the budget is split along the query axis
 to per-query values, and the values are joined and reduced once, exactly as without chunks.
 
 The budget is half the free memory of the input's device (CUDA: ``torch.cuda.mem_get_info``; CPU: the
-available physical memory) unless :func:`memory_budget` sets one.
+available physical memory) unless :func:`memory_budget` sets one. It bounds the working memory of the
+measures; the per-query values of all queries (4 bytes per query and measure for float32 scores) come on top,
+as they would without chunks.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from torch import Tensor
 
 # Working memory of one evaluation per list item beyond the input itself: the rank order (int64), the
 # ranked labels and scores, and the per-position float tensors the measures build (relevance, cumulative
-# sums, gains). Measured at about 60 bytes for seven measures on CPU (benchmarks/bench_chunked.py); the
-# round figure leaves headroom.
+# sums, gains). Measured at about 55 bytes for NDCG@10 and for seven measures on CPU
+# (benchmarks/bench_chunked.py, results/chunked_cpu.json); the round figure leaves headroom.
 BYTES_PER_ITEM = 96
 
 _ALWAYS_FITS = 256 * 2**20  # working memory that any device has to spare without asking
@@ -100,9 +102,8 @@ def chunk_tensors(tensors: dict[str, Tensor | None], rows: slice) -> dict[str, T
     return {name: None if t is None else t.reshape(-1, t.shape[-1])[rows] for name, t in tensors.items()}
 
 
-def join_and_reduce(parts: list[Tensor], reduction: str, batch_shape: torch.Size) -> Tensor:
-    """Per-query values of consecutive chunks ``[q_i, ...]`` joined and reduced as one batch would be."""
-    values = torch.cat(parts)
+def reduce_per_query(values: Tensor, reduction: str, batch_shape: torch.Size) -> Tensor:
+    """Per-query values of all chunks ``[Q, ...]`` reduced as one batch would be."""
     if reduction == "none":
         return values.reshape(*batch_shape, *values.shape[1:])
     return torch.nansum(values, 0) if reduction == "sum" else torch.nanmean(values, 0)
@@ -110,10 +111,24 @@ def join_and_reduce(parts: list[Tensor], reduction: str, batch_shape: torch.Size
 
 def evaluate_in_chunks(
     call: Callable[[dict[str, Tensor | None]], T], preds: Tensor, tensors: dict[str, Tensor | None]
-) -> list[T] | None:
-    """``call`` on each chunk of ``{"preds": preds, **tensors}`` (per-query output), or None if one call fits."""
+) -> T | None:
+    """``call`` on each chunk of ``{"preds": preds, **tensors}``, its per-query output (a tensor or a dict of
+    them) joined into one ``[Q, ...]`` per value; None if one call fits the budget.
+
+    Each chunk's values are copied into the joined output as soon as they exist, so the values of all
+    queries are held once, not twice as a list of parts and their concatenation would be.
+    """
     everything = {"preds": preds, **tensors}
     chunks = query_chunks(preds, tensors)
     if chunks is None:
         return None
-    return [call(chunk_tensors(everything, rows)) for rows in chunks]
+    joined = None
+    for rows in chunks:
+        part = call(chunk_tensors(everything, rows))
+        named = part if isinstance(part, dict) else {None: part}
+        if joined is None:
+            total = chunks[-1].stop
+            joined = {k: v.new_empty((total, *v.shape[1:])) for k, v in named.items()}
+        for k, v in named.items():
+            joined[k][rows] = v
+    return joined if isinstance(part, dict) else joined[None]
