@@ -102,7 +102,7 @@ def chunk_tensors(tensors: dict[str, Tensor | None], rows: slice) -> dict[str, T
     return {name: None if t is None else t.reshape(-1, t.shape[-1])[rows] for name, t in tensors.items()}
 
 
-def reduce_per_query(values: Tensor, reduction: str, batch_shape: torch.Size) -> Tensor:
+def _reduce(values: Tensor, reduction: str, batch_shape: torch.Size) -> Tensor:
     """Per-query values of all chunks ``[Q, ...]`` reduced as one batch would be."""
     if reduction == "none":
         return values.reshape(*batch_shape, *values.shape[1:])
@@ -110,10 +110,10 @@ def reduce_per_query(values: Tensor, reduction: str, batch_shape: torch.Size) ->
 
 
 def evaluate_in_chunks(
-    call: Callable[[dict[str, Tensor | None]], T], preds: Tensor, tensors: dict[str, Tensor | None]
+    call: Callable[[dict[str, Tensor | None]], T], preds: Tensor, tensors: dict[str, Tensor | None], reduction: str
 ) -> T | None:
-    """``call`` on each chunk of ``{"preds": preds, **tensors}``, its per-query output (a tensor or a dict of
-    them) joined into one ``[Q, ...]`` per value; None if one call fits the budget.
+    """``call`` (per-query output: a tensor or a dict of them) on each chunk of ``{"preds": preds, **tensors}``,
+    joined and reduced as ``reduction`` says; None if one call fits the budget.
 
     Each chunk's values are copied into the joined output as soon as they exist, so the values of all
     queries are held once, not twice as a list of parts and their concatenation would be.
@@ -131,4 +131,5 @@ def evaluate_in_chunks(
             joined = {k: v.new_empty((total, *v.shape[1:])) for k, v in named.items()}
         for k, v in named.items():
             joined[k][rows] = v
-    return joined if isinstance(part, dict) else joined[None]
+    reduced = {k: _reduce(v, reduction, preds.shape[:-1]) for k, v in joined.items()}
+    return reduced if isinstance(part, dict) else reduced[None]

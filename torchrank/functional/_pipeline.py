@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from torchrank.functional._chunking import evaluate_in_chunks, reduce_per_query
+from torchrank.functional._chunking import evaluate_in_chunks
 from torchrank.functional._inputs import (
     EMPTY_TARGET_ACTIONS,
     REDUCTIONS,
@@ -90,16 +90,16 @@ def run_measure(
     ks, k_is_sequence = normalize_k(k)
     if indexes is None:  # dense input past the memory budget: chunks of queries, same result
         check_options(ties, empty_target_action, reduction, relevance_threshold)
-        per_query = evaluate_in_chunks(
+        reduced = evaluate_in_chunks(
             lambda t: run_measure(
                 measure, t["preds"], t["target"], k=k, mask=t["mask"], ideal_target=t["ideal_target"],
                 judged=t["judged"], ties=ties, empty_target_action=empty_target_action, reduction="none",
                 relevance_threshold=relevance_threshold, validate_args=validate_args, **params,
             ),
-            preds, {"target": target, "mask": mask, "ideal_target": ideal_target, "judged": judged},
+            preds, {"target": target, "mask": mask, "ideal_target": ideal_target, "judged": judged}, reduction,
         )
-        if per_query is not None:
-            return reduce_per_query(per_query, reduction, preds.shape[:-1])
+        if reduced is not None:
+            return reduced
     inputs, ranking = prepare(
         preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
         empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,

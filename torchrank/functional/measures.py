@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from torch import Tensor
 
-from torchrank.functional._chunking import evaluate_in_chunks, reduce_per_query
+from torchrank.functional._chunking import evaluate_in_chunks
 from torchrank.functional._pipeline import Measure, check_options, deepest, finalize, prepare
 from torchrank.functional._ranking import apply_measure
 from torchrank.functional.average_precision import _average_precision, _average_recall
@@ -166,16 +166,16 @@ def evaluate(
     groups, depth = _plan(tuple(measures))
     if indexes is None:  # dense input past the memory budget: chunks of queries, same result
         check_options(ties, empty_target_action, reduction, relevance_threshold)
-        per_query = evaluate_in_chunks(
+        reduced = evaluate_in_chunks(
             lambda t: evaluate(
                 t["preds"], t["target"], measures, mask=t["mask"], ideal_target=t["ideal_target"], judged=t["judged"],
                 ties=ties, empty_target_action=empty_target_action, reduction="none",
                 relevance_threshold=relevance_threshold, validate_args=validate_args,
             ),
-            preds, {"target": target, "mask": mask, "ideal_target": ideal_target, "judged": judged},
+            preds, {"target": target, "mask": mask, "ideal_target": ideal_target, "judged": judged}, reduction,
         )
-        if per_query is not None:
-            return {name: reduce_per_query(per_query[name], reduction, preds.shape[:-1]) for name in measures}
+        if reduced is not None:
+            return reduced
     inputs, ranking = prepare(
         preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
         empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
