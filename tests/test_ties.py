@@ -132,3 +132,38 @@ def test_only_tied_rows_get_their_own_ranking():
         expected = {1, 5, 11, 17, 23, 8} | ({3} if depth is None else set())  # row 3's tie is at the bottom
         assert set(rows.tolist()) == expected
         assert exact.ties == "average" and ranking.ties == "first"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16])
+@pytest.mark.parametrize("depth", [None, 3, 9])
+def test_packed_key_sort_is_a_stable_descending_sort(dtype, depth):
+    """The CPU key sort orders as torch's stable descending sort (equal scores in input order, -0.0 equal to
+    0.0, infinities at the ends, padding last) and flags exactly the equal neighbours."""
+    from torchrank.functional._ranking import _packed_sort
+
+    g = torch.Generator().manual_seed(3)
+    if dtype.is_floating_point:
+        preds = torch.randint(-4, 5, (40, 12), generator=g).to(dtype) / 4  # many ties
+        preds[0, :4] = torch.tensor([0.0, -0.0, float("inf"), float("-inf")], dtype=dtype)
+        preds[1] = torch.randn(12, generator=g).to(dtype)
+    else:
+        low = 0 if dtype == torch.uint8 else torch.iinfo(dtype).min
+        preds = torch.randint(low, torch.iinfo(dtype).max + 1, (40, 12), generator=g, dtype=torch.int64).to(dtype)
+        preds[2, :6] = torch.iinfo(dtype).max
+        preds[3, :6] = low
+    mask = torch.rand(40, 12, generator=g) > 0.2
+    for m in (None, mask):
+        lowest = torch.where(m, preds.double(), -float("inf")) if m is not None else preds.double()
+        expected = torch.sort(lowest, dim=1, descending=True, stable=True).indices
+        if m is not None:  # then padding last, by a stable sort on the padding flag: -inf items stay before it
+            by_mask = torch.sort((~m).gather(1, expected).to(torch.int8), dim=1, stable=True).indices
+            expected = expected.gather(1, by_mask)
+        order, tied = _packed_sort(preds, m, depth)
+        cut = expected if depth is None else expected[:, :depth]
+        assert torch.equal(order, cut)
+        seen = expected if depth is None else expected[:, : depth + 1]
+        values = preds.double().gather(1, seen)
+        equal = values[:, 1:] == values[:, :-1]
+        if m is not None:
+            equal &= m.gather(1, seen[:, 1:])
+        assert torch.equal(tied, equal)

@@ -19,6 +19,7 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from functools import cached_property
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -63,10 +64,14 @@ def rank(
 
 
 def _gather_ranking(
-    inputs: RankingInput, order: Tensor, ties: str, relevance_threshold: float, scores: Tensor | None = None
+    inputs: RankingInput,
+    order: Tensor,
+    ties: str,
+    relevance_threshold: float,
+    scores: Tensor | Callable[[], Tensor] | None = None,
 ) -> Ranking:
     """The :class:`Ranking` of ``inputs`` in ``order`` (``[Q, <=N]`` indices into each row); ``scores``: the
-    scores in that order when already gathered."""
+    scores in that order when already gathered, or a function gathering them when first read."""
     return Ranking(
         scores=inputs.preds.gather(1, order) if scores is None else scores,
         labels=inputs.target.gather(1, order),
@@ -88,11 +93,15 @@ def _rank_tied_rows_apart(
     """A ranking that orders ties only in the rows holding one within ``depth``; None where it can't.
 
     A row with no tie among the positions read has the same values under every tie order, so one fast sort
-    (or top-k) of any stability ranks it. The rows with a tie are ranked again with ``ties`` applied exactly.
+    (or top-k) of any stability ranks it. The rows with a tie are ranked again with ``ties`` applied exactly,
+    unless the fast sort already kept input order among equal scores and ``ties="first"`` asks for just that.
     """
-    order, scores, tied = _fast_order(inputs, depth)
-    if order is None:
+    fast = _fast_order(inputs, depth)
+    if fast is None:
         return None
+    order, scores, tied, stable = fast
+    if stable and ties == "first":  # equal scores already in input order, as "first" asks, in every row
+        return _gather_ranking(inputs, order, "first", relevance_threshold, scores)
     rows = tied.nonzero().squeeze(1)
     if rows.numel() > _MAX_TIED_SHARE * len(tied):
         return None  # mostly tied: one exact pass over all rows beats two passes
@@ -117,26 +126,40 @@ def _select_rows(inputs: RankingInput, rows: Tensor) -> RankingInput:
     )
 
 
-def _fast_order(inputs: RankingInput, depth: int | None) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
-    """Descending order of each row (padding last), cut at ``depth``, and the rows with a tie in that cut.
+class FastOrder(NamedTuple):
+    """Descending order of each row cut at a depth ``[Q, <=N]``, the scores in that order (or a function
+    gathering them on demand), the rows with a tie within the cut ``[Q]`` bool, and whether equal scores
+    kept input order (a stable sort)."""
 
-    Returns ``(order [Q, <=N], the scores in that order, tied [Q] bool)``, or Nones where no fast path
-    applies. The order among equal scores is arbitrary: rows holding a tie are ranked again. A top-k of a
-    short prefix of long unpadded lists is cheaper than any sort; otherwise one unstable sort, on CPU
-    numpy's vectorised ``np.argsort`` (several times faster than ``torch.sort``).
+    order: Tensor
+    scores: Tensor | Callable[[], Tensor]
+    tied: Tensor
+    stable: bool
+
+
+def _fast_order(inputs: RankingInput, depth: int | None) -> FastOrder | None:
+    """The order of each row, padding last, cut at ``depth``, and the rows with a tie in that cut; None where
+    no fast path applies (rows known to hold ties, int64 scores, no numpy).
+
+    A top-k of a short prefix of long unpadded lists is cheaper than any sort; otherwise on CPU one numpy sort
+    of packed 64-bit keys (:func:`_packed_sort`), else one unstable sort.
     """
     if inputs.exact_ties:
-        return None, None, None
+        return None
     preds, n = inputs.preds, inputs.preds.shape[1]
     if depth is not None and depth >= n:
         depth = None
     if depth is not None and not inputs.padded and depth * _TOPK_RATIO[preds.device.type == "cpu"] <= n:
         # one more than the cut-off: a tie across it shows as equal values at positions depth and depth + 1
         values, order = torch.topk(preds, depth + 1, dim=1, sorted=True)
-        return order[:, :depth], values[:, :depth], rows_any(values[:, 1:] == values[:, :-1])
-    negated = _negated_scores(preds, inputs.mask if inputs.padded else None)
+        return FastOrder(order[:, :depth], values[:, :depth], rows_any(values[:, 1:] == values[:, :-1]), False)
+    mask = inputs.mask if inputs.padded else None
+    if preds.device.type == "cpu" and np is not None and preds.dtype in _PACKABLE:
+        order, tied = _packed_sort(preds, mask, depth)
+        return FastOrder(order, functools.partial(_gather_scores, preds, order), rows_any(tied), True)
+    negated = _negated_scores(preds, mask)
     if negated is None:
-        return None, None, None
+        return None
     if preds.device.type == "cpu":
         order = torch.from_numpy(np.argsort(negated.numpy(), axis=1))
     else:
@@ -148,7 +171,7 @@ def _fast_order(inputs: RankingInput, depth: int | None) -> tuple[Tensor | None,
         tied &= inputs.mask.gather(1, seen[:, 1:])  # real items come first: both of the pair are real
     if depth is not None:
         order, scores = order[:, :depth], scores[:, :depth]
-    return order, scores, rows_any(tied)
+    return FastOrder(order, scores, rows_any(tied), False)
 
 
 # the top-k path when the cut-off is at most this fraction of the list, (off CPU, on CPU). Measured: on CPU
@@ -156,6 +179,46 @@ def _fast_order(inputs: RankingInput, depth: int | None) -> tuple[Tensor | None,
 # H100 (benchmarks/results/gpu_floor_h100.json) top-100 of 1,000 costs about a full sort, but leaves
 # the measures 10x smaller tensors.
 _TOPK_RATIO = (10, 16)
+
+# score dtypes that float32 holds exactly, so that 32 bits of a sort key order them
+_PACKABLE = (torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16)
+_INT32_MAX = 2**31 - 1
+
+
+def _packed_sort(preds: Tensor, mask: Tensor | None, depth: int | None) -> tuple[Tensor, Tensor]:
+    """Stable descending order of each row of CPU scores (padding last) by one numpy sort of int64 keys,
+    cut at ``depth``, and where a position holds the score of the one before it ``[Q, <=depth]`` bool.
+
+    Each key holds the score, mapped to an int32 that orders as the float does and negated, in its high half
+    and the item's index in its low half: ascending keys are descending scores, equal scores in input order.
+    numpy sorts 64-bit integers with SIMD about twice as fast as it argsorts floats, and the sorted keys
+    carry the order and the ties with no gather.
+    """
+    q, n = preds.shape
+    scores = preds.float() if preds.dtype != torch.float32 else preds
+    bits = (scores + 0.0).view(torch.int32)  # + 0.0 turns -0.0 into 0.0: equal floats, equal keys
+    # two's complement order of the float: flip the magnitude bits of negative numbers; then ~ reverses it
+    high = (bits >> 31).bitwise_and_(_INT32_MAX).bitwise_xor_(bits).bitwise_not_()
+    if mask is not None:
+        high.masked_fill_(~mask, _INT32_MAX)  # above every score's key (the lowest, -inf, maps below it)
+    keys = torch.empty(q, n, 2, dtype=torch.int32)  # little-endian int64: [low, high] int32 halves
+    keys[..., 0] = torch.arange(n, dtype=torch.int32)
+    keys[..., 1] = high
+    keys = keys.view(torch.int64).view(q, n)
+    keys.numpy().sort(axis=1)
+    if depth is not None:
+        keys = keys[:, : depth + 1]  # one past the cut-off, to see a tie across it
+    halves = keys.view(torch.int32).unflatten(1, (-1, 2))
+    high = halves[..., 1]
+    tied = high[:, 1:] == high[:, :-1]
+    if mask is not None:
+        tied &= high[:, 1:] != _INT32_MAX  # padding sorts last: a pair is real when its second item is
+    order = halves[..., 0].to(torch.int64)
+    return (order if depth is None else order[:, :depth]), tied
+
+
+def _gather_scores(preds: Tensor, order: Tensor) -> Tensor:
+    return preds.gather(1, order)
 
 
 def _negated_scores(preds: Tensor, mask: Tensor | None) -> Tensor | None:
@@ -214,7 +277,7 @@ class Ranking:
 
     def __init__(
         self,
-        scores: Tensor,
+        scores: Tensor | Callable[[], Tensor],
         labels: Tensor,
         valid: Tensor,
         ideal_labels: Tensor,
@@ -222,7 +285,7 @@ class Ranking:
         relevance_threshold: float,
         judged: Tensor | None = None,
     ) -> None:
-        self.scores = scores  # [Q, N], in rank order
+        self._scores = scores
         self.labels = labels  # [Q, N], 0 at padding
         self.valid = valid  # [Q, N] bool
         self.ideal_labels = ideal_labels  # [Q, M], unsorted, 0 at padding
@@ -238,6 +301,11 @@ class Ranking:
 
     # ---------------------------------------------------------------- basic per-query quantities
     @cached_property
+    def scores(self) -> Tensor:
+        """Scores in rank order ``[Q, N]``; read only to find tie groups, so gathered on first use."""
+        return self._scores() if callable(self._scores) else self._scores
+
+    @cached_property
     def positions(self) -> Tensor:
         """1-based ranks ``[N]``."""
         return torch.arange(1, self.list_size + 1, device=self.labels.device, dtype=self.dtype)
@@ -245,18 +313,18 @@ class Ranking:
     @cached_property
     def num_valid(self) -> Tensor:
         """Number of ranked (real) items per query ``[Q]``."""
-        return self.valid.sum(1).to(self.dtype)
+        return self.valid.sum(1, dtype=torch.int32).to(self.dtype)  # int32 sums of bools: several times faster
 
     @cached_property
     def relevant(self) -> Tensor:
         """Binary relevance in rank order ``[Q, N]`` (``label >= relevance_threshold``)."""
         # padding holds label 0 and the threshold is > 0: no need to mask it
-        return (self.labels >= self.relevance_threshold).to(self.dtype)
+        return (self.labels >= self.relevance_threshold).view(torch.uint8).to(self.dtype)  # from bytes: faster
 
     @cached_property
     def num_relevant(self) -> Tensor:
         """``R``: relevant judged items per query, retrieved or not ``[Q]``."""
-        return (self.ideal_labels >= self.relevance_threshold).sum(1).to(self.dtype)
+        return (self.ideal_labels >= self.relevance_threshold).sum(1, dtype=torch.int32).to(self.dtype)
 
     @cached_property
     def has_positive_label(self) -> Tensor:
@@ -397,12 +465,13 @@ class Ranking:
     def ideal_gains(self, gain: Gain, depth: int | None = None) -> Tensor:
         """Gains of the judged items sorted descending, the top ``depth`` of them (all for None) ``[Q, <=M]``."""
         gains = self.gains(gain, self.ideal_labels)
-        if depth is not None and depth * _TOPK_RATIO[gains.device.type == "cpu"] <= gains.shape[1]:
-            return torch.topk(gains, depth, dim=1).values  # cheaper than a full sort for small cut-offs
         if gains.device.type == "cpu" and np is not None and gains.dtype in (torch.float32, torch.float64):
-            # numpy's SIMD sort, ascending, read backwards: several times faster than torch.sort or topk
+            # numpy's SIMD sort of the values, ascending, read backwards: faster on CPU than torch.sort, and
+            # than torch.topk for any cut-off past a handful
             descending = np.sort(gains.numpy(), axis=1)[:, ::-1]
             return torch.from_numpy((descending if depth is None else descending[:, :depth]).copy())
+        if depth is not None and depth * _TOPK_RATIO[0] <= gains.shape[1]:
+            return torch.topk(gains, depth, dim=1).values  # cheaper than a full sort for small cut-offs
         ideal = torch.sort(gains, dim=1, descending=True).values
         return ideal if depth is None else ideal[:, :depth]
 

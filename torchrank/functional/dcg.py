@@ -46,7 +46,12 @@ Weights = Callable[[int, torch.dtype, torch.device], Tensor]
 
 def _dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> Tensor:
     index, _ = cutoff_index(r, ks)
-    discounted = r.expected(r.gains(gain)) * weights(r.list_size, r.dtype, r.labels.device)
+    depth = None if None in ks else min(max(ks), r.list_size)  # the cut-offs read no further
+    if r.averages_ties:  # a tie group may run past the depth: average whole groups first
+        gains = r.expected(r.gains(gain))[:, :depth]
+    else:
+        gains = r.gains(gain, r.labels[:, :depth])
+    discounted = gains * weights(gains.shape[1], r.dtype, r.labels.device)
     return at_cutoffs(torch.cumsum(discounted, 1), index)
 
 
