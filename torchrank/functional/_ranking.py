@@ -149,7 +149,7 @@ def _fast_order(inputs: RankingInput, depth: int | None) -> FastOrder | None:
     preds, n = inputs.preds, inputs.preds.shape[1]
     if depth is not None and depth >= n:
         depth = None
-    if depth is not None and not inputs.padded and depth * _TOPK_RATIO[preds.device.type == "cpu"] <= n:
+    if depth is not None and not inputs.padded and _topk_pays(depth, preds):
         # one more than the cut-off: a tie across it shows as equal values at positions depth and depth + 1
         values, order = torch.topk(preds, depth + 1, dim=1, sorted=True)
         return FastOrder(order[:, :depth], values[:, :depth], rows_any(values[:, 1:] == values[:, :-1]), False)
@@ -179,6 +179,17 @@ def _fast_order(inputs: RankingInput, depth: int | None) -> FastOrder | None:
 # H100 (benchmarks/results/gpu_floor_h100.json) top-100 of 1,000 costs about a full sort, but leaves
 # the measures 10x smaller tensors.
 _TOPK_RATIO = (10, 16)
+# on CPU, batches of at most this many items (a validation step) take the top-k path down to a cut-off of a
+# tenth of the list: the key sort's dozen operations cost more than its faster rows save (100 x 100, k=10)
+_SMALL_BATCH = 20_000
+
+
+def _topk_pays(depth: int, preds: Tensor) -> bool:
+    """Whether a top-k of ``depth`` + 1 beats sorting whole rows of ``preds`` (unpadded)."""
+    cpu = preds.device.type == "cpu"
+    if depth * _TOPK_RATIO[cpu] <= preds.shape[1]:
+        return True
+    return cpu and preds.numel() <= _SMALL_BATCH and depth * _TOPK_RATIO[0] <= preds.shape[1]
 
 # score dtypes that float32 holds exactly, so that 32 bits of a sort key order them
 _PACKABLE = (torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16)
@@ -189,20 +200,20 @@ def _packed_sort(preds: Tensor, mask: Tensor | None, depth: int | None) -> tuple
     """Stable descending order of each row of CPU scores (padding last) by one numpy sort of int64 keys,
     cut at ``depth``, and where a position holds the score of the one before it ``[Q, <=depth]`` bool.
 
-    Each key holds the score, mapped to an int32 that orders as the float does and negated, in its high half
-    and the item's index in its low half: ascending keys are descending scores, equal scores in input order.
+    Each key holds the negated score, mapped to an int32 that orders as the float does, in its high half and
+    the item's index in its low half: ascending keys are descending scores, equal scores in input order.
     numpy sorts 64-bit integers with SIMD about twice as fast as it argsorts floats, and the sorted keys
     carry the order and the ties with no gather.
     """
     q, n = preds.shape
     scores = preds.float() if preds.dtype != torch.float32 else preds
-    bits = (scores + 0.0).view(torch.int32)  # + 0.0 turns -0.0 into 0.0: equal floats, equal keys
-    # two's complement order of the float: flip the magnitude bits of negative numbers; then ~ reverses it
-    high = (bits >> 31).bitwise_and_(_INT32_MAX).bitwise_xor_(bits).bitwise_not_()
+    bits = torch.rsub(scores, 0.0).view(torch.int32)  # 0 - x: negated, and -0.0 as 0.0 (equal floats, equal keys)
+    # an int32 that orders as the float does: flip the magnitude bits of negative numbers
+    high = (bits >> 31).bitwise_and_(_INT32_MAX).bitwise_xor_(bits)
     if mask is not None:
         high.masked_fill_(~mask, _INT32_MAX)  # above every score's key (the lowest, -inf, maps below it)
     keys = torch.empty(q, n, 2, dtype=torch.int32)  # little-endian int64: [low, high] int32 halves
-    keys[..., 0] = torch.arange(n, dtype=torch.int32)
+    keys[..., 0] = _item_indices(n)
     keys[..., 1] = high
     keys = keys.view(torch.int64).view(q, n)
     keys.numpy().sort(axis=1)
@@ -215,6 +226,11 @@ def _packed_sort(preds: Tensor, mask: Tensor | None, depth: int | None) -> tuple
         tied &= high[:, 1:] != _INT32_MAX  # padding sorts last: a pair is real when its second item is
     order = halves[..., 0].to(torch.int64)
     return (order if depth is None else order[:, :depth]), tied
+
+
+@functools.lru_cache(maxsize=64)
+def _item_indices(n: int) -> Tensor:
+    return torch.arange(n, dtype=torch.int32)
 
 
 def _gather_scores(preds: Tensor, order: Tensor) -> Tensor:
@@ -531,14 +547,14 @@ def cutoff_index(ranking: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Te
             k_eff = torch.where(torch.isnan(k_eff), ranking.num_valid.unsqueeze(1), k_eff)
             index = (k_eff - 1).clamp(0, n - 1).long()
         else:  # the same for every query: two small constant rows, broadcast
-            index, k_eff = _fixed_cutoffs(key, n, ranking.dtype, ranking.labels.device)
+            index, k_eff = fixed_cutoffs(key, n, ranking.dtype, ranking.labels.device)
             index, k_eff = index.expand(q, -1), k_eff.expand(q, -1)
         ranking.cutoffs[key] = (index, k_eff)
     return ranking.cutoffs[key]
 
 
 @functools.lru_cache(maxsize=256)
-def _fixed_cutoffs(ks: tuple[int, ...], n: int, dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor]:
+def fixed_cutoffs(ks: tuple[int, ...], n: int, dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor]:
     """``(index [1, K], k_eff [1, K])`` of integer cut-offs on lists of ``n`` positions (cached: constants)."""
     index = torch.tensor([min(k, n) - 1 for k in ks], device=device).unsqueeze(0)
     return index, torch.tensor([float(k) for k in ks], dtype=dtype, device=device).unsqueeze(0)

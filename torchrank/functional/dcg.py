@@ -23,6 +23,7 @@ from torchrank.functional._ranking import (
     at_cutoffs,
     cutoff_index,
     discount_weights,
+    fixed_cutoffs,
     rows_any,
 )
 
@@ -60,7 +61,10 @@ def _ideal_dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Wei
     ideal = r.ideal_gains(gain, None if None in ks else max(ks))
     m = ideal.shape[1]
     cumulative = torch.cumsum(ideal * weights(m, ideal.dtype, ideal.device), 1)
-    return cumulative[:, [m - 1 if k is None else min(k, m) - 1 for k in ks]], ideal
+    if None in ks:
+        return cumulative[:, [m - 1 if k is None else min(k, m) - 1 for k in ks]], ideal
+    index, _ = fixed_cutoffs(tuple(ks), m, ideal.dtype, ideal.device)  # cached: no index built per call
+    return at_cutoffs(cumulative, index.expand(len(cumulative), -1)), ideal
 
 
 def _dcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> tuple[Tensor, Tensor]:

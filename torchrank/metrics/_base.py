@@ -143,10 +143,11 @@ class RankingMetric(Metric):
         self.flat_indexes.append(indexes[keep].to(torch.int64))  # one dtype on every process
 
     def _add(self, values: Tensor) -> None:
-        known = ~torch.isnan(values)
-        k = self.num_outputs
-        self.sums[:k] += torch.where(known, values, 0).sum(0, dtype=torch.float64)
-        self.sums[k : 2 * k] += known.sum(0, dtype=torch.float64)
+        known = values == values  # not NaN
+        # sums and counts in one add: a validation epoch calls this once per batch
+        self.sums[: 2 * self.num_outputs] += torch.cat(
+            [torch.nansum(values, 0, dtype=torch.float64), known.sum(0, dtype=torch.float64)]
+        )
         if self.keep_per_query:
             self.per_query.append(values.to(torch.float64))
 
