@@ -102,7 +102,7 @@ def chunk_tensors(tensors: dict[str, Tensor | None], rows: slice) -> dict[str, T
     return {name: None if t is None else t.reshape(-1, t.shape[-1])[rows] for name, t in tensors.items()}
 
 
-def _reduce(values: Tensor, reduction: str, batch_shape: torch.Size) -> Tensor:
+def reduce_queries(values: Tensor, reduction: str, batch_shape: torch.Size) -> Tensor:
     """Per-query values of all chunks ``[Q, ...]`` reduced as one batch would be."""
     if reduction == "none":
         return values.reshape(*batch_shape, *values.shape[1:])
@@ -131,5 +131,5 @@ def evaluate_in_chunks(
             joined = {k: v.new_empty((total, *v.shape[1:])) for k, v in named.items()}
         for k, v in named.items():
             joined[k][rows] = v
-    reduced = {k: _reduce(v, reduction, preds.shape[:-1]) for k, v in joined.items()}
+    reduced = {k: reduce_queries(v, reduction, preds.shape[:-1]) for k, v in joined.items()}
     return reduced if isinstance(part, dict) else reduced[None]

@@ -161,8 +161,9 @@ def finalize(
 ) -> Tensor:
     """Score queries without relevant items as ``empty_target_action`` says, then reduce.
 
-    ``values`` is ``[Q, K]``; the result is ``[*batch_shape, K]`` for ``reduction="none"`` and ``[K]``
-    otherwise, with the K dimension dropped when ``k`` was a single int or ``None``.
+    ``values`` is ``[Q, K]`` and ``no_relevant`` ``[Q]`` (or ``[Q, K]``: per column); the result is
+    ``[*batch_shape, K]`` for ``reduction="none"`` and ``[K]`` otherwise, with the K dimension dropped when
+    ``k`` was a single int or ``None``.
     """
     if empty_target_action == "error" and bool(no_relevant.any()):
         raise ValueError(
@@ -170,7 +171,7 @@ def finalize(
             "to score such queries."
         )
     fill = {"neg": 0.0, "pos": 1.0, "skip": float("nan"), "error": 0.0}[empty_target_action]
-    values = values.masked_fill(no_relevant.unsqueeze(1), fill)
+    values = values.masked_fill(no_relevant.unsqueeze(1) if no_relevant.ndim == 1 else no_relevant, fill)
     if reduction == "none":
         out = values.reshape(*inputs.batch_shape, values.shape[-1])
     elif reduction == "sum":

@@ -31,9 +31,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import torch
 from torch import Tensor
 
-from torchrank.functional._chunking import evaluate_in_chunks
+from torchrank.functional._chunking import evaluate_in_chunks, reduce_queries
 from torchrank.functional._pipeline import Measure, check_options, deepest, finalize, prepare
 from torchrank.functional._ranking import apply_measure
 from torchrank.functional.average_precision import _average_precision, _average_recall
@@ -181,12 +182,18 @@ def evaluate(
         empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
         validate_args=validate_args, depth=depth,
     )
-    results: dict[str, Tensor] = {}
+    values, empty = [], []
     for family, params, members in groups:  # one pass per family, never per query
-        values, no_relevant = apply_measure(family.measure, ranking, [m.k for m in members], **params)
-        reduced = finalize(values, no_relevant, inputs, empty_target_action, reduction, k_is_sequence=True)
-        for j, m in enumerate(members):
-            results[m.name] = reduced[..., j]
+        family_values, no_relevant = apply_measure(family.measure, ranking, [m.k for m in members], **params)
+        values.append(family_values)
+        empty.append(no_relevant.unsqueeze(1).expand_as(family_values))
+    # every family's columns filled at once: per-family calls cost more than the work on small batches
+    per_query = finalize(torch.cat(values, 1), torch.cat(empty, 1), inputs, empty_target_action, "none", True)
+    columns = per_query.unbind(-1)
+    if reduction != "none":  # each column alone, as the chunked path reduces it: the same sums, bit for bit
+        columns = tuple(reduce_queries(c.reshape(-1).contiguous(), reduction, c.shape) for c in columns)
+    names = [m.name for _, _, members in groups for m in members]
+    results = dict(zip(names, columns, strict=True))
     return {name: results[name] for name in measures}
 
 
