@@ -215,6 +215,7 @@ def _packed_sort(preds: Tensor, mask: Tensor | None, depth: int | None) -> tuple
     keys = torch.empty(q, n, 2, dtype=torch.int32)  # little-endian int64: [low, high] int32 halves
     keys[..., 0] = _item_indices(n)
     keys[..., 1] = high
+    del bits, high  # freed before the order is made: its memory is reused, not taken fresh from the system
     keys = keys.view(torch.int64).view(q, n)
     keys.numpy().sort(axis=1)
     if depth is not None:
@@ -446,9 +447,10 @@ class Ranking:
     @cached_property
     def first_relevant_position(self) -> Tensor:
         """1-based rank of the first relevant item in this order, ``inf`` where there is none ``[Q]``."""
-        # the first relevant item has the largest reversed rank N + 1 - i; amax is several times faster than argmax
-        reversed_rank = (self.relevant * self.positions.flip(0)).amax(1)
-        return torch.where(reversed_rank > 0, self.list_size + 1 - reversed_rank, float("inf"))
+        # one plus the positions above it, where no relevant item is yet: a count of bytes (int32 sums of bools
+        # are several times faster than argmax, and the relevant counts are shared with AP, P and R)
+        before = (self.relevant_count == 0).sum(1, dtype=torch.int32)
+        return torch.where(before < self.list_size, (before + 1).to(self.dtype), float("inf"))
 
     @cached_property
     def first_relevant_probability(self) -> Tensor:
