@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import sys
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import NamedTuple
@@ -191,8 +192,14 @@ def _topk_pays(depth: int, preds: Tensor) -> bool:
         return True
     return cpu and preds.numel() <= _SMALL_BATCH and depth * _TOPK_RATIO[0] <= preds.shape[1]
 
-# score dtypes that float32 holds exactly, so that 32 bits of a sort key order them
-_PACKABLE = (torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16)
+
+# score dtypes that float32 holds exactly, so that 32 bits of a sort key order them; the keys are built as
+# little-endian int64 (low half first), so other byte orders take the argsort path
+_PACKABLE = (
+    (torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16)
+    if sys.byteorder == "little"
+    else ()
+)
 _INT32_MAX = 2**31 - 1
 
 
@@ -231,6 +238,7 @@ def _packed_sort(preds: Tensor, mask: Tensor | None, depth: int | None) -> tuple
 
 @functools.lru_cache(maxsize=64)
 def _item_indices(n: int) -> Tensor:
+    """``0 .. n-1`` as int32, the low halves of the sort keys (cached: read, never written)."""
     return torch.arange(n, dtype=torch.int32)
 
 
