@@ -136,10 +136,15 @@ def test_only_tied_rows_get_their_own_ranking():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16])
 @pytest.mark.parametrize("depth", [None, 3, 9])
-def test_packed_key_sort_is_a_stable_descending_sort(dtype, depth):
+@pytest.mark.parametrize("block_items", [2**20, 25], ids=["one-block", "blocks-of-2-rows"])
+def test_packed_key_sort_is_a_stable_descending_sort(dtype, depth, block_items, monkeypatch):
     """The CPU key sort orders as torch's stable descending sort (equal scores in input order, -0.0 equal to
-    0.0, infinities at the ends, padding last) and flags exactly the equal neighbours."""
+    0.0, infinities at the ends, padding last) and flags exactly the equal neighbours, whether its keys are
+    built in one block of rows or in many."""
+    from torchrank.functional import _ranking
     from torchrank.functional._ranking import _packed_sort
+
+    monkeypatch.setattr(_ranking, "_KEY_BLOCK_ITEMS", block_items)
 
     g = torch.Generator().manual_seed(3)
     if dtype.is_floating_point:
