@@ -193,4 +193,4 @@ def check_max_label(max_label: float | None, target: Tensor, validate_args: bool
 
 def no_relevant_item(ranking: Ranking) -> Tensor:
     """Queries with no judged item at or above the relevance threshold ``[Q]`` (binary measures)."""
-    return ranking.num_relevant == 0
+    return ranking.no_relevant  # cached: the measures of one evaluate() share it

@@ -357,6 +357,11 @@ class Ranking:
         return (self.ideal_labels >= self.relevance_threshold).sum(1, dtype=torch.int32).to(self.dtype)
 
     @cached_property
+    def no_relevant(self) -> Tensor:
+        """Queries with no judged item at or above the relevance threshold ``[Q]`` bool (binary measures)."""
+        return self.num_relevant == 0
+
+    @cached_property
     def has_positive_label(self) -> Tensor:
         """Queries with a judged label > 0 ``[Q]`` bool (graded measures)."""
         return rows_any(self.ideal_labels > 0)
