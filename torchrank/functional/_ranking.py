@@ -180,9 +180,11 @@ def _fast_order(inputs: RankingInput, depth: int | None) -> FastOrder | None:
 # H100 (benchmarks/results/gpu_floor_h100.json) top-100 of 1,000 costs about a full sort, but leaves
 # the measures 10x smaller tensors.
 _TOPK_RATIO = (10, 16)
-# on CPU, batches of at most this many items (a validation step) take the top-k path down to a cut-off of a
-# tenth of the list: the key sort's dozen operations cost more than its faster rows save (100 x 100, k=10)
+# on CPU, batches of at most this many items (a validation step) take the top-k path down to a cut-off of
+# 1/_SMALL_BATCH_RATIO of the list: the key sort's dozen operations cost more than its faster rows save
+# (100 x 100, k=10)
 _SMALL_BATCH = 20_000
+_SMALL_BATCH_RATIO = 10
 
 
 def _topk_pays(depth: int, preds: Tensor) -> bool:
@@ -190,7 +192,7 @@ def _topk_pays(depth: int, preds: Tensor) -> bool:
     cpu = preds.device.type == "cpu"
     if depth * _TOPK_RATIO[cpu] <= preds.shape[1]:
         return True
-    return cpu and preds.numel() <= _SMALL_BATCH and depth * _TOPK_RATIO[0] <= preds.shape[1]
+    return cpu and preds.numel() <= _SMALL_BATCH and depth * _SMALL_BATCH_RATIO <= preds.shape[1]
 
 
 # score dtypes that float32 holds exactly, so that 32 bits of a sort key order them; the keys are built as
@@ -506,7 +508,7 @@ class Ranking:
             # than torch.topk for any cut-off past a handful
             descending = np.sort(gains.numpy(), axis=1)[:, ::-1]
             return torch.from_numpy((descending if depth is None else descending[:, :depth]).copy())
-        if depth is not None and depth * _TOPK_RATIO[0] <= gains.shape[1]:
+        if depth is not None and depth * _TOPK_RATIO[gains.device.type == "cpu"] <= gains.shape[1]:
             return torch.topk(gains, depth, dim=1).values  # cheaper than a full sort for small cut-offs
         ideal = torch.sort(gains, dim=1, descending=True).values
         return ideal if depth is None else ideal[:, :depth]

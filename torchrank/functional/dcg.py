@@ -61,9 +61,8 @@ def _ideal_dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Wei
     ideal = r.ideal_gains(gain, None if None in ks else max(ks))
     m = ideal.shape[1]
     cumulative = torch.cumsum(ideal * weights(m, ideal.dtype, ideal.device), 1)
-    if None in ks:
-        return cumulative[:, [m - 1 if k is None else min(k, m) - 1 for k in ks]], ideal
-    index, _ = fixed_cutoffs(tuple(ks), m, ideal.dtype, ideal.device)  # cached: no index built per call
+    # the whole list (None) is cut-off m; the index is cached, not built per call
+    index, _ = fixed_cutoffs(tuple(m if k is None else k for k in ks), m, ideal.dtype, ideal.device)
     return at_cutoffs(cumulative, index.expand(len(cumulative), -1)), ideal
 
 
