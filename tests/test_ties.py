@@ -171,4 +171,4 @@ def test_packed_key_sort_is_a_stable_descending_sort(dtype, depth, block_items, 
         equal = values[:, 1:] == values[:, :-1]
         if m is not None:
             equal &= m.gather(1, seen[:, 1:])
-        assert torch.equal(tied, equal)
+        assert torch.equal(tied.bool(), equal)

@@ -177,9 +177,10 @@ def _check_values(preds: Tensor, target: Tensor) -> None:
 
 
 def _has_nan(x: Tensor) -> bool:
-    """Whether ``x`` holds a NaN: a sum is finite only without NaN (and inf), so the elementwise test runs only
-    when the sum is not (several times cheaper on CPU)."""
-    total = x.sum(dtype=torch.float64)
+    """Whether ``x`` holds a NaN: a sum is finite only without NaN (and inf, or an overflow), so the elementwise
+    test runs only when the sum is not (several times cheaper on CPU). Summed in float32 unless ``x`` is
+    float64: ten times faster than a float64 sum, and an overflow only means the elementwise test runs."""
+    total = x.sum(dtype=torch.float64 if x.dtype == torch.float64 else torch.float32)
     return not bool(torch.isfinite(total)) and bool(torch.isnan(x).any())
 
 
