@@ -204,6 +204,7 @@ _PACKABLE = (
     else ()
 )
 _INT32_MAX = 2**31 - 1
+_LOW_HALF = 2**32 - 1  # an int64 key's item index
 _KEY_BLOCK_ITEMS = 2**20
 
 
@@ -240,8 +241,9 @@ def _packed_sort(preds: Tensor, mask: Tensor | None, depth: int | None) -> tuple
     tied = _compare(torch.eq, high[:, 1:], high[:, :-1], torch.uint8)
     if mask is not None:  # padding sorts last: a pair is real when its second item is
         tied &= _compare(torch.ne, high[:, 1:], _INT32_MAX, torch.uint8)
-    order = halves[..., 0].to(torch.int64)
-    return (order if depth is None else order[:, :depth]), tied
+    if depth is None:  # the keys become the order in place: no fresh 8-byte-per-item tensor to page in
+        return keys.bitwise_and_(_LOW_HALF), tied
+    return keys[:, :depth] & _LOW_HALF, tied
 
 
 def _compare(op: Callable[..., Tensor], x: Tensor, other: Tensor | float, dtype: torch.dtype) -> Tensor:
