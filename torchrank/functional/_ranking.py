@@ -532,9 +532,12 @@ class Ranking:
 
 
 def rows_any(x: Tensor) -> Tensor:
-    """``x.any(1)`` for a bool ``[Q, N]``, as the byte maximum: several times faster on CPU."""
+    """``x.any(1)`` for a bool (or 0/1 byte) ``[Q, N]``, as the byte maximum: several times faster on CPU,
+    where numpy's maximum is faster again than torch's on short rows (2x on 100 items)."""
     if x.shape[1] == 0:
         return torch.zeros(x.shape[0], dtype=torch.bool, device=x.device)
+    if x.device.type == "cpu" and np is not None:
+        return torch.from_numpy(x.view(torch.uint8).numpy().max(axis=1)).view(torch.bool)
     return x.view(torch.uint8).amax(1).bool()
 
 
