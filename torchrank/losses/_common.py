@@ -8,12 +8,14 @@ with ``validate_args=True``.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from torchrank.functional._inputs import EMPTY_TARGET_ACTIONS, REDUCTIONS, check_choice, working_dtype
 from torchrank.functional._ranking import Discount, Gain, discount_weights
@@ -23,6 +25,7 @@ __all__ = [
     "Discount",
     "Gain",
     "LossInput",
+    "LossModule",
     "apply_empty_target_action",
     "check_gain_discount",
     "check_iterations",
@@ -71,6 +74,36 @@ def with_loss_args(fn: Callable) -> Callable:
         lines.append(f"        {name}: " + LOSS_ARGS[name].replace("\n", "\n        "))
     fn.__doc__ = (fn.__doc__ or "").replace("    {loss_args}\n", "\n".join(lines) + "\n")
     return fn
+
+
+class LossModule(nn.Module):
+    """A loss function as a module: its options checked and kept as attributes by ``__init__``, and
+    ``forward(scores, labels, mask=None)`` calling ``_function`` with every keyword-only option of its signature,
+    each read from the attribute of the same name. ``repr`` shows the options ``_shown`` names.
+
+    Example:
+        >>> from torchrank.losses import RankNetLoss, ranknet
+        >>> scores, labels = torch.tensor([[2.0, 1.0, 0.0]]), torch.tensor([[0, 1, 0]])
+        >>> torch.equal(RankNetLoss(sigma=2.0)(scores, labels), ranknet(scores, labels, sigma=2.0))
+        True
+    """
+
+    _function: ClassVar[Callable[..., Tensor]]
+    _shown: ClassVar[tuple[str, ...]] = ("reduction",)
+
+    def forward(self, scores: Tensor, labels: Tensor, mask: Tensor | None = None) -> Tensor:
+        function = type(self)._function
+        return function(scores, labels, mask, **{name: getattr(self, name) for name in _options(function)})
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{name}={getattr(self, name)!r}" for name in self._shown)
+
+
+@functools.cache
+def _options(function: Callable[..., Tensor]) -> tuple[str, ...]:
+    """The keyword-only parameters of a loss function: the options its module fixes."""
+    parameters = inspect.signature(function).parameters.values()
+    return tuple(p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY)
 
 
 @dataclass(frozen=True)

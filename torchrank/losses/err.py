@@ -12,11 +12,12 @@ to 0, P tends to Pi (for distinct scores) and soft ERR to ERR.
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from torchrank.functional._inputs import check_choice
 from torchrank.functional.err import TRANSFORMS, Transform
 from torchrank.losses._common import (
+    LossModule,
     apply_empty_target_action,
     check_iterations,
     check_k,
@@ -124,13 +125,16 @@ def soft_err(
     return reduce_loss(values, counted & x.mask.any(1), reduction)
 
 
-class SoftERRLoss(nn.Module):
+class SoftERRLoss(LossModule):
     """:func:`soft_err` as a module: hyperparameters in ``__init__``, ``forward(scores, labels, mask=None)``.
 
     Example:
         >>> SoftERRLoss(temperature=0.01, max_label=3)(torch.tensor([[3.0, 2.0, 1.0]]), torch.tensor([[3, 2, 3]]))
         tensor(-0.9212)
     """
+
+    _function = staticmethod(soft_err)
+    _shown = ("k", "temperature", "sinkhorn_iterations", "transposed", "max_label", "reduction")
 
     def __init__(
         self,
@@ -155,25 +159,3 @@ class SoftERRLoss(nn.Module):
         self.sinkhorn_iterations, self.transposed = sinkhorn_iterations, transposed
         self.transform, self.max_label = transform, max_label
         self.empty_target_action, self.reduction, self.validate_args = empty_target_action, reduction, validate_args
-
-    def forward(self, scores: Tensor, labels: Tensor, mask: Tensor | None = None) -> Tensor:
-        return soft_err(
-            scores,
-            labels,
-            mask,
-            k=self.k,
-            temperature=self.temperature,
-            sinkhorn_iterations=self.sinkhorn_iterations,
-            transposed=self.transposed,
-            transform=self.transform,
-            max_label=self.max_label,
-            empty_target_action=self.empty_target_action,
-            reduction=self.reduction,
-            validate_args=self.validate_args,
-        )
-
-    def extra_repr(self) -> str:
-        return (
-            f"k={self.k}, temperature={self.temperature}, sinkhorn_iterations={self.sinkhorn_iterations}, "
-            f"transposed={self.transposed}, max_label={self.max_label}, reduction={self.reduction!r}"
-        )

@@ -17,12 +17,13 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from torchrank.functional._inputs import check_choice
 from torchrank.losses._common import (
     Discount,
     Gain,
+    LossModule,
     check_gain_discount,
     check_k,
     check_positive,
@@ -163,13 +164,16 @@ def ranknet(
     return reduce_loss(pairwise_logistic(x.scores, weights, sigma), count > 0, reduction)
 
 
-class LambdaLoss(nn.Module):
+class LambdaLoss(LossModule):
     """:func:`lambda_loss` as a module: hyperparameters in ``__init__``, ``forward(scores, labels, mask=None)``.
 
     Example:
         >>> LambdaLoss(weighting="lambdarank")(torch.tensor([[0.0, 1.0]]), torch.tensor([[1, 0]]))
         tensor(0.6993)
     """
+
+    _function = staticmethod(lambda_loss)
+    _shown = ("weighting", "k", "sigma", "mu", "reduction")
 
     def __init__(
         self,
@@ -195,28 +199,8 @@ class LambdaLoss(nn.Module):
         self.gain, self.discount, self.log_base = gain, discount, log_base
         self.reduction, self.validate_args = reduction, validate_args
 
-    def forward(self, scores: Tensor, labels: Tensor, mask: Tensor | None = None) -> Tensor:
-        return lambda_loss(
-            scores,
-            labels,
-            mask,
-            weighting=self.weighting,
-            k=self.k,
-            sigma=self.sigma,
-            mu=self.mu,
-            gain=self.gain,
-            discount=self.discount,
-            log_base=self.log_base,
-            reduction=self.reduction,
-            validate_args=self.validate_args,
-        )
 
-    def extra_repr(self) -> str:
-        options = f"weighting={self.weighting!r}, k={self.k}, sigma={self.sigma}, mu={self.mu}"
-        return f"{options}, reduction={self.reduction!r}"
-
-
-class RankNetLoss(nn.Module):
+class RankNetLoss(LossModule):
     """:func:`ranknet` as a module: hyperparameters in ``__init__``, ``forward(scores, labels, mask=None)``.
 
     Example:
@@ -224,16 +208,11 @@ class RankNetLoss(nn.Module):
         tensor(0.8133)
     """
 
+    _function = staticmethod(ranknet)
+    _shown = ("sigma", "reduction")
+
     def __init__(self, *, sigma: float = 1.0, reduction: str = "mean", validate_args: bool = False) -> None:
         super().__init__()
         check_positive("sigma", sigma)
         check_reduction(reduction)
         self.sigma, self.reduction, self.validate_args = sigma, reduction, validate_args
-
-    def forward(self, scores: Tensor, labels: Tensor, mask: Tensor | None = None) -> Tensor:
-        return ranknet(
-            scores, labels, mask, sigma=self.sigma, reduction=self.reduction, validate_args=self.validate_args
-        )
-
-    def extra_repr(self) -> str:
-        return f"sigma={self.sigma}, reduction={self.reduction!r}"

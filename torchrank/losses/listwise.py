@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from torchrank.functional._inputs import check_choice
-from torchrank.losses._common import check_reduction, prepare, reduce_loss, with_loss_args
+from torchrank.losses._common import LossModule, check_reduction, prepare, reduce_loss, with_loss_args
 
 __all__ = ["ListMLELoss", "ListNetLoss", "listmle", "listnet"]
 
@@ -105,7 +105,7 @@ def listmle(
     return reduce_loss(per_list, x.mask.any(1), reduction)
 
 
-class ListNetLoss(nn.Module):
+class ListNetLoss(LossModule):
     """:func:`listnet` as a module: ``forward(scores, labels, mask=None)``.
 
     Example:
@@ -113,25 +113,24 @@ class ListNetLoss(nn.Module):
         tensor(0.8324)
     """
 
+    _function = staticmethod(listnet)
+
     def __init__(self, *, reduction: str = "mean", validate_args: bool = False) -> None:
         super().__init__()
         check_reduction(reduction)
         self.reduction, self.validate_args = reduction, validate_args
 
-    def forward(self, scores: Tensor, labels: Tensor, mask: Tensor | None = None) -> Tensor:
-        return listnet(scores, labels, mask, reduction=self.reduction, validate_args=self.validate_args)
 
-    def extra_repr(self) -> str:
-        return f"reduction={self.reduction!r}"
-
-
-class ListMLELoss(nn.Module):
+class ListMLELoss(LossModule):
     """:func:`listmle` as a module: hyperparameters in ``__init__``, ``forward(scores, labels, mask=None)``.
 
     Example:
         >>> ListMLELoss(ties="first")(torch.tensor([[2.0, 1.0, 0.0]]), torch.tensor([[2, 1, 0]]))
         tensor(0.7209)
     """
+
+    _function = staticmethod(listmle)
+    _shown = ("ties", "reduction")
 
     def __init__(
         self,
@@ -145,17 +144,3 @@ class ListMLELoss(nn.Module):
         check_choice("ties", ties, LISTMLE_TIES)
         check_reduction(reduction)
         self.ties, self.generator, self.reduction, self.validate_args = ties, generator, reduction, validate_args
-
-    def forward(self, scores: Tensor, labels: Tensor, mask: Tensor | None = None) -> Tensor:
-        return listmle(
-            scores,
-            labels,
-            mask,
-            ties=self.ties,
-            generator=self.generator,
-            reduction=self.reduction,
-            validate_args=self.validate_args,
-        )
-
-    def extra_repr(self) -> str:
-        return f"ties={self.ties!r}, reduction={self.reduction!r}"

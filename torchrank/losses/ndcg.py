@@ -11,12 +11,13 @@ Both return ``-NDCG`` (a loss to minimise), with the exact ideal DCG at k of :mo
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from torchrank.functional._ranking import discount_weights
 from torchrank.losses._common import (
     Discount,
     Gain,
+    LossModule,
     apply_empty_target_action,
     check_gain_discount,
     check_iterations,
@@ -158,7 +159,7 @@ def approx_ndcg(
     return _ndcg_loss(discounted.sum(1), item_gains, x.mask, k, weights, empty_target_action, reduction)
 
 
-class NeuralNDCGLoss(nn.Module):
+class NeuralNDCGLoss(LossModule):
     """:func:`neural_ndcg` as a module: hyperparameters in ``__init__``, ``forward(scores, labels, mask=None)``.
 
     Example:
@@ -166,6 +167,9 @@ class NeuralNDCGLoss(nn.Module):
         >>> loss(torch.tensor([[2.0, 1.0, 0.0]]), torch.tensor([[2, 1, 0]]))
         tensor(-0.9730)
     """
+
+    _function = staticmethod(neural_ndcg)
+    _shown = ("k", "temperature", "sinkhorn_iterations", "transposed", "gain", "reduction")
 
     def __init__(
         self,
@@ -192,37 +196,17 @@ class NeuralNDCGLoss(nn.Module):
         self.gain, self.discount, self.log_base = gain, discount, log_base
         self.empty_target_action, self.reduction, self.validate_args = empty_target_action, reduction, validate_args
 
-    def forward(self, scores: Tensor, labels: Tensor, mask: Tensor | None = None) -> Tensor:
-        return neural_ndcg(
-            scores,
-            labels,
-            mask,
-            k=self.k,
-            temperature=self.temperature,
-            sinkhorn_iterations=self.sinkhorn_iterations,
-            transposed=self.transposed,
-            gain=self.gain,
-            discount=self.discount,
-            log_base=self.log_base,
-            empty_target_action=self.empty_target_action,
-            reduction=self.reduction,
-            validate_args=self.validate_args,
-        )
 
-    def extra_repr(self) -> str:
-        return (
-            f"k={self.k}, temperature={self.temperature}, sinkhorn_iterations={self.sinkhorn_iterations}, "
-            f"transposed={self.transposed}, gain={self.gain!r}, reduction={self.reduction!r}"
-        )
-
-
-class ApproxNDCGLoss(nn.Module):
+class ApproxNDCGLoss(LossModule):
     """:func:`approx_ndcg` as a module: hyperparameters in ``__init__``, ``forward(scores, labels, mask=None)``.
 
     Example:
         >>> ApproxNDCGLoss(temperature=0.1)(torch.tensor([[0.6, 0.8]]), torch.tensor([[1, 0]]))
         tensor(-0.6551)
     """
+
+    _function = staticmethod(approx_ndcg)
+    _shown = ("k", "temperature", "gain", "reduction")
 
     def __init__(
         self,
@@ -244,21 +228,3 @@ class ApproxNDCGLoss(nn.Module):
         self.k, self.temperature = k, temperature
         self.gain, self.discount, self.log_base = gain, discount, log_base
         self.empty_target_action, self.reduction, self.validate_args = empty_target_action, reduction, validate_args
-
-    def forward(self, scores: Tensor, labels: Tensor, mask: Tensor | None = None) -> Tensor:
-        return approx_ndcg(
-            scores,
-            labels,
-            mask,
-            k=self.k,
-            temperature=self.temperature,
-            gain=self.gain,
-            discount=self.discount,
-            log_base=self.log_base,
-            empty_target_action=self.empty_target_action,
-            reduction=self.reduction,
-            validate_args=self.validate_args,
-        )
-
-    def extra_repr(self) -> str:
-        return f"k={self.k}, temperature={self.temperature}, gain={self.gain!r}, reduction={self.reduction!r}"
