@@ -127,6 +127,28 @@ def test_bool_and_float_targets_agree():
     torch.testing.assert_close(F.average_precision(preds, binary), F.average_precision(preds, binary.to(torch.float64)))
 
 
+@pytest.mark.parametrize(("name", "fn", "_"), ALL_MEASURES, ids=IDS)
+@pytest.mark.parametrize("label_dtype", [torch.int64, torch.int32, torch.uint8, torch.float16, torch.bool])
+def test_label_dtypes_and_row_blocks_agree(name, fn, _, label_dtype, monkeypatch):
+    """Unpadded labels of large CPU batches (here: past 50 items) stay in the caller's dtype until read: the ranked
+    labels are converted after the gather, the ideal labels by blocks of rows (here of 4 rows); every dtype gives
+    the float64 labels' values."""
+    from torchrank.functional import _inputs, _ranking
+
+    preds, target = _data()
+    target = target > 0 if label_dtype == torch.bool else target
+    kw = _kwargs(name, fn) | {"reduction": "none"}
+    expected = fn(preds, target.to(torch.float64), **kw)
+    monkeypatch.setattr(_inputs, "LARGE_BATCH_ITEMS", 50)
+    monkeypatch.setattr(_ranking, "_ROW_BLOCK_ITEMS", 50)
+    torch.testing.assert_close(fn(preds, target.to(label_dtype), **kw), expected)
+    if name == "ndcg":  # a callable gain maps the labels before their order is read
+        square = {"gain": lambda labels: labels**2, "reduction": "none"}
+        torch.testing.assert_close(
+            fn(preds, target.to(label_dtype), **square), fn(preds, target.to(torch.float64), **square)
+        )
+
+
 def test_evaluate_equals_single_functions():
     preds, target = _data()
     out = F.evaluate(preds, target, ["ndcg@5", "ndcg_cut_10", "map", "P_5", "recall@10", "mrr", "rbp.95", "err@3"],

@@ -17,6 +17,9 @@ from torch import Tensor
 TIES = ("average", "optimistic", "pessimistic", "first")
 EMPTY_TARGET_ACTIONS = ("neg", "pos", "skip", "error")
 REDUCTIONS = ("mean", "sum", "none")
+# CPU batches of more items than this keep unpadded labels in the caller's dtype and are read by blocks of rows:
+# a temporary of a whole 10M-item batch is page-faulted in afresh on every call (longer than the work itself)
+LARGE_BATCH_ITEMS = 2**20
 
 
 @dataclass(frozen=True)
@@ -27,9 +30,11 @@ class RankingInput:
     """
 
     preds: Tensor  # [Q, N] floating
-    target: Tensor  # [Q, N] floating labels, 0 at padded positions
+    # [Q, N] labels, 0 at padded positions: in the working dtype, except large unpadded CPU batches, whose labels
+    # stay in the caller's dtype (the ranking converts the labels it gathers, and reads the ideal ones by blocks)
+    target: Tensor
     mask: Tensor  # [Q, N] bool, True for a real item
-    ideal_target: Tensor  # [Q, M] floating labels of all judged items, 0 at padding
+    ideal_target: Tensor  # [Q, M] labels of all judged items, 0 at padding (``target`` itself when not given)
     batch_shape: tuple[int, ...]
     judged: Tensor | None = None  # [Q, N] bool, True for an item with a judgment (RBP residual)
     padded: bool = True  # False when every position is a real item (known without reading values)
@@ -130,7 +135,10 @@ def format_inputs(
         judged = None if judged is None else judged.reshape(-1, n)
 
     work = working_dtype(preds)
-    target = torch.where(mask, target.to(work), 0) if padded else target.to(work)
+    if padded:
+        target = torch.where(mask, target.to(work), 0)
+    elif preds.device.type != "cpu" or target.numel() <= LARGE_BATCH_ITEMS:
+        target = target.to(work)
     ideal = _format_ideal(ideal_target, target, batch_shape, preds.device, work, validate_args)
     return RankingInput(
         preds=preds, target=target, mask=mask, ideal_target=ideal, batch_shape=batch_shape, judged=judged,

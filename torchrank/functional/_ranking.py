@@ -25,7 +25,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from torchrank.functional._inputs import RankingInput
+from torchrank.functional import _inputs
+from torchrank.functional._inputs import RankingInput, working_dtype
 
 try:  # numpy's SIMD sort ranks on CPU several times faster than torch.sort; torch runs without it
     import numpy as np
@@ -75,7 +76,7 @@ def _gather_ranking(
     scores in that order when already gathered, or a function gathering them when first read."""
     return Ranking(
         scores=inputs.preds.gather(1, order) if scores is None else scores,
-        labels=inputs.target.gather(1, order),
+        labels=_ranked_labels(inputs.target, order, working_dtype(inputs.preds)),
         valid=inputs.mask.gather(1, order) if inputs.padded else inputs.mask[:, : order.shape[1]],  # all True
         ideal_labels=inputs.ideal_target,
         judged=None if inputs.judged is None else inputs.judged.gather(1, order),
@@ -83,6 +84,26 @@ def _gather_ranking(
         relevance_threshold=relevance_threshold,
         all_valid=not inputs.padded,
     )
+
+
+def _ranked_labels(target: Tensor, order: Tensor, dtype: torch.dtype) -> Tensor:
+    """The labels of each row in ``order`` ``[Q, <=N]``, in ``dtype``.
+
+    Labels kept in the caller's dtype (large CPU batches) are gathered, then converted, when few positions are
+    read; when most are, each block of rows is converted, then gathered into the output: no whole-batch
+    temporary (nor a gather of 8-byte labels) to page in.
+    """
+    if target.dtype == dtype:
+        return target.gather(1, order)
+    q, n = target.shape
+    if order.shape[1] * 4 <= n:
+        return target.gather(1, order).to(dtype)
+    out = torch.empty(order.shape, dtype=dtype, device=order.device)
+    rows = max(1, _ROW_BLOCK_ITEMS // n)
+    for start in range(0, q, rows):
+        block = slice(start, start + rows)
+        torch.gather(target[block].to(dtype), 1, order[block], out=out[block])
+    return out
 
 
 # a tie order is worked out separately for at most this share of the rows; past it, for the whole batch
@@ -304,6 +325,7 @@ def _ranking_order(
         key = mask.to(torch.int8)
     else:
         sign = 1 if ties == "optimistic" else -1
+        target = target.to(working_dtype(preds))  # labels of large batches may come in the caller's dtype
         key = torch.where(mask, sign * target, torch.finfo(target.dtype).min)
     order = torch.sort(key, dim=1, descending=True, stable=True).indices
     by_score = torch.sort(scores.gather(1, order), dim=1, descending=True, stable=True).indices
@@ -330,7 +352,7 @@ class Ranking:
         self._scores = scores
         self.labels = labels  # [Q, N], 0 at padding
         self.valid = valid  # [Q, N] bool
-        self.ideal_labels = ideal_labels  # [Q, M], unsorted, 0 at padding
+        self.ideal_labels = ideal_labels  # [Q, M], unsorted, 0 at padding, any real dtype (see per_ideal_row)
         self.judged = judged  # [Q, N] bool or None (every item judged)
         self.all_valid = all_valid  # no padding: every position of `valid` is True
         self.ties = ties
@@ -369,10 +391,14 @@ class Ranking:
     @cached_property
     def num_relevant(self) -> Tensor:
         """``R``: relevant judged items per query, retrieved or not ``[Q]``."""
-        relevant = _compare(torch.ge, self.ideal_labels, self.relevance_threshold, self.dtype)
-        if self.dtype == torch.float64 or relevant.shape[1] < 2**24:
-            return relevant.sum(1)  # exact: every partial sum is an integer the float holds
-        return relevant.sum(1, dtype=torch.float64).to(self.dtype)
+        exact = self.dtype == torch.float64 or self.ideal_labels.shape[1] < 2**24  # every partial sum is an integer
+        threshold = self.relevance_threshold
+
+        def count(labels: Tensor) -> Tensor:
+            relevant = _compare(torch.ge, labels, threshold, labels.dtype)
+            return relevant.sum(1) if exact else relevant.sum(1, dtype=torch.float64).to(labels.dtype)
+
+        return self.per_ideal_row(count)
 
     @cached_property
     def no_relevant(self) -> Tensor:
@@ -380,15 +406,31 @@ class Ranking:
         return self.num_relevant == 0
 
     @cached_property
+    def _ideal_labels_in_dtype(self) -> Tensor:
+        return self.ideal_labels.to(self.dtype)
+
+    def per_ideal_row(self, fn: Callable[[Tensor], Tensor]) -> Tensor:
+        """``fn`` of the ideal labels in the working dtype, one row of output per query ``[Q, ...]``.
+
+        Large CPU batches go by blocks of rows: a temporary of a whole 10M-item batch is page-faulted in afresh
+        on every call (longer than the work itself), while a block's are reused by the allocator.
+        """
+        q, m = self.ideal_labels.shape
+        if self.ideal_labels.device.type != "cpu" or q * m <= _inputs.LARGE_BATCH_ITEMS:
+            return fn(self._ideal_labels_in_dtype)
+        rows = max(1, _ROW_BLOCK_ITEMS // m)
+        return torch.cat([fn(self.ideal_labels[start : start + rows].to(self.dtype)) for start in range(0, q, rows)])
+
+    @cached_property
     def has_positive_label(self) -> Tensor:
         """Queries with a judged label > 0 ``[Q]`` bool (graded measures)."""
-        return rows_any(self.ideal_labels > 0)
+        return self.per_ideal_row(lambda labels: labels.amax(1) > 0)
 
     def top_label(self, max_label: float | None) -> Tensor:
         """Top of the label scale: ``max_label``, or each query's largest judged label ``[Q, 1]``."""
         if max_label is not None:
             return torch.as_tensor(float(max_label), dtype=self.dtype, device=self.labels.device)
-        top = torch.maximum(self.ideal_labels.amax(1), self.labels.amax(1))
+        top = torch.maximum(self.ideal_labels.amax(1).to(self.dtype), self.labels.amax(1))
         return torch.where(top > 0, top, 1).unsqueeze(1)
 
     # ---------------------------------------------------------------- tie groups
@@ -510,7 +552,7 @@ class Ranking:
     # ---------------------------------------------------------------- gains and discounts
     def gains(self, gain: Gain, labels: Tensor | None = None) -> Tensor:
         """``gain(label)`` for ``labels`` (default: the ranked labels), 0 at padding."""
-        labels = self.labels if labels is None else labels
+        labels = self.labels if labels is None else labels.to(self.dtype)
         if callable(gain):
             return gain(labels).to(self.dtype)
         if gain == "linear":
@@ -519,16 +561,27 @@ class Ranking:
 
     def ideal_gains(self, gain: Gain, depth: int | None = None) -> Tensor:
         """Gains of the judged items sorted descending, the top ``depth`` of them (all for None) ``[Q, <=M]``."""
-        gains = self.gains(gain, self.ideal_labels)
-        if gains.device.type == "cpu" and np is not None and gains.dtype in (torch.float32, torch.float64):
-            # numpy's SIMD sort of the values, ascending, read backwards: faster on CPU than torch.sort, and
-            # than torch.topk for any cut-off past a handful
-            descending = np.sort(gains.numpy(), axis=1)[:, ::-1]
-            return torch.from_numpy((descending if depth is None else descending[:, :depth]).copy())
-        if depth is not None and depth * _TOPK_RATIO[gains.device.type == "cpu"] <= gains.shape[1]:
-            return torch.topk(gains, depth, dim=1).values  # cheaper than a full sort for small cut-offs
-        ideal = torch.sort(gains, dim=1, descending=True).values
-        return ideal if depth is None else ideal[:, :depth]
+        if callable(gain):  # any map: the gains first, then their order
+            return _descending(self.gains(gain, self.ideal_labels), depth)
+        # the linear and exponential gains never decrease with the label: sort the labels, map the top ones
+        return self.gains(gain, self.per_ideal_row(lambda labels: _descending(labels, depth)))
+
+
+def _descending(values: Tensor, depth: int | None) -> Tensor:
+    """Each row of ``values`` sorted descending, the first ``depth`` (all for None) ``[Q, <=M]``."""
+    if values.device.type == "cpu" and np is not None and values.dtype in (torch.float32, torch.float64):
+        # numpy's SIMD sort of the values, ascending, read backwards: faster on CPU than torch.sort, and
+        # than torch.topk for any cut-off past a handful
+        descending = np.sort(values.numpy(), axis=1)[:, ::-1]
+        return torch.from_numpy((descending if depth is None else descending[:, :depth]).copy())
+    if depth is not None and depth * _TOPK_RATIO[values.device.type == "cpu"] <= values.shape[1]:
+        return torch.topk(values, depth, dim=1).values  # cheaper than a full sort for small cut-offs
+    ordered = torch.sort(values, dim=1, descending=True).values
+    return ordered if depth is None else ordered[:, :depth]
+
+
+# items per block of rows where a large CPU batch is read by blocks (_inputs.LARGE_BATCH_ITEMS)
+_ROW_BLOCK_ITEMS = 2**16
 
 
 def rows_any(x: Tensor) -> Tensor:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from torchrank.functional._inputs import RankingInput, format_inputs
+from torchrank.functional._inputs import RankingInput, format_inputs, working_dtype
 from torchrank.functional._pipeline import check_options, finalize, with_common_args
 
 _PAIR_BUDGET = 1 << 24  # pair comparisons per chunk of queries: bounds memory at O(Q N) + O(budget)
@@ -42,11 +42,12 @@ def _pair_counts(preds: Tensor, target: Tensor, mask: Tensor) -> Tensor:
 
 def _kendall(inputs: RankingInput, ties: str, distance: bool) -> tuple[Tensor, Tensor]:
     q, n = inputs.preds.shape
-    preds = inputs.preds.to(inputs.target.dtype) if inputs.preds.dtype != torch.float64 else inputs.preds
+    work = working_dtype(inputs.preds)
+    preds = inputs.preds.to(work)
     chunk = max(1, _PAIR_BUDGET // max(n * n, 1))
     counts = torch.cat(
         [
-            _pair_counts(preds[s : s + chunk], inputs.target[s : s + chunk], inputs.mask[s : s + chunk])
+            _pair_counts(preds[s : s + chunk], inputs.target[s : s + chunk].to(work), inputs.mask[s : s + chunk])
             for s in range(0, q, chunk)  # chunks of queries bound memory; each chunk is one batched op
         ]
     )
