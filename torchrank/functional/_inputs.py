@@ -131,7 +131,8 @@ def format_inputs(
         n = preds.shape[-1]
         preds = preds.reshape(-1, n)
         target = target.reshape(-1, n)
-        mask = torch.ones_like(preds, dtype=torch.bool) if mask is None else mask.reshape(-1, n)
+        # no mask: a broadcast True, with no memory to fill (or to page in on large batches)
+        mask = preds.new_ones((1, 1), dtype=torch.bool).expand(preds.shape) if mask is None else mask.reshape(-1, n)
         judged = None if judged is None else judged.reshape(-1, n)
 
     work = working_dtype(preds)
