@@ -227,6 +227,9 @@ _PACKABLE = (
 _INT32_MAX = 2**31 - 1
 _LOW_HALF = 2**32 - 1  # an int64 key's item index
 _KEY_BLOCK_ITEMS = 2**20
+# items per block of rows where a large CPU batch is read by blocks (labels, ideal labels: _inputs.LARGE_BATCH_ITEMS);
+# smaller than the key blocks: each block's work here is a few cheap operations, and small blocks keep it in cache
+_ROW_BLOCK_ITEMS = 2**16
 
 
 def _packed_sort(preds: Tensor, mask: Tensor | None, depth: int | None) -> tuple[Tensor, Tensor]:
@@ -578,10 +581,6 @@ def _descending(values: Tensor, depth: int | None) -> Tensor:
         return torch.topk(values, depth, dim=1).values  # cheaper than a full sort for small cut-offs
     ordered = torch.sort(values, dim=1, descending=True).values
     return ordered if depth is None else ordered[:, :depth]
-
-
-# items per block of rows where a large CPU batch is read by blocks (_inputs.LARGE_BATCH_ITEMS)
-_ROW_BLOCK_ITEMS = 2**16
 
 
 def rows_any(x: Tensor) -> Tensor:
