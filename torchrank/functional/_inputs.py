@@ -8,6 +8,7 @@ dimensions flattened, or flat ``(preds, target, indexes)`` grouped into padded r
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -132,7 +133,7 @@ def format_inputs(
         preds = preds.reshape(-1, n)
         target = target.reshape(-1, n)
         # no mask: a broadcast True, with no memory to fill (or to page in on large batches)
-        mask = preds.new_ones((1, 1), dtype=torch.bool).expand(preds.shape) if mask is None else mask.reshape(-1, n)
+        mask = _true(preds.device).expand(preds.shape) if mask is None else mask.reshape(-1, n)
         judged = None if judged is None else judged.reshape(-1, n)
 
     work = working_dtype(preds)
@@ -145,6 +146,12 @@ def format_inputs(
         preds=preds, target=target, mask=mask, ideal_target=ideal, batch_shape=batch_shape, judged=judged,
         padded=padded, padding_last=padding_last,
     )
+
+
+@functools.lru_cache(maxsize=16)
+def _true(device: torch.device) -> Tensor:
+    """A ``[1, 1]`` True on ``device`` (cached: read, never written) to broadcast as the mask of unpadded input."""
+    return torch.ones((1, 1), dtype=torch.bool, device=device)
 
 
 def working_dtype(preds: Tensor) -> torch.dtype:

@@ -410,7 +410,7 @@ class Ranking:
 
     @cached_property
     def _ideal_labels_in_dtype(self) -> Tensor:
-        return self.ideal_labels.to(self.dtype)
+        return self.ideal_labels if self.ideal_labels.dtype == self.dtype else self.ideal_labels.to(self.dtype)
 
     def per_ideal_row(self, fn: Callable[[Tensor], Tensor]) -> Tensor:
         """``fn`` of the ideal labels in the working dtype, one row of output per query ``[Q, ...]``.
@@ -555,7 +555,10 @@ class Ranking:
     # ---------------------------------------------------------------- gains and discounts
     def gains(self, gain: Gain, labels: Tensor | None = None) -> Tensor:
         """``gain(label)`` for ``labels`` (default: the ranked labels), 0 at padding."""
-        labels = self.labels if labels is None else labels.to(self.dtype)
+        if labels is None:
+            labels = self.labels
+        elif labels.dtype != self.dtype:  # ideal labels of large batches come in the caller's dtype
+            labels = labels.to(self.dtype)
         if callable(gain):
             return gain(labels).to(self.dtype)
         if gain == "linear":
