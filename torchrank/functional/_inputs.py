@@ -139,13 +139,19 @@ def format_inputs(
     work = working_dtype(preds)
     if padded:
         target = torch.where(mask, target.to(work), 0)
-    elif preds.device.type != "cpu" or target.numel() <= LARGE_BATCH_ITEMS:
+    elif not read_by_blocks(target):
         target = target.to(work)
     ideal = _format_ideal(ideal_target, target, batch_shape, preds.device, work, validate_args)
     return RankingInput(
         preds=preds, target=target, mask=mask, ideal_target=ideal, batch_shape=batch_shape, judged=judged,
         padded=padded, padding_last=padding_last,
     )
+
+
+def read_by_blocks(x: Tensor) -> bool:
+    """Whether the labels ``x`` form a large CPU batch (more than ``LARGE_BATCH_ITEMS``): kept in the caller's
+    dtype and read by blocks of rows."""
+    return x.device.type == "cpu" and x.numel() > LARGE_BATCH_ITEMS
 
 
 @functools.lru_cache(maxsize=16)

@@ -25,8 +25,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from torchrank.functional import _inputs
-from torchrank.functional._inputs import RankingInput, working_dtype
+from torchrank.functional._inputs import RankingInput, read_by_blocks, working_dtype
 
 try:  # numpy's SIMD sort ranks on CPU several times faster than torch.sort; torch runs without it
     import numpy as np
@@ -99,11 +98,15 @@ def _ranked_labels(target: Tensor, order: Tensor, dtype: torch.dtype) -> Tensor:
     if order.shape[1] * 4 <= n:
         return target.gather(1, order).to(dtype)
     out = torch.empty(order.shape, dtype=dtype, device=order.device)
-    rows = max(1, _ROW_BLOCK_ITEMS // n)
-    for start in range(0, q, rows):
-        block = slice(start, start + rows)
+    for block in row_blocks(q, n, _ROW_BLOCK_ITEMS):
         torch.gather(target[block].to(dtype), 1, order[block], out=out[block])
     return out
+
+
+def row_blocks(num_rows: int, row_items: int, block_items: int) -> list[slice]:
+    """Slices of ``num_rows`` rows of ``row_items`` items each, of about ``block_items`` items (one row at least)."""
+    rows = max(1, block_items // max(row_items, 1))
+    return [slice(start, start + rows) for start in range(0, num_rows, rows)]
 
 
 # a tie order is worked out separately for at most this share of the rows; past it, for the whole batch
@@ -227,7 +230,7 @@ _PACKABLE = (
 _INT32_MAX = 2**31 - 1
 _LOW_HALF = 2**32 - 1  # an int64 key's item index
 _KEY_BLOCK_ITEMS = 2**20
-# items per block of rows where a large CPU batch is read by blocks (labels, ideal labels: _inputs.LARGE_BATCH_ITEMS);
+# items per block of rows where a large CPU batch is read by blocks (labels, ideal labels: read_by_blocks);
 # smaller than the key blocks: each block's work here is a few cheap operations, and small blocks keep it in cache
 _ROW_BLOCK_ITEMS = 2**16
 
@@ -246,9 +249,7 @@ def _packed_sort(preds: Tensor, mask: Tensor | None, depth: int | None) -> tuple
     keys[..., 0] = _item_indices(n)
     # the high halves by blocks of rows: the temporaries stay a few MB, reused by the allocator rather than
     # page-faulted in afresh (on 10M items, whole-batch temporaries cost more system time than the sort)
-    rows_per_block = max(1, _KEY_BLOCK_ITEMS // n)
-    for start in range(0, q, rows_per_block):
-        rows = slice(start, start + rows_per_block)
+    for rows in row_blocks(q, n, _KEY_BLOCK_ITEMS):
         block = preds[rows] if preds.dtype == torch.float32 else preds[rows].float()
         bits = torch.rsub(block, 0.0).view(torch.int32)  # 0 - x: negated, and -0.0 as 0.0 (equal keys)
         # an int32 that orders as the float does: flip the magnitude bits of negative numbers
@@ -418,11 +419,10 @@ class Ranking:
         Large CPU batches go by blocks of rows: a temporary of a whole 10M-item batch is page-faulted in afresh
         on every call (longer than the work itself), while a block's are reused by the allocator.
         """
-        q, m = self.ideal_labels.shape
-        if self.ideal_labels.device.type != "cpu" or q * m <= _inputs.LARGE_BATCH_ITEMS:
+        if not read_by_blocks(self.ideal_labels):
             return fn(self._ideal_labels_in_dtype)
-        rows = max(1, _ROW_BLOCK_ITEMS // m)
-        return torch.cat([fn(self.ideal_labels[start : start + rows].to(self.dtype)) for start in range(0, q, rows)])
+        blocks = row_blocks(*self.ideal_labels.shape, _ROW_BLOCK_ITEMS)
+        return torch.cat([fn(self.ideal_labels[rows].to(self.dtype)) for rows in blocks])
 
     @cached_property
     def has_positive_label(self) -> Tensor:

@@ -16,6 +16,7 @@ from torch import Tensor
 
 from torchrank.functional._inputs import RankingInput, format_inputs, working_dtype
 from torchrank.functional._pipeline import check_options, finalize, with_common_args
+from torchrank.functional._ranking import row_blocks
 
 _PAIR_BUDGET = 1 << 24  # pair comparisons per chunk of queries: bounds memory at O(Q N) + O(budget)
 
@@ -44,11 +45,10 @@ def _kendall(inputs: RankingInput, ties: str, distance: bool) -> tuple[Tensor, T
     q, n = inputs.preds.shape
     work = working_dtype(inputs.preds)
     preds = inputs.preds.to(work)
-    chunk = max(1, _PAIR_BUDGET // max(n * n, 1))
     counts = torch.cat(
         [
-            _pair_counts(preds[s : s + chunk], inputs.target[s : s + chunk].to(work), inputs.mask[s : s + chunk])
-            for s in range(0, q, chunk)  # chunks of queries bound memory; each chunk is one batched op
+            _pair_counts(preds[rows], inputs.target[rows].to(work), inputs.mask[rows])
+            for rows in row_blocks(q, n * n, _PAIR_BUDGET)  # chunks of queries bound memory; each one batched op
         ]
     )
     pairs, label_tied, s_sum, discordant, tied_up, tied_down = counts.unbind(1)
