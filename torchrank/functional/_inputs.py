@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from torchrank.functional._allocator import warm_cpu_allocator_for
+
 TIES = ("average", "optimistic", "pessimistic", "first")
 EMPTY_TARGET_ACTIONS = ("neg", "pos", "skip", "error")
 REDUCTIONS = ("mean", "sum", "none")
@@ -110,6 +112,7 @@ def format_inputs(
         raise ValueError(f"Argument `preds` must not be empty, got shape {tuple(preds.shape)}.")
     _check_bool_like_preds("mask", mask, preds)
     _check_bool_like_preds("judged", judged, preds)
+    warm_cpu_allocator_for(preds)
 
     if validate_args:
         _check_values(preds, target)
