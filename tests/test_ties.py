@@ -106,11 +106,12 @@ def _batch_with_some_tied_rows(padded: bool, items: int = 100) -> tuple[torch.Te
 @pytest.mark.parametrize(("name", "fn", "higher_is_better"), ALL_MEASURES, ids=[m[0] for m in ALL_MEASURES])
 def test_batch_with_a_few_tied_rows_equals_each_row_alone(name, fn, higher_is_better, ties, padded):
     """On CPU only the tied rows get the tie treatment (the rest is ranked once, ties aside): every row of a
-    mostly untied batch must still equal that row evaluated alone, on the short top-k path and the full sort."""
+    mostly untied batch must still equal that row evaluated alone, on the short top-k path, the key sort cut at
+    a depth and the whole sort (whose tied rows reuse the batch's order under "average")."""
     preds, target, mask = _batch_with_some_tied_rows(padded)
     uses_k = (name, fn, higher_is_better) in CUTOFF_MEASURES
-    for ks in ([1, 2, 3, 6], [2, 10, 40]) if uses_k else (None,):  # top-k of 100 (dense), the key sort cut
-        kwargs = {"k": ks} if uses_k else {}
+    for ks in ([1, 2, 3, 6], [2, 10, 40], None) if uses_k else (None,):  # top-k of 100 (dense), key sort cut, all
+        kwargs = {"k": ks} if ks is not None else {}
         batch = fn(preds, target, mask=mask, ties=ties, reduction="none", **kwargs)
         for row in (0, 1, 3, 5, 7, 8, 11, 17, 23):  # the tied rows and a few others
             alone = fn(
@@ -132,6 +133,23 @@ def test_only_tied_rows_get_their_own_ranking():
         expected = {1, 5, 11, 17, 23, 8} | ({3} if depth is None else set())  # row 3's tie is at the bottom
         assert set(rows.tolist()) == expected
         assert exact.ties == "average" and ranking.ties == "first"
+
+
+@pytest.mark.parametrize("padded", [False, True], ids=["dense", "padded"])
+def test_tied_rows_of_a_whole_sort_reuse_its_order_under_average(padded, monkeypatch):
+    """Under "average" the tied rows of a whole-list sort take the batch's order (every tie group is contiguous in
+    it): no sort of their own. Their values are checked against each row alone above."""
+    from torchrank.functional import _ranking
+    from torchrank.functional._inputs import format_inputs
+
+    def no_second_sort(*args, **kwargs):
+        raise AssertionError("the tied rows were sorted again")
+
+    monkeypatch.setattr(_ranking, "_ranking_order", no_second_sort)
+    preds, target, mask = _batch_with_some_tied_rows(padded)
+    ranking = _ranking.rank(format_inputs(preds, target, mask=mask if padded else None), ties="average")
+    rows, exact = ranking.exact
+    assert {1, 5, 11, 17, 23, 8} <= set(rows.tolist()) and exact.ties == "average"
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16])

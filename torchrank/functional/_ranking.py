@@ -134,7 +134,14 @@ def _rank_tied_rows_apart(
     ranking = _gather_ranking(inputs, order, "first", relevance_threshold, scores)
     if rows.numel() == 0:
         return ranking
-    ranking.exact = (rows, rank(_select_rows(inputs, rows), ties=ties, relevance_threshold=relevance_threshold))
+    tied_inputs = _select_rows(inputs, rows)
+    if ties == "average" and order.shape[1] == inputs.preds.shape[1]:
+        # whole rows in descending order, padding last: every tie group is already contiguous, and "average"
+        # averages each group whatever order it holds, so these rows need no sort of their own
+        exact = _gather_ranking(tied_inputs, order[rows], ties, relevance_threshold)
+    else:
+        exact = rank(tied_inputs, ties=ties, relevance_threshold=relevance_threshold)
+    ranking.exact = (rows, exact)
     return ranking
 
 
