@@ -82,6 +82,7 @@ def _gather_ranking(
         ties=ties,
         relevance_threshold=relevance_threshold,
         all_valid=not inputs.padded,
+        ranks_every_judged_item=inputs.ideal_target is inputs.target and order.shape[1] == inputs.target.shape[1],
     )
 
 
@@ -359,6 +360,7 @@ class Ranking:
         relevance_threshold: float,
         judged: Tensor | None = None,
         all_valid: bool = False,
+        ranks_every_judged_item: bool = False,
     ) -> None:
         self._scores = scores
         self.labels = labels  # [Q, N], 0 at padding
@@ -366,6 +368,8 @@ class Ranking:
         self.ideal_labels = ideal_labels  # [Q, M], unsorted, 0 at padding, any real dtype (see per_ideal_row)
         self.judged = judged  # [Q, N] bool or None (every item judged)
         self.all_valid = all_valid  # no padding: every position of `valid` is True
+        # the judged items are exactly the ranked ones (no separate ideal labels, no cut-off): a row's counts are R
+        self.ranks_every_judged_item = ranks_every_judged_item
         self.ties = ties
         self.relevance_threshold = relevance_threshold
         self.dtype = labels.dtype
@@ -403,6 +407,8 @@ class Ranking:
     def num_relevant(self) -> Tensor:
         """``R``: relevant judged items per query, retrieved or not ``[Q]``."""
         exact = self.dtype == torch.float64 or self.ideal_labels.shape[1] < 2**24  # every partial sum is an integer
+        if exact and self.ranks_every_judged_item and self.list_size > 0:
+            return self.relevant_count[:, -1]  # the running count the binary measures read anyway, at its end
         threshold = self.relevance_threshold
 
         def count(labels: Tensor) -> Tensor:
