@@ -1,4 +1,4 @@
-"""``torchrank evaluate`` on large TREC files against trec_eval (pytrec_eval), ranx and ir_measures.
+"""``torchrank evaluate`` on large TREC files against the trec_eval binary, pytrec_eval, ranx and ir_measures.
 
 Run from the repository root::
 
@@ -15,10 +15,14 @@ evaluation, everything a user waits for:
 * ``torchrank evaluate (process)``: ``python -m torchrank evaluate -m ... qrels run`` as a subprocess, the
   command a user types (Python start-up and imports included);
 * ``torchrank score_run``: :func:`torchrank.io.trec_eval.score_run` in this process;
-* ``trec_eval (pytrec_eval)``: no trec_eval binary is packaged on PyPI or Debian (pytrec_eval's source
-  package downloads trec_eval's sources from GitHub at build time), so trec_eval's C evaluation is timed
-  through pytrec_eval, its Python binding: its own ``parse_qrel``/``parse_run`` readers plus
-  ``RelevanceEvaluator.evaluate``; its evaluation alone (files already parsed) is recorded too;
+* ``trec_eval (C binary)``: ``trec_eval -m ... qrels run`` as a subprocess, the command IR researchers type.
+  Neither PyPI nor Debian packages trec_eval, but Anserini's jar inside pyserini's wheel carries its compiled
+  binary (9.0.4): ``python -m benchmarks.get_trec_eval`` fetches it into ``benchmarks/tools/trec_eval`` and
+  checks it against trec_eval's published outputs. Found there, at ``$TREC_EVAL`` or on the PATH; skipped
+  (and said so in the results) when absent;
+* ``trec_eval (pytrec_eval)``: trec_eval's C evaluation through pytrec_eval, its Python binding: its own
+  ``parse_qrel``/``parse_run`` readers plus ``RelevanceEvaluator.evaluate``; its evaluation alone (files
+  already parsed) is recorded too;
 * ``ranx``: ``Qrels.from_file``/``Run.from_file`` (kind trec) plus ``evaluate``;
 * ``ir_measures``: ``read_trec_qrels``/``read_trec_run`` plus ``calc_aggregate``.
 
@@ -31,11 +35,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import importlib.metadata
 import json
 import os
 import platform
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -85,8 +91,9 @@ DEFAULTS: dict[str, Any] = {
     "seed": 0,
     "repeats": 3,
     "device": "cpu",
-    "tools": ["torchrank", "pytrec_eval", "ranx", "ir_measures"],
+    "tools": ["torchrank", "trec_eval", "pytrec_eval", "ranx", "ir_measures"],
 }
+TREC_EVAL_DEFAULT = REPO_ROOT / "benchmarks" / "tools" / "trec_eval"  # where benchmarks.get_trec_eval puts it
 SMOKE: dict[str, Any] = {**DEFAULTS, "queries": 200, "docs": 100, "repeats": 1}
 
 
@@ -127,6 +134,25 @@ def _torchrank_inprocess(qrels: Path, run: Path, device: str) -> Callable[[], di
     from torchrank.io.trec_eval import score_run
 
     return lambda: score_run(qrels, run, MEASURES, device=device).summary()
+
+
+def find_trec_eval() -> Path | None:
+    """The trec_eval binary: ``$TREC_EVAL``, else ``benchmarks/tools/trec_eval``, else ``trec_eval`` on the PATH."""
+    for candidate in (os.environ.get("TREC_EVAL"), TREC_EVAL_DEFAULT, shutil.which("trec_eval")):
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return Path(candidate)
+    return None
+
+
+def _trec_eval_binary(binary: Path, qrels: Path, run: Path) -> Callable[[], dict[str, float]]:
+    argv = [str(binary)] + [f"-m{m}" for m in MEASURES] + [str(qrels), str(run)]
+
+    def call() -> dict[str, float]:
+        done = subprocess.run(argv, capture_output=True, text=True, check=True)
+        values = {line.split()[0]: float(line.split()[2]) for line in done.stdout.splitlines() if line.strip()}
+        return {m: values[m] for m in TREC_NAMES}
+
+    return call
 
 
 def _pytrec_eval(qrels: Path, run: Path) -> tuple[Callable[[], dict[str, float]], Callable[[], dict[str, float]]]:
@@ -192,6 +218,9 @@ def _contenders(qrels: Path, run: Path, config: dict) -> dict[str, tuple[Callabl
     for device in devices:
         out[f"torchrank evaluate (process, {device})"] = (_torchrank_process(qrels, run, device), "torchrank")
         out[f"torchrank score_run ({device})"] = (_torchrank_inprocess(qrels, run, device), "torchrank")
+    binary = find_trec_eval() if "trec_eval" in tools else None
+    if binary is not None:
+        out["trec_eval (C binary): read + evaluate"] = (_trec_eval_binary(binary, qrels, run), "trec_eval")
     if ("pytrec_eval" in tools and _version("pytrec-eval-terrier")) or _version("pytrec-eval"):
         full, evaluation = _pytrec_eval(qrels, run)
         out["trec_eval (pytrec_eval): read + evaluate"] = (full, "pytrec_eval")
@@ -241,10 +270,20 @@ def measure(config: dict) -> list[dict]:
                 "median_s": statistics.median(t),
                 "iqr_s": q3 - q1,
                 "times_s": t,
-                "note": "end to end: read qrels + run from disk, parse, evaluate 10 measures, means",
+                "note": "end to end: read qrels + run from disk, parse, evaluate 10 measures, means"
+                + (f"; {_describe(find_trec_eval())}" if library == "trec_eval" else ""),
             }
         )
     return records
+
+
+def _describe(binary: Path | None) -> str:
+    """The trec_eval binary as a note: path, version and sha256, or that none was found."""
+    if binary is None:
+        return "no trec_eval binary found (python -m benchmarks.get_trec_eval fetches one)"
+    shown = subprocess.run([str(binary), "-v"], capture_output=True, text=True)
+    digest = hashlib.sha256(binary.read_bytes()).hexdigest()
+    return f"{(shown.stdout + shown.stderr).strip()}, {binary.name} sha256 {digest[:16]}"
 
 
 def _metadata() -> dict:
@@ -259,6 +298,7 @@ def _metadata() -> dict:
         "cuda": torch.cuda.is_available(),
         "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
         "versions": {n: _version(n) for n in ("torch", "numpy", "pytrec-eval-terrier", "ranx", "ir-measures")},
+        "trec_eval_binary": _describe(find_trec_eval()),
     }
 
 
@@ -266,7 +306,7 @@ def _markdown(records: list[dict], meta: dict) -> str:
     base = next(r["median_s"] for r in records if r["contender"] == "torchrank evaluate (process, cpu)")
     p = records[0]["params"]
     lines = [
-        "# `torchrank evaluate` against trec_eval (pytrec_eval), ranx and ir_measures",
+        "# `torchrank evaluate` against the trec_eval binary, pytrec_eval, ranx and ir_measures",
         "",
         f"{p['queries']:,} queries x {p['docs']:,} documents ({p['queries'] * p['docs']:,} run lines) + "
         f"{p['judged']} judged documents per query, {p['file_bytes'] / 2**20:.0f} MiB; 10 measures "
@@ -280,9 +320,9 @@ def _markdown(records: list[dict], meta: dict) -> str:
         lines.append(f"| {r['contender']} | {r['median_s']:.2f} s | {r['iqr_s']:.2f} s | {r['median_s'] / base:.2f}x |")
     lines += [
         "",
-        "Every contender's 10 means agreed with torchrank's (to 1e-3) before timing. No trec_eval binary "
-        "is packaged on PyPI or Debian: trec_eval's C code is timed through pytrec_eval (its reading in "
-        "Python; `evaluate only` is the C evaluation alone).",
+        "Every contender's 10 means agreed with torchrank's (to 1e-3) before timing. trec_eval binary: "
+        f"{meta['trec_eval_binary']}. pytrec_eval runs trec_eval's C evaluation behind Python readers "
+        "(`evaluate only`: the C evaluation alone, files already parsed).",
         "",
     ]
     return "\n".join(lines)
