@@ -247,3 +247,31 @@ def test_python_dash_m_entry_point():
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "map                   \tall\t0.1785"
     assert done.stderr == ""  # not a terminal: no progress bar
+
+
+def test_bpref_on_a_rounding_boundary_prints_as_trec_eval(capsys):
+    """bpref = 71/160 = 0.44375 exactly: trec_eval's sum, term by term in rank order, lands just below it and
+    prints 0.4437 (seen from the trec_eval binary); torchrank must add in the same order to print the same."""
+    folder = DATA / "bpref_boundary"
+    assert main(["evaluate", "-q", "-m", "bpref", str(folder / "qrels"), str(folder / "run")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == ["bpref                 \tq2\t0.4437", "bpref                 \tall\t0.4437"]
+
+
+def test_all_line_adds_queries_one_by_one_as_trec_eval():
+    """The mean over queries is a sum in query order, then one division, as trec_eval accumulates: on these
+    values a pairwise (torch) mean differs in the last bit, which can move a printed 4th decimal."""
+    import random
+
+    from torchrank.io.trec_eval import RunScores
+
+    rng = random.Random(0)
+    values = [rng.random() for _ in range(37)]
+    sequential = 0.0
+    for v in values:
+        sequential += v
+    pairwise = float(torch.tensor(values, dtype=torch.float64).mean())
+    assert pairwise != sequential / len(values)  # the case discriminates
+    scores = RunScores(None, "r", [str(i) for i in range(37)], {"map": torch.tensor(values, dtype=torch.float64)},
+                       {"map": "float"})
+    assert scores.summary()["map"] == sequential / len(values)

@@ -61,7 +61,10 @@ def _bpref(r: Ranking, ks: Sequence[int | None], num_judged: Tensor | None = Non
     else:
         big_nr = num_judged.to(r.dtype).unsqueeze(1) - big_r
     share = 1 - torch.minimum(above, big_r) / torch.minimum(big_nr, big_r).clamp_min(1)
-    value = (torch.where(above > 0, share, 1) * rel).sum(1, keepdim=True) / big_r.clamp_min(1)
+    terms = torch.where(above > 0, share, 1) * rel
+    # summed one by one in rank order as trec_eval does (a cumulative sum's end): bpref often lands exactly on a
+    # printed rounding boundary (71/160 = 0.44375), where a pairwise sum's last bit would print 0.4438 for 0.4437
+    value = torch.cumsum(terms, 1)[:, -1:] / big_r.clamp_min(1)
     return value.expand(-1, len(ks)), no_relevant_item(r)
 
 

@@ -387,10 +387,21 @@ class RunScores:
             if kind == "long":
                 out[name] = float(v.sum())
             elif kind == "gm":
-                out[name] = math.exp(float(torch.log(v.clamp_min(MIN_GEO_MEAN)).mean())) if v.numel() else 0.0
+                logs = [math.log(max(x, MIN_GEO_MEAN)) for x in v.tolist()]
+                out[name] = math.exp(_c_sum(logs) / len(logs)) if logs else 0.0
             else:
-                out[name] = float(v.mean()) if v.numel() else 0.0
+                out[name] = _c_sum(v.tolist()) / v.numel() if v.numel() else 0.0
         return out
+
+
+def _c_sum(values: list[float]) -> float:
+    """The sum of ``values`` added one by one in order, as trec_eval accumulates over queries: a mean that lies
+    on a printed rounding boundary (x.xxxx5) then rounds as trec_eval's does (a pairwise sum may differ in its
+    last bit, and print one unit off in the 4th decimal)."""
+    total = 0.0
+    for x in values:
+        total += x
+    return total
 
 
 def evaluate_batch(
