@@ -41,7 +41,6 @@ import json
 import os
 import platform
 import random
-import shutil
 import statistics
 import subprocess
 import sys
@@ -52,6 +51,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+from benchmarks.get_trec_eval import find as find_trec_eval
+from benchmarks.get_trec_eval import version as trec_eval_version
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS = REPO_ROOT / "benchmarks" / "results"
@@ -93,7 +95,6 @@ DEFAULTS: dict[str, Any] = {
     "device": "cpu",
     "tools": ["torchrank", "trec_eval", "pytrec_eval", "ranx", "ir_measures"],
 }
-TREC_EVAL_DEFAULT = REPO_ROOT / "benchmarks" / "tools" / "trec_eval"  # where benchmarks.get_trec_eval puts it
 SMOKE: dict[str, Any] = {**DEFAULTS, "queries": 200, "docs": 100, "repeats": 1}
 
 
@@ -134,14 +135,6 @@ def _torchrank_inprocess(qrels: Path, run: Path, device: str) -> Callable[[], di
     from torchrank.io.trec_eval import score_run
 
     return lambda: score_run(qrels, run, MEASURES, device=device).summary()
-
-
-def find_trec_eval() -> Path | None:
-    """The trec_eval binary: ``$TREC_EVAL``, else ``benchmarks/tools/trec_eval``, else ``trec_eval`` on the PATH."""
-    for candidate in (os.environ.get("TREC_EVAL"), TREC_EVAL_DEFAULT, shutil.which("trec_eval")):
-        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
-            return Path(candidate)
-    return None
 
 
 def _trec_eval_binary(binary: Path, qrels: Path, run: Path) -> Callable[[], dict[str, float]]:
@@ -281,9 +274,8 @@ def _describe(binary: Path | None) -> str:
     """The trec_eval binary as a note: path, version and sha256, or that none was found."""
     if binary is None:
         return "no trec_eval binary found (python -m benchmarks.get_trec_eval fetches one)"
-    shown = subprocess.run([str(binary), "-v"], capture_output=True, text=True)
     digest = hashlib.sha256(binary.read_bytes()).hexdigest()
-    return f"{(shown.stdout + shown.stderr).strip()}, {binary.name} sha256 {digest[:16]}"
+    return f"{trec_eval_version(binary)}, {binary.name} sha256 {digest[:16]}"
 
 
 def _metadata() -> dict:

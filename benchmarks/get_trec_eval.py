@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import platform
+import shutil
 import stat
 import subprocess
 import sys
@@ -34,9 +36,21 @@ BINARIES = {  # (system, machine) -> member of the jar
     ("Darwin", "x86_64"): "trec_eval/trec_eval-macosx-x86_64",
     ("Darwin", "arm64"): "trec_eval/trec_eval-macosx-aarch64",
 }
-# the benchmark's measures, checked per query against trec_eval's published output
-CHECKED = ["map", "P.5,10", "recall.100", "ndcg_cut.10,20", "recip_rank", "Rprec", "success.1", "bpref"]
 TREC_DATA = REPO_ROOT / "tests" / "data" / "trec_eval"
+
+
+def find() -> Path | None:
+    """The trec_eval binary: ``$TREC_EVAL``, else ``benchmarks/tools/trec_eval``, else ``trec_eval`` on the PATH."""
+    for candidate in (os.environ.get("TREC_EVAL"), TARGET, shutil.which("trec_eval")):
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return Path(candidate)
+    return None
+
+
+def version(binary: Path) -> str:
+    """What ``binary -v`` says (trec_eval prints its version on stderr), e.g. ``trec_eval version 9.0.4``."""
+    shown = subprocess.run([str(binary), "-v"], capture_output=True, text=True)
+    return (shown.stdout + shown.stderr).strip()
 
 
 def extract(wheel: Path, target: Path) -> None:
@@ -53,8 +67,10 @@ def extract(wheel: Path, target: Path) -> None:
 
 def check(binary: Path) -> int:
     """Run ``binary`` on trec_eval's test files; the number of per-query values compared with its published
-    output (``out.test.aq``). Raises ``SystemExit`` on any difference."""
-    argv = [str(binary), "-q"] + [f"-m{m}" for m in CHECKED]
+    output (``out.test.aq``) for the measures the benchmark times. Raises ``SystemExit`` on any difference."""
+    from benchmarks.bench_cli import MEASURES  # here: bench_cli imports this module
+
+    argv = [str(binary), "-q"] + [f"-m{m}" for m in MEASURES]
     argv += [str(TREC_DATA / "qrels.test"), str(TREC_DATA / "results.test")]
     got = _lines(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
     expected = _lines((TREC_DATA / "out.test.aq").read_text())
@@ -91,9 +107,8 @@ def main(argv: list[str] | None = None) -> None:
             subprocess.run(pip, check=True)
             wheel = next(Path(folder).glob("pyserini-*.whl"))
         extract(wheel, args.out)
-    shown = subprocess.run([str(args.out), "-v"], capture_output=True, text=True)
-    version = (shown.stdout + shown.stderr).strip()  # trec_eval prints its version on stderr
-    print(f"{args.out}: {version}; {check(args.out)} per-query values equal trec_eval's published out.test.aq")
+    compared = check(args.out)
+    print(f"{args.out}: {version(args.out)}; {compared} per-query values equal trec_eval's published out.test.aq")
 
 
 if __name__ == "__main__":
