@@ -190,3 +190,91 @@ def test_packed_key_sort_is_a_stable_descending_sort(dtype, depth, block_items, 
         if m is not None:
             equal &= m.gather(1, seen[:, 1:])
         assert torch.equal(tied.bool(), equal)
+
+
+def _within_groups_sorted(labels: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """``labels`` sorted ascending inside each run of equal ``scores`` of a row (runs kept in place)."""
+    group = torch.cumsum(torch.cat([torch.ones_like(scores[:, :1]), scores[:, 1:] != scores[:, :-1]], 1), 1)
+    by_label = torch.sort(labels, dim=1, stable=True).indices
+    by_group = torch.sort(group.gather(1, by_label), dim=1, stable=True).indices
+    return labels.gather(1, by_label.gather(1, by_group))
+
+
+@pytest.mark.parametrize("ties", ["average", "optimistic", "pessimistic"])
+@pytest.mark.parametrize("depth", [None, 3, 9])
+@pytest.mark.parametrize("labels", ["float", "int-large-batch"])
+@pytest.mark.parametrize("block_items", [2**20, 25], ids=["one-block", "blocks-of-2-rows"])
+def test_label_keys_give_the_labels_in_rank_order(ties, depth, labels, block_items, monkeypatch):
+    """Under every tie order but "first" the CPU key sort carries each item's label in place of its index: the
+    ranking's labels must be those of a reference sort (descending score, padding last) with each tie group
+    ordered by label as ``ties`` asks (any order under "average", which averages it whole), for labels of any sign,
+    -0.0 included, in the working dtype or in the caller's (large batches), keys built in one block of rows or in
+    many; its scores must tie where the scores do."""
+    from torchrank.functional import _inputs, _ranking
+    from torchrank.functional._inputs import format_inputs
+
+    monkeypatch.setattr(_ranking, "_KEY_BLOCK_ITEMS", block_items)
+    g = torch.Generator().manual_seed(11)
+    preds = torch.randint(-4, 5, (40, 12), generator=g).float() / 4  # many ties
+    preds[0, :4] = torch.tensor([0.0, -0.0, float("inf"), float("-inf")])
+    preds[1] = torch.randn(12, generator=g)
+    if labels == "float":  # negative labels pass only unvalidated; they must still come out exact
+        target = (torch.randint(-3, 8, (40, 12), generator=g) / 2).float()
+        target[0, :3] = torch.tensor([-0.0, 0.0, -0.0])
+    else:
+        monkeypatch.setattr(_inputs, "LARGE_BATCH_ITEMS", 8)  # labels stay int64, converted by blocks
+        target = torch.randint(0, 5, (40, 12), generator=g)
+    mask = torch.rand(40, 12, generator=g) > 0.2
+    for m in (None, mask):
+        inputs = format_inputs(preds, target, mask=m, validate_args=False)
+        ranking = _ranking._rank_by_label_keys(inputs, ties, 1, depth)
+        valid = torch.ones_like(preds, dtype=torch.bool) if m is None else m
+        scores = torch.where(valid, preds.double(), -float("inf"))
+        tie_break = {"optimistic": -1.0, "pessimistic": 1.0, "average": 1.0}[ties] * target.double()
+        by_label = torch.sort(tie_break, dim=1, stable=True).indices
+        by_score = torch.sort(scores.gather(1, by_label), dim=1, descending=True, stable=True).indices
+        order = by_label.gather(1, by_score)
+        by_padding = torch.sort((~valid).gather(1, order).to(torch.int8), dim=1, stable=True).indices
+        order = order.gather(1, by_padding)  # padding last, after real items scored -inf
+        expected = torch.where(valid, target.float(), 0).gather(1, order)
+        ranked_scores = torch.where(valid.gather(1, order), scores.gather(1, order), float("nan"))
+        for rows, r in [(torch.arange(40), ranking), *([ranking.exact] if ranking.exact is not None else [])]:
+            width = r.labels.shape[1]
+            assert width == (12 if depth is None or r is not ranking or ranking.ties == "average" else depth)
+            want, got = expected[rows, :width], r.labels
+            if ties == "average":
+                want = _within_groups_sorted(want, ranked_scores[rows, :width])
+                got = _within_groups_sorted(got, ranked_scores[rows, :width])
+            assert torch.equal(got, want)
+            assert torch.equal(r.valid, valid.gather(1, order)[rows, :width])
+            real = r.valid[:, 1:]
+            s = ranked_scores[rows, :width]
+            assert torch.equal((r.scores[:, 1:] == r.scores[:, :-1]) & real, (s[:, 1:] == s[:, :-1]) & real)
+
+
+def test_cutoffs_before_every_tie_skip_the_tied_rows_own_ranking():
+    """Under "average", a measure whose cut-offs all stop before each tied row's first tie reads no tie: it takes
+    its values for those rows from the batch's ranking (no second pass), and they equal the row alone; a cut-off
+    that reaches the tie (the positions either side of it) takes the tied rows' own ranking."""
+    import torchrank.functional as F
+    from torchrank.functional._inputs import format_inputs
+    from torchrank.functional._ranking import rank
+
+    g = torch.Generator().manual_seed(5)
+    preds, target = torch.randn(6, 30, generator=g), torch.randint(0, 3, (6, 30), generator=g)
+    preds[2] = torch.linspace(3, -3, 30)
+    preds[2, 5] = preds[2, 4]  # a tie at ranks 5 and 6, between labels 0 and 2
+    target[2, 4], target[2, 5] = 0, 2
+    preds[4] = torch.linspace(3, -3, 30)
+    preds[4, 8] = preds[4, 7]  # and one deeper, at ranks 8 and 9: the shallower decides
+    target[4, 7], target[4, 8] = 2, 0
+    ranking = rank(format_inputs(preds, target), ties="average")
+    assert ranking.exact[0].tolist() == [2, 4] and ranking.exact_from == 4
+    assert ranking.exact_for([1, 4]) is None
+    assert ranking.exact_for([5]) is not None and ranking.exact_for([2, None]) is not None
+    for k in ([1, 2, 3, 4], [5], [4, 6], [8], None):
+        for fn in (F.ndcg, F.precision, F.average_precision, F.reciprocal_rank, F.err):
+            batch = fn(preds, target, k=k, reduction="none")
+            for row in (2, 4):
+                alone = fn(preds[row : row + 1].double(), target[row : row + 1], k=k, reduction="none")
+                torch.testing.assert_close(batch[row : row + 1].double(), alone)

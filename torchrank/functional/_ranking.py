@@ -123,6 +123,8 @@ def _rank_tied_rows_apart(
     (or top-k) of any stability ranks it. The rows with a tie are ranked again with ``ties`` applied exactly,
     unless the fast sort already kept input order among equal scores and ``ties="first"`` asks for just that.
     """
+    if ties != "first" and _labels_ride_in_keys(inputs, depth):
+        return _rank_by_label_keys(inputs, ties, relevance_threshold, depth)
     fast = _fast_order(inputs, depth)
     if fast is None:
         return None
@@ -160,6 +162,74 @@ def _select_rows(inputs: RankingInput, rows: Tensor) -> RankingInput:
     )
 
 
+# the low half of a label key per tie order: None keeps the label's bits (any order within a tie group will do:
+# "average" averages it whole); else an ordered int32 xor this, read unsigned: ascending labels (pessimistic,
+# lower labels first) or descending (optimistic)
+_LABEL_FLIP = {"average": None, "pessimistic": -(2**31), "optimistic": 2**31 - 1}
+
+
+def _labels_ride_in_keys(inputs: RankingInput, depth: int | None) -> bool:
+    """Whether the key sort can carry the labels in place of the item indices (:func:`_rank_by_label_keys`):
+    CPU scores it packs, no per-item tensor but the labels to put in rank order, no short top-k instead."""
+    preds = inputs.preds
+    return (
+        preds.device.type == "cpu" and np is not None and preds.dtype in _PACKABLE and inputs.judged is None
+        and not inputs.exact_ties and not _takes_topk(inputs, depth)
+    )
+
+
+def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: float, depth: int | None) -> Ranking:
+    """The ranking of one key sort whose keys hold each item's label in their low half: the sorted keys are the
+    labels in rank order, with no order to gather them by, and every tie group already ordered by label.
+
+    ``"optimistic"`` / ``"pessimistic"`` rank each tie group by descending / ascending label in that one sort,
+    every row exactly. Under ``"average"`` the rows with a tie within ``depth`` get a ranking of their own that
+    averages each group (:attr:`Ranking.exact`), on whole rows: a group may run past the depth.
+    """
+    mask = inputs.mask if inputs.padded else None
+    flip = _LABEL_FLIP[ties]
+    keys = _sorted_keys(inputs.preds, mask, functools.partial(_label_halves, inputs.target, flip))
+    n = keys.shape[1]
+    width = n if depth is None or depth >= n else depth
+    if ties != "average":
+        return _key_ranking(inputs, keys[:, :width], flip, ties, relevance_threshold)
+    pairs = _tied_neighbours(keys, mask, None if width == n else width + 1)  # one past the cut-off
+    rows = rows_any(pairs).nonzero().squeeze(1)
+    if rows.numel() > _MAX_TIED_SHARE * len(pairs):  # mostly tied: every row's groups averaged, in one ranking
+        return _key_ranking(inputs, keys, flip, "average", relevance_threshold)
+    ranking = _key_ranking(inputs, keys[:, :width], flip, "first", relevance_threshold)  # untied: any order
+    if rows.numel():
+        exact = _key_ranking(_select_rows(inputs, rows), keys[rows], flip, "average", relevance_threshold)
+        ranking.exact = (rows, exact)
+        ranking.exact_from = int(pairs[rows].argmax(1).min())  # the first tied pair: positions i and i + 1
+    return ranking
+
+
+def _label_halves(target: Tensor, flip: int | None, rows: slice) -> Tensor:
+    """The low halves of label keys for the rows ``rows`` of ``target`` (int32 ``[rows, N]``)."""
+    bits = target[rows].to(torch.float32).view(torch.int32)
+    return bits if flip is None else _ordered_int32(bits).bitwise_xor_(flip)
+
+
+def _key_ranking(
+    inputs: RankingInput, keys: Tensor, flip: int | None, ties: str, relevance_threshold: float
+) -> Ranking:
+    """The :class:`Ranking` held by sorted label keys ``[Q, <=N]`` (:func:`_rank_by_label_keys`)."""
+    low = keys.to(torch.int32)  # a narrowing conversion keeps the low halves
+    labels = low if flip is None else _ordered_int32(low.bitwise_xor_(flip))
+    high = keys.view(torch.int32).unflatten(1, (-1, 2))[..., 1]
+    return Ranking(
+        scores=high,  # orders and ties as the scores do, which is all a ranking reads them for
+        labels=labels.view(torch.float32),
+        valid=high != _INT32_MAX if inputs.padded else inputs.mask[:, : keys.shape[1]],  # padding's key
+        ideal_labels=inputs.ideal_target,
+        ties=ties,
+        relevance_threshold=relevance_threshold,
+        all_valid=not inputs.padded,
+        ranks_every_judged_item=inputs.ideal_target is inputs.target and keys.shape[1] == inputs.target.shape[1],
+    )
+
+
 class FastOrder(NamedTuple):
     """Descending order of each row cut at a depth ``[Q, <=N]``, the scores in that order (or a function
     gathering them on demand), the rows with a tie within the cut ``[Q]`` bool, and whether equal scores
@@ -183,7 +253,7 @@ def _fast_order(inputs: RankingInput, depth: int | None) -> FastOrder | None:
     preds, n = inputs.preds, inputs.preds.shape[1]
     if depth is not None and depth >= n:
         depth = None
-    if depth is not None and not inputs.padded and _topk_pays(depth, preds):
+    if _takes_topk(inputs, depth):
         # one more than the cut-off: a tie across it shows as equal values at positions depth and depth + 1
         values, order = torch.topk(preds, depth + 1, dim=1, sorted=True)
         return FastOrder(order[:, :depth], values[:, :depth], rows_any(values[:, 1:] == values[:, :-1]), False)
@@ -220,6 +290,12 @@ _SMALL_BATCH = 20_000
 _SMALL_BATCH_RATIO = 10
 
 
+def _takes_topk(inputs: RankingInput, depth: int | None) -> bool:
+    """Whether the fast order is a top-k of ``depth`` + 1 (unpadded lists, a short enough cut-off)."""
+    n = inputs.preds.shape[1]
+    return depth is not None and depth < n and not inputs.padded and _topk_pays(depth, inputs.preds)
+
+
 def _topk_pays(depth: int, preds: Tensor) -> bool:
     """Whether a top-k of ``depth`` + 1 beats sorting whole rows of ``preds`` (unpadded)."""
     cpu = preds.device.type == "cpu"
@@ -247,36 +323,55 @@ def _packed_sort(preds: Tensor, mask: Tensor | None, depth: int | None) -> tuple
     """Stable descending order of each row of CPU scores (padding last) by one numpy sort of int64 keys,
     cut at ``depth``, and where a position holds the score of the one before it ``[Q, <=depth]`` (0/1 bytes).
 
-    Each key holds the negated score, mapped to an int32 that orders as the float does, in its high half and
-    the item's index in its low half: ascending keys are descending scores, equal scores in input order.
-    numpy sorts 64-bit integers with SIMD about twice as fast as it argsorts floats, and the sorted keys
-    carry the order and the ties with no gather.
+    The keys (:func:`_sorted_keys`) carry each item's index in their low half: ascending keys are descending
+    scores, equal scores in input order, and the sorted keys give the order and the ties with no gather.
     """
-    q, n = preds.shape
-    keys = torch.empty(q, n, 2, dtype=torch.int32)  # little-endian int64: [low, high] int32 halves
-    keys[..., 0] = _item_indices(n)
-    # the high halves by blocks of rows: the temporaries stay a few MB, reused by the allocator rather than
-    # page-faulted in afresh (on 10M items, whole-batch temporaries cost more system time than the sort)
-    for rows in row_blocks(q, n, _KEY_BLOCK_ITEMS):
-        block = preds[rows] if preds.dtype == torch.float32 else preds[rows].float()
-        bits = torch.rsub(block, 0.0).view(torch.int32)  # 0 - x: negated, and -0.0 as 0.0 (equal keys)
-        # an int32 that orders as the float does: flip the magnitude bits of negative numbers
-        high = (bits >> 31).bitwise_and_(_INT32_MAX).bitwise_xor_(bits)
-        if mask is not None:
-            high.masked_fill_(~mask[rows], _INT32_MAX)  # above every score's key (-inf maps below it)
-        keys[rows, :, 1] = high
-    keys = keys.view(torch.int64).view(q, n)
-    keys.numpy().sort(axis=1)
-    if depth is not None:
-        keys = keys[:, : depth + 1]  # one past the cut-off, to see a tie across it
-    halves = keys.view(torch.int32).unflatten(1, (-1, 2))
-    high = halves[..., 1]
-    tied = _compare(torch.eq, high[:, 1:], high[:, :-1], torch.uint8)
-    if mask is not None:  # padding sorts last: a pair is real when its second item is
-        tied &= _compare(torch.ne, high[:, 1:], _INT32_MAX, torch.uint8)
+    keys = _sorted_keys(preds, mask, lambda rows: _item_indices(preds.shape[1]))
+    tied = _tied_neighbours(keys, mask, None if depth is None else depth + 1)  # one past the cut-off
     if depth is None:  # the keys become the order in place: no fresh 8-byte-per-item tensor to page in
         return keys.bitwise_and_(_LOW_HALF), tied
     return keys[:, :depth] & _LOW_HALF, tied
+
+
+def _sorted_keys(preds: Tensor, mask: Tensor | None, low_halves: Callable[[slice], Tensor]) -> Tensor:
+    """Each row of int64 sort keys, sorted ascending by one numpy sort ``[Q, N]``.
+
+    A key's high half is the negated score mapped to an int32 that orders as the float does (padding above
+    every score), its low half ``low_halves(rows)`` (int32 ``[rows, N]``, or broadcast to it), read as
+    unsigned: ascending keys are descending scores, equal scores in ascending low halves. numpy sorts 64-bit
+    integers with SIMD about twice as fast as it argsorts floats.
+    """
+    q, n = preds.shape
+    keys = torch.empty(q, n, 2, dtype=torch.int32)  # little-endian int64: [low, high] int32 halves
+    # by blocks of rows: the temporaries stay a few MB, reused by the allocator rather than page-faulted in
+    # afresh (on 10M items, whole-batch temporaries cost more system time than the sort)
+    for rows in row_blocks(q, n, _KEY_BLOCK_ITEMS):
+        block = preds[rows] if preds.dtype == torch.float32 else preds[rows].float()
+        bits = torch.rsub(block, 0.0).view(torch.int32)  # 0 - x: negated, and -0.0 as 0.0 (equal keys)
+        high = _ordered_int32(bits)
+        if mask is not None:
+            high.masked_fill_(~mask[rows], _INT32_MAX)  # above every score's key (-inf maps below it)
+        keys[rows, :, 1] = high
+        keys[rows, :, 0] = low_halves(rows)
+    keys = keys.view(torch.int64).view(q, n)
+    keys.numpy().sort(axis=1)
+    return keys
+
+
+def _ordered_int32(bits: Tensor) -> Tensor:
+    """The int32 that orders as the float32 of ``bits`` (int32) does: the magnitude bits of negative numbers
+    flipped. Its own inverse."""
+    return (bits >> 31).bitwise_and_(_INT32_MAX).bitwise_xor_(bits)
+
+
+def _tied_neighbours(keys: Tensor, mask: Tensor | None, width: int | None) -> Tensor:
+    """Where a position of sorted keys (:func:`_sorted_keys`) holds the score of the one before it, over the
+    first ``width`` positions (None: all) ``[Q, <=width - 1]`` (0/1 bytes)."""
+    high = keys[:, :width].view(torch.int32).unflatten(1, (-1, 2))[..., 1]
+    tied = _compare(torch.eq, high[:, 1:], high[:, :-1], torch.uint8)
+    if mask is not None:  # padding sorts last: a pair is real when its second item is
+        tied &= _compare(torch.ne, high[:, 1:], _INT32_MAX, torch.uint8)
+    return tied
 
 
 def _compare(op: Callable[..., Tensor], x: Tensor, other: Tensor | float, dtype: torch.dtype) -> Tensor:
@@ -378,11 +473,22 @@ class Ranking:
         # (rows, their own Ranking): queries whose tie order matters, ranked with `ties` applied exactly;
         # their values replace this ranking's (see apply_measure)
         self.exact: tuple[Tensor, Ranking] | None = None
+        # no row of `exact` holds a tie among its first `exact_from` positions (see exact_for)
+        self.exact_from = 0
+
+    def exact_for(self, ks: Sequence[int | None]) -> tuple[Tensor, Ranking] | None:
+        """:attr:`exact` where a measure cut at ``ks`` reads one of its rows' ties; None where every cut-off stops
+        before each exact row's first tie (a group across a cut-off ties the positions either side of it), so
+        that this ranking's values are already exact there."""
+        if self.exact is None or (None not in ks and max(ks) <= self.exact_from):
+            return None
+        return self.exact
 
     # ---------------------------------------------------------------- basic per-query quantities
     @cached_property
     def scores(self) -> Tensor:
-        """Scores in rank order ``[Q, N]``; read only to find tie groups, so gathered on first use."""
+        """Scores in rank order ``[Q, N]``, or keys that order and tie as they do: read only to find tie groups
+        (so gathered on first use)."""
         return self._scores() if callable(self._scores) else self._scores
 
     @cached_property
@@ -688,7 +794,7 @@ def apply_measure(
 ) -> tuple[Tensor, Tensor]:
     """``measure(ranking, ks, **params)``, with the rows of ``ranking.exact`` taken from their own ranking."""
     values, no_relevant = measure(ranking, ks, **params)
-    if ranking.exact is not None:
+    if ranking.exact_for(ks) is not None:
         rows, exact = ranking.exact
         values = values.index_copy(0, rows, measure(exact, ks, **params)[0])
     return values, no_relevant

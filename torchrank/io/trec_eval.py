@@ -180,7 +180,7 @@ def _apply(measure: Callable, ranking: _ranking.Ranking, ks: list, params: dict)
     """``measure(ranking, ks, **params)``; rows the ranking re-ranked on their own (``ranking.exact``, tied
     rows) are taken from that ranking, with per-query tensor parameters cut to those rows."""
     values, no_relevant = measure(ranking, ks, **params)
-    exact = getattr(ranking, "exact", None)
+    exact = ranking.exact_for(ks)
     if exact is not None:
         rows, sub = exact
         sub_params = {k: v[rows] if isinstance(v, Tensor) else v for k, v in params.items()}
