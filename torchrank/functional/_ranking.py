@@ -121,7 +121,8 @@ def _rank_tied_rows_apart(
 
     A row with no tie among the positions read has the same values under every tie order, so one fast sort
     (or top-k) of any stability ranks it. The rows with a tie are ranked again with ``ties`` applied exactly,
-    unless the fast sort already kept input order among equal scores and ``ties="first"`` asks for just that.
+    unless the fast sort already kept input order among equal scores and ``ties="first"`` asks for just that, or
+    its keys carried the labels (:func:`_rank_by_label_keys`: every tie group is then ordered by label already).
     """
     if ties != "first" and _labels_ride_in_keys(inputs, depth):
         return _rank_by_label_keys(inputs, ties, relevance_threshold, depth)
