@@ -793,9 +793,12 @@ def at_cutoffs(cumulative: Tensor, index: Tensor) -> Tensor:
 def apply_measure(
     measure: Callable[..., tuple[Tensor, Tensor]], ranking: Ranking, ks: Sequence[int | None], **params: object
 ) -> tuple[Tensor, Tensor]:
-    """``measure(ranking, ks, **params)``, with the rows of ``ranking.exact`` taken from their own ranking."""
+    """``measure(ranking, ks, **params)``, with the rows of ``ranking.exact`` taken from their own ranking (and
+    per-query tensor parameters ``[Q, ...]`` cut to those rows)."""
     values, no_relevant = measure(ranking, ks, **params)
-    if ranking.exact_for(ks) is not None:
-        rows, exact = ranking.exact
-        values = values.index_copy(0, rows, measure(exact, ks, **params)[0])
+    exact = ranking.exact_for(ks)
+    if exact is not None:
+        rows, sub = exact
+        sub_params = {name: v[rows] if isinstance(v, Tensor) else v for name, v in params.items()}
+        values = values.index_copy(0, rows, measure(sub, ks, **sub_params)[0])
     return values, no_relevant

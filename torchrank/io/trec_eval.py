@@ -170,22 +170,10 @@ class _Context:
         """``[Q, len(ks)]`` values of a kernel (cached: measures sharing a kernel and cut-offs run once)."""
         key = (measure, ks, tuple(sorted((k, _hashable(v)) for k, v in params.items())))
         if key not in self.cache:
-            values, no_relevant = _apply(measure, self.ranking, list(ks), params)
+            values, no_relevant = _ranking.apply_measure(measure, self.ranking, list(ks), **params)
             out = finalize(values, no_relevant, self.inputs, "neg", "none", k_is_sequence=True)
             self.cache[key] = out.to(torch.float64)
         return self.cache[key]
-
-
-def _apply(measure: Callable, ranking: _ranking.Ranking, ks: list, params: dict) -> tuple[Tensor, Tensor]:
-    """``measure(ranking, ks, **params)``; rows the ranking re-ranked on their own (``ranking.exact``, tied
-    rows) are taken from that ranking, with per-query tensor parameters cut to those rows."""
-    values, no_relevant = measure(ranking, ks, **params)
-    exact = ranking.exact_for(ks)
-    if exact is not None:
-        rows, sub = exact
-        sub_params = {k: v[rows] if isinstance(v, Tensor) else v for k, v in params.items()}
-        values = values.index_copy(0, rows, measure(sub, ks, **sub_params)[0])
-    return values, no_relevant
 
 
 def _hashable(v: object) -> object:
