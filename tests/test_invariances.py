@@ -121,6 +121,21 @@ def test_score_dtypes(dtype):
     torch.testing.assert_close(out["mrr"], torch.tensor([1.0, 0.25]))
 
 
+@pytest.mark.parametrize(("name", "fn", "_"), ALL_MEASURES, ids=IDS)
+@pytest.mark.parametrize("ties", ["average", "first", "optimistic"])
+@pytest.mark.parametrize("padded", [False, True], ids=["dense", "padded"])
+def test_scores_that_require_grad_rank_as_their_values(name, fn, _, ties, padded):
+    """A model's scores (or soft labels) still holding their graph, as in a validation step, are ranked by their
+    values, on every path of the ranking (float32 takes the CPU key sorts, float64 the argsort)."""
+    for dtype in (torch.float32, torch.float64):
+        preds, target = _data(dtype=dtype)
+        mask = torch.arange(12) < torch.randint(1, 13, (preds.shape[0], 1)) if padded else None
+        kw = _kwargs(name, fn) | {"reduction": "none", "ties": ties, "mask": mask}
+        expected = fn(preds, target, **kw)
+        grad_preds, grad_target = preds.clone().requires_grad_(), target.clone().requires_grad_()
+        torch.testing.assert_close(fn(grad_preds, grad_target, **kw), expected, equal_nan=True)
+
+
 def test_bool_and_float_targets_agree():
     preds, target = _data()
     binary = target > 0

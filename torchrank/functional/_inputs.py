@@ -113,6 +113,10 @@ def format_inputs(
     _check_bool_like_preds("mask", mask, preds)
     _check_bool_like_preds("judged", judged, preds)
     warm_cpu_allocator_for(preds)
+    # a ranking reads values only (no measure is differentiable): scores or labels a model still holds a graph
+    # for are read without it, and numpy can read them
+    preds, target = preds.detach(), target.detach()
+    ideal_target = None if ideal_target is None else ideal_target.detach()
 
     if validate_args:
         _check_values(preds, target)
