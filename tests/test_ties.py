@@ -162,7 +162,7 @@ def test_packed_key_sort_is_a_stable_descending_sort(dtype, depth, block_items, 
     from torchrank.functional import _ranking
     from torchrank.functional._ranking import _packed_sort
 
-    monkeypatch.setattr(_ranking, "_KEY_BLOCK_ITEMS", block_items)
+    monkeypatch.setattr(_ranking, "_ROW_BLOCK_ITEMS", block_items)
 
     g = torch.Generator().manual_seed(3)
     if dtype.is_floating_point:
@@ -213,7 +213,7 @@ def test_label_keys_give_the_labels_in_rank_order(ties, depth, labels, block_ite
     from torchrank.functional import _inputs, _ranking
     from torchrank.functional._inputs import format_inputs
 
-    monkeypatch.setattr(_ranking, "_KEY_BLOCK_ITEMS", block_items)
+    monkeypatch.setattr(_ranking, "_ROW_BLOCK_ITEMS", block_items)
     g = torch.Generator().manual_seed(11)
     preds = torch.randint(-4, 5, (40, 12), generator=g).float() / 4  # many ties
     preds[0, :4] = torch.tensor([0.0, -0.0, float("inf"), float("-inf")])

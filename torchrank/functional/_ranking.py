@@ -189,7 +189,7 @@ def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: fl
     """
     mask = inputs.mask if inputs.padded else None
     flip = _LABEL_FLIP[ties]
-    keys = _sorted_keys(inputs.preds, mask, functools.partial(_label_halves, inputs.target, flip))
+    keys = _sorted_keys(inputs.preds, mask, functools.partial(_write_label_halves, inputs.target, flip))
     n = keys.shape[1]
     width = n if depth is None or depth >= n else depth
     if ties != "average":
@@ -206,10 +206,13 @@ def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: fl
     return ranking
 
 
-def _label_halves(target: Tensor, flip: int | None, rows: slice) -> Tensor:
-    """The low halves of label keys for the rows ``rows`` of ``target`` (int32 ``[rows, N]``)."""
-    bits = target[rows].to(torch.float32).view(torch.int32)
-    return bits if flip is None else _ordered_int32(bits).bitwise_xor_(flip)
+def _write_label_halves(target: Tensor, flip: int | None, out: Tensor) -> None:
+    """Write the low halves of label keys for ``target`` into ``out`` (int32 ``[Q, N]``, strided)."""
+    if flip is None:  # the float32 bits: converted straight into the keys, with no temporary
+        out.view(torch.float32).copy_(target)
+        return
+    for rows in row_blocks(*target.shape, _ROW_BLOCK_ITEMS):  # temporaries a few hundred KB, reused
+        out[rows] = _ordered_int32(target[rows].to(torch.float32).view(torch.int32)).bitwise_xor_(flip)
 
 
 def _key_ranking(
@@ -314,9 +317,8 @@ _PACKABLE = (
 )
 _INT32_MAX = 2**31 - 1
 _LOW_HALF = 2**32 - 1  # an int64 key's item index
-_KEY_BLOCK_ITEMS = 2**20
-# items per block of rows where a large CPU batch is read by blocks (labels, ideal labels: read_by_blocks);
-# smaller than the key blocks: each block's work here is a few cheap operations, and small blocks keep it in cache
+# items per block of rows where CPU work goes by blocks (sort keys' high halves; labels, ideal labels of a large
+# batch: read_by_blocks): each block's work is a few cheap passes, and a block's temporaries stay in cache
 _ROW_BLOCK_ITEMS = 2**16
 
 
@@ -327,36 +329,52 @@ def _packed_sort(preds: Tensor, mask: Tensor | None, depth: int | None) -> tuple
     The keys (:func:`_sorted_keys`) carry each item's index in their low half: ascending keys are descending
     scores, equal scores in input order, and the sorted keys give the order and the ties with no gather.
     """
-    keys = _sorted_keys(preds, mask, lambda rows: _item_indices(preds.shape[1]))
+    keys = _sorted_keys(preds, mask, lambda out: out.copy_(_item_indices(preds.shape[1])))
     tied = _tied_neighbours(keys, mask, None if depth is None else depth + 1)  # one past the cut-off
     if depth is None:  # the keys become the order in place: no fresh 8-byte-per-item tensor to page in
         return keys.bitwise_and_(_LOW_HALF), tied
     return keys[:, :depth] & _LOW_HALF, tied
 
 
-def _sorted_keys(preds: Tensor, mask: Tensor | None, low_halves: Callable[[slice], Tensor]) -> Tensor:
+def _sorted_keys(preds: Tensor, mask: Tensor | None, write_low_halves: Callable[[Tensor], object]) -> Tensor:
     """Each row of int64 sort keys, sorted ascending by one numpy sort ``[Q, N]``.
 
     A key's high half is the negated score mapped to an int32 that orders as the float does (padding above
-    every score), its low half ``low_halves(rows)`` (int32 ``[rows, N]``, or broadcast to it), read as
-    unsigned: ascending keys are descending scores, equal scores in ascending low halves. numpy sorts 64-bit
-    integers with SIMD about twice as fast as it argsorts floats.
+    every score); ``write_low_halves(out)`` writes the low halves into ``out`` (the keys' strided int32
+    ``[Q, N]`` view), read as unsigned: ascending keys are descending scores, equal scores in ascending low
+    halves. numpy sorts 64-bit integers with SIMD about twice as fast as it argsorts floats.
     """
     q, n = preds.shape
     keys = torch.empty(q, n, 2, dtype=torch.int32)  # little-endian int64: [low, high] int32 halves
-    # by blocks of rows: the temporaries stay a few MB, reused by the allocator rather than page-faulted in
-    # afresh (on 10M items, whole-batch temporaries cost more system time than the sort)
-    for rows in row_blocks(q, n, _KEY_BLOCK_ITEMS):
-        block = preds[rows] if preds.dtype == torch.float32 else preds[rows].float()
-        bits = torch.rsub(block, 0.0).view(torch.int32)  # 0 - x: negated, and -0.0 as 0.0 (equal keys)
-        high = _ordered_int32(bits)
-        if mask is not None:
-            high.masked_fill_(~mask[rows], _INT32_MAX)  # above every score's key (-inf maps below it)
-        keys[rows, :, 1] = high
-        keys[rows, :, 0] = low_halves(rows)
+    _write_high_halves(preds, mask, keys[:, :, 1])
+    write_low_halves(keys[:, :, 0])
     keys = keys.view(torch.int64).view(q, n)
     keys.numpy().sort(axis=1)
     return keys
+
+
+def _write_high_halves(preds: Tensor, mask: Tensor | None, out: Tensor) -> None:
+    """Write into ``out`` (int32 ``[Q, N]``, strided) the int32 that orders as each negated score does, or
+    above every score's (-inf's too) at padding: :func:`_ordered_int32` of ``0 - x`` (-0.0 as 0.0: equal keys).
+
+    By blocks of rows through two scratch arrays small enough to stay in cache, with numpy's ufuncs writing in
+    place and the last one straight into the keys: about half the time of whole-batch torch temporaries, which
+    are also page-faulted in afresh on every call.
+    """
+    q, n = preds.shape
+    halves = out.numpy()
+    blocks = row_blocks(q, n, _ROW_BLOCK_ITEMS)
+    negated_block = np.empty((blocks[0].stop, n), np.float32)
+    high_block = np.empty((blocks[0].stop, n), np.int32)
+    for rows in blocks:
+        scores = preds[rows] if preds.dtype == torch.float32 else preds[rows].float()
+        m = len(scores)
+        bits = np.subtract(0.0, scores.numpy(), out=negated_block[:m]).view(np.int32)
+        high = np.right_shift(bits, 31, out=high_block[:m])
+        np.bitwise_and(high, _INT32_MAX, out=high)
+        np.bitwise_xor(high, bits, out=halves[rows])
+        if mask is not None:
+            np.copyto(halves[rows], _INT32_MAX, where=~mask[rows].numpy())
 
 
 def _ordered_int32(bits: Tensor) -> Tensor:
