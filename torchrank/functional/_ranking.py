@@ -107,7 +107,7 @@ def _ranked_labels(target: Tensor, order: Tensor, dtype: torch.dtype) -> Tensor:
 def row_blocks(num_rows: int, row_items: int, block_items: int) -> list[slice]:
     """Slices of ``num_rows`` rows of ``row_items`` items each, of about ``block_items`` items (one row at least)."""
     rows = max(1, block_items // max(row_items, 1))
-    return [slice(start, start + rows) for start in range(0, num_rows, rows)]
+    return [slice(start, min(start + rows, num_rows)) for start in range(0, num_rows, rows)]
 
 
 # a tie order is worked out separately for at most this share of the rows; past it, for the whole batch
@@ -211,8 +211,12 @@ def _write_label_halves(target: Tensor, flip: int | None, out: Tensor) -> None:
     if flip is None:  # the float32 bits: converted straight into the keys, with no temporary
         out.view(torch.float32).copy_(target)
         return
-    for rows in row_blocks(*target.shape, _ROW_BLOCK_ITEMS):  # temporaries a few hundred KB, reused
-        out[rows] = _ordered_int32(target[rows].to(torch.float32).view(torch.int32)).bitwise_xor_(flip)
+
+    def labels(rows: slice, block: np.ndarray) -> np.ndarray:
+        torch.from_numpy(block).copy_(target[rows])  # any label dtype, bfloat16 too
+        return block
+
+    _write_ordered_int32(labels, out, flip)
 
 
 def _key_ranking(
@@ -355,26 +359,41 @@ def _sorted_keys(preds: Tensor, mask: Tensor | None, write_low_halves: Callable[
 
 def _write_high_halves(preds: Tensor, mask: Tensor | None, out: Tensor) -> None:
     """Write into ``out`` (int32 ``[Q, N]``, strided) the int32 that orders as each negated score does, or
-    above every score's (-inf's too) at padding: :func:`_ordered_int32` of ``0 - x`` (-0.0 as 0.0: equal keys).
+    above every score's (-inf's too) at padding."""
+
+    def negated(rows: slice, block: np.ndarray) -> np.ndarray:  # 0 - x: -0.0 as 0.0 (equal keys)
+        scores = preds[rows] if preds.dtype == torch.float32 else preds[rows].float()
+        return np.subtract(0.0, scores.numpy(), out=block)
+
+    _write_ordered_int32(negated, out, padding=None if mask is None else ~mask)
+
+
+def _write_ordered_int32(
+    floats: Callable[[slice, np.ndarray], np.ndarray], out: Tensor, flip: int = 0, padding: Tensor | None = None
+) -> None:
+    """Write into ``out`` (int32 ``[Q, N]``, strided) :func:`_ordered_int32` of the float32 values
+    ``floats(rows, block)`` writes into ``block`` for each block of rows, xor ``flip``; ``_INT32_MAX`` where
+    ``padding`` (bool ``[Q, N]``) is set.
 
     By blocks of rows through two scratch arrays small enough to stay in cache, with numpy's ufuncs writing in
-    place and the last one straight into the keys: about half the time of whole-batch torch temporaries, which
+    place and the last one straight into ``out``: about half the time of whole-batch torch temporaries, which
     are also page-faulted in afresh on every call.
     """
-    q, n = preds.shape
+    q, n = out.shape
     halves = out.numpy()
     blocks = row_blocks(q, n, _ROW_BLOCK_ITEMS)
-    negated_block = np.empty((blocks[0].stop, n), np.float32)
-    high_block = np.empty((blocks[0].stop, n), np.int32)
+    float_block = np.empty((blocks[0].stop, n), np.float32)
+    int_block = np.empty((blocks[0].stop, n), np.int32)
     for rows in blocks:
-        scores = preds[rows] if preds.dtype == torch.float32 else preds[rows].float()
-        m = len(scores)
-        bits = np.subtract(0.0, scores.numpy(), out=negated_block[:m]).view(np.int32)
-        high = np.right_shift(bits, 31, out=high_block[:m])
-        np.bitwise_and(high, _INT32_MAX, out=high)
-        np.bitwise_xor(high, bits, out=halves[rows])
-        if mask is not None:
-            np.copyto(halves[rows], _INT32_MAX, where=~mask[rows].numpy())
+        m = rows.stop - rows.start
+        bits = floats(rows, float_block[:m]).view(np.int32)
+        flips = np.right_shift(bits, 31, out=int_block[:m])  # the magnitude bits of negative numbers
+        np.bitwise_and(flips, _INT32_MAX, out=flips)
+        if flip:
+            np.bitwise_xor(flips, flip, out=flips)
+        np.bitwise_xor(flips, bits, out=halves[rows])
+        if padding is not None:
+            np.copyto(halves[rows], _INT32_MAX, where=padding[rows].numpy())
 
 
 def _ordered_int32(bits: Tensor) -> Tensor:
@@ -386,11 +405,13 @@ def _ordered_int32(bits: Tensor) -> Tensor:
 def _tied_neighbours(keys: Tensor, mask: Tensor | None, width: int | None) -> Tensor:
     """Where a position of sorted keys (:func:`_sorted_keys`) holds the score of the one before it, over the
     first ``width`` positions (None: all) ``[Q, <=width - 1]`` (0/1 bytes)."""
-    high = keys[:, :width].view(torch.int32).unflatten(1, (-1, 2))[..., 1]
-    tied = _compare(torch.eq, high[:, 1:], high[:, :-1], torch.uint8)
+    # the high halves copied out first: comparing two contiguous int32 streams beats comparing strided ones
+    # by more than the copy costs
+    high = np.ascontiguousarray(keys[:, :width].numpy().view(np.int32)[:, 1::2])
+    tied = np.equal(high[:, 1:], high[:, :-1])
     if mask is not None:  # padding sorts last: a pair is real when its second item is
-        tied &= _compare(torch.ne, high[:, 1:], _INT32_MAX, torch.uint8)
-    return tied
+        tied &= high[:, 1:] != _INT32_MAX
+    return torch.from_numpy(tied).view(torch.uint8)
 
 
 def _compare(op: Callable[..., Tensor], x: Tensor, other: Tensor | float, dtype: torch.dtype) -> Tensor:
