@@ -365,15 +365,15 @@ def _write_high_halves(preds: Tensor, mask: Tensor | None, out: Tensor) -> None:
         scores = preds[rows] if preds.dtype == torch.float32 else preds[rows].float()
         return np.subtract(0.0, scores.numpy(), out=block)
 
-    _write_ordered_int32(negated, out, padding=None if mask is None else ~mask)
+    _write_ordered_int32(negated, out, mask=mask)
 
 
 def _write_ordered_int32(
-    floats: Callable[[slice, np.ndarray], np.ndarray], out: Tensor, flip: int = 0, padding: Tensor | None = None
+    floats: Callable[[slice, np.ndarray], np.ndarray], out: Tensor, flip: int = 0, mask: Tensor | None = None
 ) -> None:
     """Write into ``out`` (int32 ``[Q, N]``, strided) :func:`_ordered_int32` of the float32 values
     ``floats(rows, block)`` writes into ``block`` for each block of rows, xor ``flip``; ``_INT32_MAX`` where
-    ``padding`` (bool ``[Q, N]``) is set.
+    ``mask`` (bool ``[Q, N]``) is False.
 
     By blocks of rows through two scratch arrays small enough to stay in cache, with numpy's ufuncs writing in
     place and the last one straight into ``out``: about half the time of whole-batch torch temporaries, which
@@ -392,8 +392,8 @@ def _write_ordered_int32(
         if flip:
             np.bitwise_xor(flips, flip, out=flips)
         np.bitwise_xor(flips, bits, out=halves[rows])
-        if padding is not None:
-            np.copyto(halves[rows], _INT32_MAX, where=padding[rows].numpy())
+        if mask is not None:
+            np.copyto(halves[rows], _INT32_MAX, where=~mask[rows].numpy())
 
 
 def _ordered_int32(bits: Tensor) -> Tensor:
