@@ -61,6 +61,37 @@ def test_layouts_agree(name, fn, _):
     torch.testing.assert_close(flat, per_query)
 
 
+@pytest.mark.parametrize(("name", "fn", "_"), ALL_MEASURES, ids=IDS)
+@pytest.mark.parametrize("ties", ["average", "first"])
+@pytest.mark.parametrize("layout", ["grouped-equal", "grouped-ragged", "shuffled-masked"])
+def test_flat_input_equals_its_dense_rows(name, fn, _, ties, layout):
+    """Flat ``(preds, target, indexes)`` gives exactly the values of the dense rows it groups into, whether its
+    queries come grouped and equally long (the rows are then unpadded views of the input), grouped with ragged
+    lengths, or shuffled with items masked out."""
+    from torchrank.functional._inputs import format_inputs
+
+    preds, target = _data(q=30, n=40, dtype=torch.float32)  # float32: the CPU key sorts and the top-k
+    lengths = torch.full((30,), 40) if layout == "grouped-equal" else torch.randint(1, 41, (30,))
+    lengths[:2] = 40  # the widest row sets the dense width
+    dense_mask = torch.arange(40) < lengths.unsqueeze(1)
+    kw = _kwargs(name, fn) | {"reduction": "none", "ties": ties}
+    expected = fn(preds, target, mask=dense_mask, **kw)
+    ids = torch.arange(30).unsqueeze(1).expand(-1, 40)[dense_mask] * 7 - 3  # ascending, not 0..Q-1
+    flat_preds, flat_target, flat_mask = preds[dense_mask], target[dense_mask], None
+    if layout == "shuffled-masked":  # extra items, masked out, and every item shuffled
+        ids, flat_preds, flat_target = torch.cat([ids, ids[:50]]), torch.cat([flat_preds, flat_preds[:50] + 9]), \
+            torch.cat([flat_target, flat_target[:50] + 1])
+        flat_mask = torch.arange(len(ids)) < len(ids) - 50
+        perm = torch.randperm(len(ids), generator=torch.Generator().manual_seed(5))
+        ids, flat_preds, flat_target, flat_mask = ids[perm], flat_preds[perm], flat_target[perm], flat_mask[perm]
+    got = fn(flat_preds, flat_target, indexes=ids, mask=flat_mask, **kw)
+    torch.testing.assert_close(got, expected, rtol=0, atol=0, equal_nan=True)
+    grouped = format_inputs(flat_preds, flat_target, indexes=ids, mask=flat_mask)
+    assert grouped.padded == (layout != "grouped-equal")
+    if layout == "grouped-equal":  # no copy of the scores
+        assert grouped.preds.data_ptr() == flat_preds.data_ptr()
+
+
 @pytest.mark.parametrize(("name", "fn", "_"), CUTOFF_MEASURES, ids=[m[0] for m in CUTOFF_MEASURES])
 def test_sequence_of_k_equals_single_calls(name, fn, _):
     preds, target = _data()

@@ -131,7 +131,9 @@ def format_inputs(
         (preds, target, *rest), mask = _group_flat(items, indexes, mask)
         judged = rest[0] if rest else None
         batch_shape: tuple[int, ...] = (preds.shape[0],)
-        padded, padding_last = True, True
+        padded = padding_last = mask is not None
+        if mask is None:  # equal-length queries: unpadded rows, as dense input without a mask
+            mask = _true(preds.device).expand(preds.shape)
     else:
         padding_last = False
         batch_shape = tuple(preds.shape[:-1])
@@ -238,8 +240,12 @@ def _format_ideal(
     return ideal_target.reshape(-1, ideal_target.shape[-1]).to(work)
 
 
-def _group_flat(items: list[Tensor], indexes: Tensor, mask: Tensor | None) -> tuple[list[Tensor], Tensor]:
-    """Group flat per-item tensors into padded ``[Q, N]`` rows, one per distinct value of ``indexes``.
+def _group_flat(
+    items: list[Tensor], indexes: Tensor, mask: Tensor | None
+) -> tuple[list[Tensor], Tensor | None]:
+    """Group flat per-item tensors into padded ``[Q, N]`` rows, one per distinct value of ``indexes``, and the
+    rows' mask; None for the mask where no row is padded (items grouped by ascending index, every query as long:
+    the rows are then views of the items).
 
     Rows follow the ascending order of the index values; items keep their input order within a row.
     Vectorised: a stable sort by index, then each item's column is its offset from its group's start.
@@ -260,19 +266,21 @@ def _group_flat(items: list[Tensor], indexes: Tensor, mask: Tensor | None) -> tu
             raise ValueError("Argument `mask` leaves no item to rank.")
     # already grouped (each query's items together, ids ascending) is the common case: no sort then
     grouped = indexes.device.type == "cpu" and bool((indexes[1:] >= indexes[:-1]).all())
-    if grouped:
-        order = torch.arange(indexes.numel(), device=indexes.device)
-    else:
-        order = torch.sort(indexes, stable=True).indices
-    _, row, counts = torch.unique_consecutive(indexes[order], return_inverse=True, return_counts=True)
+    order = None if grouped else torch.sort(indexes, stable=True).indices
+    counts = torch.unique_consecutive(indexes if order is None else indexes[order], return_counts=True)[1]
     num_rows, width = counts.numel(), int(counts.max())  # the output shape needs one host read
+    if grouped and width * num_rows == indexes.numel():  # grouped, every query as long: the rows are a view
+        return [x.reshape(num_rows, width) for x in items], None
+    rows = torch.arange(num_rows, device=preds.device)
+    row = torch.repeat_interleave(rows, counts, output_size=indexes.numel())  # each item's row
     starts = torch.cumsum(counts, 0) - counts
-    col = torch.arange(order.numel(), device=preds.device) - starts[row]
+    # each item's place in the flattened [Q, N] rows: one index (much faster to scatter by than a row and column)
+    place = torch.arange(indexes.numel(), device=preds.device) - starts[row] + row * width
     dense = []
     for x in items:
-        out = x.new_zeros(num_rows, width)
-        out[row, col] = x[order]
-        dense.append(out)
-    dense_mask = torch.zeros(num_rows, width, dtype=torch.bool, device=preds.device)
-    dense_mask[row, col] = True
-    return dense, dense_mask
+        out = x.new_zeros(num_rows * width)
+        out[place] = x if order is None else x[order]
+        dense.append(out.view(num_rows, width))
+    dense_mask = torch.zeros(num_rows * width, dtype=torch.bool, device=preds.device)
+    dense_mask[place] = True
+    return dense, dense_mask.view(num_rows, width)
