@@ -271,8 +271,8 @@ def _group_flat(
     num_rows, width = counts.numel(), int(counts.max())  # the output shape needs one host read
     if grouped and width * num_rows == indexes.numel():  # grouped, every query as long: the rows are a view
         return [x.reshape(num_rows, width) for x in items], None
-    rows = torch.arange(num_rows, device=preds.device)
-    row = torch.repeat_interleave(rows, counts, output_size=indexes.numel())  # each item's row
+    # each item's row (output_size: no device synchronisation)
+    row = torch.repeat_interleave(torch.arange(num_rows, device=preds.device), counts, output_size=indexes.numel())
     starts = torch.cumsum(counts, 0) - counts
     # each item's place in the flattened [Q, N] rows: one index (much faster to scatter by than a row and column)
     place = torch.arange(indexes.numel(), device=preds.device) - starts[row] + row * width
