@@ -82,8 +82,14 @@ def _gather_ranking(
         ties=ties,
         relevance_threshold=relevance_threshold,
         all_valid=not inputs.padded,
-        ranks_every_judged_item=inputs.ideal_target is inputs.target and order.shape[1] == inputs.target.shape[1],
+        ranks_every_judged_item=_ranks_every_judged_item(inputs, order.shape[1]),
     )
+
+
+def _ranks_every_judged_item(inputs: RankingInput, width: int) -> bool:
+    """Whether a ranking of ``width`` positions holds every judged item of each row: no separate ideal labels,
+    no cut-off (:attr:`Ranking.ranks_every_judged_item`)."""
+    return inputs.ideal_target is inputs.target and width == inputs.target.shape[1]
 
 
 def _ranked_labels(target: Tensor, order: Tensor, dtype: torch.dtype) -> Tensor:
@@ -234,7 +240,7 @@ def _key_ranking(
         ties=ties,
         relevance_threshold=relevance_threshold,
         all_valid=not inputs.padded,
-        ranks_every_judged_item=inputs.ideal_target is inputs.target and keys.shape[1] == inputs.target.shape[1],
+        ranks_every_judged_item=_ranks_every_judged_item(inputs, keys.shape[1]),
     )
 
 
