@@ -121,18 +121,46 @@ def test_batch_with_a_few_tied_rows_equals_each_row_alone(name, fn, higher_is_be
             torch.testing.assert_close(batch[row : row + 1].double(), alone, rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
+def _rows_whose_tie_order_matters(preds, target, depth):
+    """Per row, from a reference sort and its tie groups: whether a group within ``depth`` holds different labels
+    (or a group runs across the cut-off), and if so whether those groups are pairs inside the cut, at most three:
+    ``{row: enumerated}``."""
+    n = preds.shape[1]
+    order = torch.sort(preds.double(), dim=1, descending=True, stable=True).indices
+    scores, labels = preds.double().gather(1, order), target.gather(1, order)
+    width = n if depth is None else min(depth, n)
+    seen = min(width + 1, n)
+    out = {}
+    for row in range(len(preds)):
+        groups = []  # runs of equal scores among the first `seen` positions: (start, size)
+        for i in range(seen):
+            if i and scores[row, i] == scores[row, i - 1]:
+                groups[-1][1] += 1
+            else:
+                groups.append([i, 1])
+        across = any(start < width < start + size for start, size in groups)
+        mixed = [size for start, size in groups if size > 1 and labels[row, start : start + size].unique().numel() > 1]
+        if across or mixed:
+            out[row] = not across and set(mixed) == {2} and len(mixed) <= 3
+    return out
+
+
 def test_only_tied_rows_get_their_own_ranking():
-    """The split the test above relies on happens: the planted tied rows, and only they, are ranked apart."""
+    """The split the test above relies on happens: the planted tied rows whose tie order matters, and only they,
+    are ranked apart, a lone pair as the batch's order with the pair swapped, other ties by a ranking of their
+    own that averages them."""
     from torchrank.functional._inputs import format_inputs
     from torchrank.functional._ranking import rank
 
     preds, target, _ = _batch_with_some_tied_rows(padded=False)
     for depth in (None, 6, 40):  # the full sort, the top-k of a short prefix, the sort cut at 40
         ranking = rank(format_inputs(preds, target), ties="average", depth=depth)
-        rows, exact = ranking.exact
-        expected = {1, 5, 11, 17, 23, 8} | ({3} if depth is None else set())  # row 3's tie is at the bottom
-        assert set(rows.tolist()) == expected
-        assert exact.ties == "average" and ranking.ties == "first"
+        got = {row: a.owner is not None for a in ranking.apart for row in a.rows.tolist()}
+        assert got == _rows_whose_tie_order_matters(preds, target, depth)
+        assert {1, 5, 11, 17, 23} <= set(got)  # the planted groups
+        assert ranking.ties == "first"
+        for a in ranking.apart:
+            assert a.ranking.ties == ("first" if a.owner is not None else "average")
 
 
 @pytest.mark.parametrize("padded", [False, True], ids=["dense", "padded"])
@@ -148,8 +176,8 @@ def test_tied_rows_of_a_whole_sort_reuse_its_order_under_average(padded, monkeyp
     monkeypatch.setattr(_ranking, "_ranking_order", no_second_sort)
     preds, target, mask = _batch_with_some_tied_rows(padded)
     ranking = _ranking.rank(format_inputs(preds, target, mask=mask if padded else None), ties="average")
-    rows, exact = ranking.exact
-    assert {1, 5, 11, 17, 23, 8} <= set(rows.tolist()) and exact.ties == "average"
+    (rows, exact, *_), = [a for a in ranking.apart if a.owner is None]
+    assert {1, 5, 11, 17} <= set(rows.tolist()) and exact.ties == "average"  # groups of three or more
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16])
@@ -238,9 +266,9 @@ def test_label_keys_give_the_labels_in_rank_order(ties, depth, labels, block_ite
         order = order.gather(1, by_padding)  # padding last, after real items scored -inf
         expected = torch.where(valid, target.float(), 0).gather(1, order)
         ranked_scores = torch.where(valid.gather(1, order), scores.gather(1, order), float("nan"))
-        for rows, r in [(torch.arange(40), ranking), *([ranking.exact] if ranking.exact is not None else [])]:
+        for rows, r in [(torch.arange(40), ranking), *[(a.rows, a.ranking) for a in ranking.apart]]:
             width = r.labels.shape[1]
-            assert width == (12 if depth is None or r is not ranking or ranking.ties == "average" else depth)
+            assert width == (12 if depth is None or r.ties == "average" else depth)  # averaging: whole rows
             want, got = expected[rows, :width], r.labels
             if ties == "average":
                 want = _within_groups_sorted(want, ranked_scores[rows, :width])
@@ -269,12 +297,140 @@ def test_cutoffs_before_every_tie_skip_the_tied_rows_own_ranking():
     preds[4, 8] = preds[4, 7]  # and one deeper, at ranks 8 and 9: the shallower decides
     target[4, 7], target[4, 8] = 2, 0
     ranking = rank(format_inputs(preds, target), ties="average")
-    assert ranking.exact[0].tolist() == [2, 4] and ranking.exact_from == 4
-    assert ranking.exact_for([1, 4]) is None
-    assert ranking.exact_for([5]) is not None and ranking.exact_for([2, None]) is not None
+    (apart,) = ranking.apart
+    assert apart.rows.tolist() == [2, 4] and apart.first_tie == 4 and apart.owner is not None
+    assert ranking.apart_for([1, 4]) == []
+    assert ranking.apart_for([5]) == [apart] and ranking.apart_for([2, None]) == [apart]
     for k in ([1, 2, 3, 4], [5], [4, 6], [8], None):
         for fn in (F.ndcg, F.precision, F.average_precision, F.reciprocal_rank, F.err):
             batch = fn(preds, target, k=k, reduction="none")
             for row in (2, 4):
                 alone = fn(preds[row : row + 1].double(), target[row : row + 1], k=k, reduction="none")
                 torch.testing.assert_close(batch[row : row + 1].double(), alone)
+
+
+# rows of tied pairs in rank order (positions i, i + 1 of 30, scores distinct otherwise): (pairs, which of them hold
+# one label, how the row is evaluated under "average" over the whole list: enumerated, exact or left as ranked)
+PAIR_ROWS = [
+    ([], [], None),
+    ([4], [], "enumerated"),
+    ([1, 7], [], "enumerated"),
+    ([0, 10, 20], [], "enumerated"),
+    ([0, 5, 10, 20], [], "exact"),  # four pairs of different labels: 16 orders, the closed forms instead
+    ([3], [3], None),  # one label: every order gives the same values
+    ([3, 10], [10], "enumerated"),  # one pair to swap, the other of one label
+    ([5, 6], [], "exact"),  # a group of three
+    ([5, 6], [5], "exact"),  # a group of three: a pair of one label next to a mixed one
+    ([28], [], "enumerated"),  # the last two items
+    ([9], [], "enumerated"),  # across the cut-off k=10 (ranks 10 and 11): exact when the ranking stops there
+    ([9], [9], None),
+]
+
+
+def _batch_with_tied_pairs(padded: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The rows of PAIR_ROWS, then as many untied rows (a batch mostly tied gets the closed forms throughout), items
+    shuffled (input order is not rank order), graded labels; padded: a few rows hold padding after their last
+    pair (scored to tie with real items)."""
+    g = torch.Generator().manual_seed(13)
+    queries, items = 2 * len(PAIR_ROWS), 30
+    preds = torch.linspace(3, -3, items).repeat(queries, 1)
+    target = torch.randint(0, 4, (queries, items), generator=g).float()
+    for row, (pairs, one_label, _) in enumerate(PAIR_ROWS):  # the rows after them: distinct scores
+        for i in pairs:
+            preds[row, i + 1] = preds[row, i]
+            if i in one_label:
+                target[row, i + 1] = target[row, i]
+            elif target[row, i + 1] == target[row, i]:
+                target[row, i + 1] = (target[row, i] + 1) % 4
+    mask = torch.ones(queries, items, dtype=torch.bool)
+    if padded:
+        for row in (0, 1, 2, 5, 6):
+            mask[row, 25:] = False
+        preds, target = preds.masked_fill(~mask, 0.0), target.masked_fill(~mask, 0)  # 0.0: a real item's score
+    shuffle = torch.stack([torch.randperm(items, generator=g) for _ in range(queries)])
+    return preds.gather(1, shuffle), target.gather(1, shuffle), mask.gather(1, shuffle)
+
+
+def test_tied_pairs_are_planned_as_enumerated_orders_or_exact():
+    """Under "average", a row whose ties of different labels are at most three pairs, none touching another tie and
+    none across the cut-off, is evaluated in each of its orders; other tied rows whose ties matter get the closed
+    forms; rows whose tie groups each hold one label are left as ranked."""
+    from torchrank.functional._inputs import format_inputs
+    from torchrank.functional._ranking import rank
+
+    preds, target, _ = _batch_with_tied_pairs(padded=False)
+    whole = {row: kind for row, (_, _, kind) in enumerate(PAIR_ROWS) if kind is not None}
+    # cut at 10: a pair at ranks 11 and 12 or deeper is never read; one across the cut (ranks 10 and 11) is exact
+    # whatever its labels, as the ranking does not hold the second item
+    cut = {**whole, 4: "enumerated", 10: "exact", 11: "exact"}
+    del cut[9]
+    for depth, want in ((None, whole), (10, cut)):
+        ranking = rank(format_inputs(preds, target), ties="average", depth=depth)
+        got = {row: "exact" if a.owner is None else "enumerated" for a in ranking.apart for row in a.rows.tolist()}
+        assert got == want
+        (enumerated,) = [a for a in ranking.apart if a.owner is not None]
+        orders = {row: int(n) for row, n in zip(enumerated.rows.tolist(), enumerated.orders.tolist(), strict=True)}
+        read = [[i for i in pairs if depth is None or i < depth - 1] for pairs, _, _ in PAIR_ROWS]
+        assert orders == {row: 2 ** len(set(read[row]) - set(PAIR_ROWS[row][1])) for row in orders}
+        assert enumerated.first_tie == 0  # row 3's first pair
+
+
+@pytest.mark.parametrize("padded", [False, True], ids=["dense", "padded"])
+@pytest.mark.parametrize(("name", "fn", "higher_is_better"), ALL_MEASURES, ids=[m[0] for m in ALL_MEASURES])
+def test_rows_with_tied_pairs_equal_each_row_alone(name, fn, higher_is_better, padded):
+    """Each row of the batch of tied pairs (enumerated orders, closed forms, nothing to do) equals the row alone,
+    whose ties get the closed forms (a lone tied row is all the batch), at cut-offs before, at, across and past
+    the pairs."""
+    preds, target, mask = _batch_with_tied_pairs(padded)
+    uses_k = (name, fn, higher_is_better) in CUTOFF_MEASURES
+    for ks in ([1, 4, 5, 6, 10], [10], [2, 29], None) if uses_k else (None,):
+        kwargs = {"k": ks} if ks is not None else {}
+        batch = fn(preds, target, mask=mask, reduction="none", **kwargs)
+        for row in range(len(PAIR_ROWS) + 1):
+            one = slice(row, row + 1)
+            alone = fn(preds[one].double(), target[one], mask=mask[one], reduction="none", **kwargs)
+            torch.testing.assert_close(batch[one].double(), alone, rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
+def test_enumerated_orders_average_as_every_order_does():
+    """The mean over a row's enumerated orders is the brute-force mean of ``ties="first"`` over every order of the
+    row's tied pairs, for the measures of one evaluate() with cut-offs before, inside and past the pairs."""
+    import torchrank.functional as F
+
+    names = ["ndcg@5", "ndcg@10", "ndcg_exp@20", "map", "map@6", "mrr", "P@10", "recall@5", "success@2", "err@10"]
+    preds, target, _ = _batch_with_tied_pairs(padded=False)
+    batch = F.evaluate(preds, target, names, reduction="none")
+    for row in (1, 2, 3, 6, 9, 10):
+        pairs = (preds[row, :, None] == preds[row, None, :]).triu(1).nonzero().tolist()  # the tied items (a, b)
+        orders = []
+        for subset in range(2 ** len(pairs)):  # input order decides among equal scores under "first"
+            order = torch.arange(preds.shape[1])
+            for j, (a, b) in enumerate(pairs):
+                if subset >> j & 1:
+                    order[a], order[b] = b, a
+            one = (preds[row, order][None].double(), target[row, order][None])
+            orders.append(F.evaluate(*one, names, ties="first", reduction="none"))
+        for name in names:
+            mean = torch.stack([o[name] for o in orders]).mean(0)
+            torch.testing.assert_close(batch[name][row : row + 1].double(), mean, rtol=1e-5, atol=1e-6)
+
+
+def test_bpref_refuses_average_ties_that_matter_whichever_way_they_are_evaluated():
+    """bpref has no tie-averaged form: under ``ties="average"`` it refuses rows whose ties get the closed forms and
+    rows whose orders are enumerated alike (a pair of one label, judged and unjudged, matters to it), and gives the
+    values of every order where each tie holds one label and one judgment."""
+    import torchrank.functional as F
+
+    preds, target, _ = _batch_with_tied_pairs(padded=False)
+    judged = torch.ones_like(preds, dtype=torch.bool)
+    calm = [0, 5, 11, *range(len(PAIR_ROWS), 2 * len(PAIR_ROWS))]  # untied, or ties of one label each
+    for rows in ([*calm, 1], [*calm, 7]):  # enumerated, exact
+        with pytest.raises(ValueError, match="bpref has no tie-averaged form"):
+            F.evaluate(preds[rows], target[rows], ["bpref"], judged=judged[rows])
+    average = F.evaluate(preds[calm], target[calm], ["bpref"], judged=judged[calm], reduction="none")["bpref"]
+    first = F.evaluate(preds[calm], target[calm], ["bpref"], judged=judged[calm], reduction="none", ties="first")
+    assert torch.equal(average, first["bpref"])
+    tied = (preds[5, :, None] == preds[5, None, :]).triu(1).nonzero()[0].tolist()  # row 5's pair, of one label
+    judged[5, tied[0]] = False
+    with pytest.raises(ValueError, match="bpref has no tie-averaged form"):
+        F.evaluate(preds[calm], target[calm], ["bpref"], judged=judged[calm])

@@ -9,14 +9,17 @@ Ties (DESIGN section 4). ``"first"`` keeps input order among equal scores; ``"op
 ``"pessimistic"`` put higher / lower labels first. ``"average"`` gives the exact expected value of a
 metric when each group of equal scores is ordered uniformly at random: every position of a tie group then
 holds each of the group's items with equal probability, so a metric linear in per-position values uses
-the group mean; the non-linear ones (AP, RR, ERR, Kendall tau, ...) use the closed forms below.
+the group mean; the non-linear ones (AP, RR, ERR, Kendall tau, ...) use the closed forms below, or, in a row
+whose ties are a few pairs, the mean over each order of the pairs (:func:`_set_rows_apart`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
+import operator
 import sys
 from collections.abc import Callable, Sequence
 from functools import cached_property
@@ -44,10 +47,10 @@ def rank(
     Padded items go last (after real items scored ``-inf``) and never count. ``depth``: the deepest
     position any measure will read (None: the whole list); the ranking may then stop there.
 
-    The tie order only matters for the rows that hold a tie within ``depth``: every other row is ranked
-    once, ties aside, and those few rows get a ranking of their own that applies ``ties`` exactly
-    (:attr:`Ranking.exact`; :func:`apply_measure` merges the two). Finding them reads one small tensor on the
-    host: on a GPU, one synchronisation per call.
+    The tie order only matters for the rows that hold a tie within ``depth`` between items of different labels:
+    every other row is ranked once, ties aside, and those few rows get a ranking of their own that applies
+    ``ties`` exactly (:attr:`Ranking.apart`; :func:`apply_measure` merges them). Finding and planning them reads
+    three small tensors on the host: on a GPU, three synchronisations per call.
 
     Example:
         >>> import torch
@@ -126,33 +129,175 @@ def _rank_tied_rows_apart(
     """A ranking that orders ties only in the rows holding one within ``depth``; None where it can't.
 
     A row with no tie among the positions read has the same values under every tie order, so one fast sort
-    (or top-k) of any stability ranks it. The rows with a tie are ranked again with ``ties`` applied exactly,
-    unless the fast sort already kept input order among equal scores and ``ties="first"`` asks for just that, or
-    its keys carried the labels (:func:`_rank_by_label_keys`: every tie group is then ordered by label already).
+    (or top-k) of any stability ranks it. The rows with a tie are ranked again with ``ties`` applied exactly
+    (:func:`_set_rows_apart`), unless the fast sort already kept input order among equal scores and
+    ``ties="first"`` asks for just that, or its keys carried the labels (:func:`_rank_by_label_keys`: every tie
+    group is then ordered by label already).
     """
     if ties != "first" and _labels_ride_in_keys(inputs, depth):
         return _rank_by_label_keys(inputs, ties, relevance_threshold, depth)
     fast = _fast_order(inputs, depth)
     if fast is None:
         return None
-    order, scores, tied, stable = fast
+    order, scores, pairs, stable = fast
     if stable and ties == "first":  # equal scores already in input order, as "first" asks, in every row
         return _gather_ranking(inputs, order, "first", relevance_threshold, scores)
-    rows = tied.nonzero().squeeze(1)
-    if rows.numel() > _MAX_TIED_SHARE * len(tied):
+    rows = rows_any(pairs).nonzero().squeeze(1)
+    if rows.numel() > _MAX_TIED_SHARE * len(pairs):
         return None  # mostly tied: one exact pass over all rows beats two passes
     ranking = _gather_ranking(inputs, order, "first", relevance_threshold, scores)
-    if rows.numel() == 0:
-        return ranking
-    tied_inputs = _select_rows(inputs, rows)
-    if ties == "average" and order.shape[1] == inputs.preds.shape[1]:
-        # whole rows in descending order, padding last: every tie group is already contiguous, and "average"
-        # averages each group whatever order it holds, so these rows need no sort of their own
-        exact = _gather_ranking(tied_inputs, order[rows], ties, relevance_threshold)
-    else:
-        exact = rank(tied_inputs, ties=ties, relevance_threshold=relevance_threshold)
-    ranking.exact = (rows, exact)
+
+    def exact(tied: Tensor) -> Ranking:
+        if ties == "average" and order.shape[1] == inputs.preds.shape[1]:
+            # whole rows in descending order, padding last: every tie group is already contiguous, and "average"
+            # averages each group whatever order it holds, so these rows need no sort of their own
+            return _gather_ranking(_select_rows(inputs, tied), order[tied], ties, relevance_threshold)
+        return rank(_select_rows(inputs, tied), ties=ties, relevance_threshold=relevance_threshold)
+
+    _set_rows_apart(ranking, rows, pairs, ties, exact)
     return ranking
+
+
+# under "average", a row whose ties that matter are at most this many pairs is evaluated in each of its 2 ** pairs
+# tie orders (:func:`_other_tie_orders`); more pairs, or a larger group, take the closed forms
+_MAX_ENUMERATED_PAIRS = 3
+
+
+class RowsApart(NamedTuple):
+    """Rows of a ranking whose values come from a ranking of their own (see :func:`apply_measure`).
+
+    Either ``ranking`` applies the ties itself, a row for each row (``owner`` None), or it holds every other
+    order of the rows' tied pairs: ``owner`` ``[V]`` says whose each of its rows is and ``orders`` ``[R]`` how many
+    equally likely orders each row has (the batch's ranking holds one of them), and a row's expected value is the
+    mean over its orders.
+    """
+
+    rows: Tensor  # [R] rows of the batch's ranking
+    ranking: Ranking
+    first_tie: int  # no row here holds a tie that matters among its first `first_tie` positions
+    owner: Tensor | None = None
+    orders: Tensor | None = None
+
+
+def _set_rows_apart(
+    ranking: Ranking, rows: Tensor, pairs: Tensor, ties: str, exact: Callable[[Tensor], Ranking]
+) -> None:
+    """Fill :attr:`Ranking.apart` of ``ranking`` (ties in any order): ``pairs`` ``[Q, S - 1]`` (0/1 or bool) says
+    where a position holds the score of the one before, over its first ``S`` positions (its width, or one more to
+    see a tie across the cut-off), and ``rows`` are the rows holding such a pair.
+
+    Only a tie group holding items of different labels (or judged flags) depends on the tie order, so the other
+    rows are left as they are. Under ``"average"`` a row whose such groups are a few pairs inside the ranking is
+    evaluated in each of its tie orders (:func:`_other_tie_orders`: the few cheap passes of untied rankings,
+    against the closed forms' dozens); every other row gets ``exact(rows)``, a ranking that applies ``ties``.
+    """
+    if rows.numel() == 0:
+        return
+    which, at = pairs[rows].nonzero().unbind(1)  # each tied pair: its row among `rows`, and positions at, at + 1
+    width = ranking.list_size
+    if len(which) > _MAX_PLANNED_PAIRS:  # many ties: every tied row gets the closed forms, unplanned
+        first = torch.full((len(rows),), width, dtype=at.dtype, device=at.device).scatter_reduce_(0, which, at, "amin")
+        ranking.apart.append(RowsApart(rows, exact(rows), int(first.min())))
+        return
+    source, after = rows[which], (at + 1).clamp(max=width - 1)  # a pair across the cut-off: at is its last rank
+    differs = ranking.labels[source, at] != ranking.labels[source, after]
+    if ranking.judged is not None:
+        differs |= ranking.judged[source, at] != ranking.judged[source, after]
+    plan = _tie_plan(*torch.stack([which, at, differs.to(at.dtype)]).tolist(), width, ties == "average")  # one read
+    if plan.exact:
+        some = rows[torch.tensor(plan.exact, device=rows.device)]
+        ranking.apart.append(RowsApart(some, exact(some), plan.exact_from))
+    if plan.enumerated:
+        some = rows[torch.tensor(plan.enumerated, device=rows.device)]
+        own, owner, orders = _other_tie_orders(ranking, some, plan.owner, plan.swap_at)
+        ranking.apart.append(RowsApart(some, own, plan.enumerated_from, owner, orders))
+
+
+# the tied pairs :func:`_set_rows_apart` plans one by one on the host; past it, every tied row gets the closed forms
+_MAX_PLANNED_PAIRS = 4096
+
+
+class TiePlan(NamedTuple):
+    """How :func:`_set_rows_apart` evaluates the rows holding a tie (indices among those rows)."""
+
+    exact: list[int]  # rows that get a ranking applying the ties
+    exact_from: int  # their first tie
+    enumerated: list[int]  # rows evaluated in each order of their tied pairs
+    enumerated_from: int  # their first tie that matters
+    owner: list[int]  # for each of their other orders, the index of its row in `enumerated`
+    swap_at: list[list[int]]  # and the positions i it swaps with i + 1
+
+
+def _tie_plan(which: list[int], at: list[int], differs: list[int], width: int, enumerate_pairs: bool) -> TiePlan:
+    """Plan the rows of :func:`_set_rows_apart` from their tied pairs in row-then-position order: each pair's row
+    ``which``, its first position ``at`` and whether its two labels (or judged flags) differ ``differs``.
+
+    A row matters when one of its tie groups holds different labels, or runs across the cut-off (a pair at the
+    last ranked position, ``width - 1``). With ``enumerate_pairs``, a row whose ties are pairs (no two touching)
+    inside the cut, at most ``_MAX_ENUMERATED_PAIRS`` of them holding different labels, is evaluated in each order
+    of those: each nonempty subset of them, swapped, is one of its other orders. Every other row that matters is
+    exact.
+
+    Example:
+        >>> _tie_plan([0, 0, 2, 2], [3, 7, 1, 2], [1, 0, 1, 1], width=10, enumerate_pairs=True)
+        TiePlan(exact=[2], exact_from=1, enumerated=[0], enumerated_from=3, owner=[0], swap_at=[[3]])
+    """
+    plan = TiePlan([], width, [], width, [], [])
+    for row, ties in itertools.groupby(zip(which, at, differs, strict=True), key=operator.itemgetter(0)):
+        pairs = [(i, bool(d)) for _, i, d in ties]
+        across = pairs[-1][0] >= width - 1
+        swaps = [i for i, d in pairs if d and i < width - 1]
+        if not (across or swaps):
+            continue  # every tie group holds one label: all orders give the same values
+        touching = any(b == a + 1 for (a, _), (b, _) in itertools.pairwise(pairs))  # a group of three or more
+        if enumerate_pairs and not (across or touching) and len(swaps) <= _MAX_ENUMERATED_PAIRS:
+            for subset in range(1, 2 ** len(swaps)):
+                plan.owner.append(len(plan.enumerated))
+                plan.swap_at.append([i for j, i in enumerate(swaps) if subset >> j & 1])
+            plan.enumerated.append(row)
+            plan = plan._replace(enumerated_from=min(plan.enumerated_from, swaps[0]))
+        else:
+            plan.exact.append(row)
+            plan = plan._replace(exact_from=min(plan.exact_from, pairs[0][0]))
+    return plan
+
+
+def _other_tie_orders(
+    ranking: Ranking, rows: Tensor, owner: list[int], swap_at: list[list[int]]
+) -> tuple[Ranking, Tensor, Tensor]:
+    """The other orders of the rows ``rows`` of ``ranking`` (:class:`TiePlan`'s ``owner`` and ``swap_at``; each
+    row's own order is the one ``ranking`` holds), as a ranking of one row per order; whose row each is ``[V]``, and
+    each row's number of orders ``[R]``."""
+    device = rows.device
+    owner_t = torch.tensor(owner, device=device)
+    source = rows[owner_t]
+    # every (order, position i) to swap with i + 1: pairs never touch, so the swaps of one order are independent
+    order_of = torch.tensor([v for v, at in enumerate(swap_at) for _ in at], device=device)
+    first = torch.tensor([i for at in swap_at for i in at], device=device)
+
+    def swapped(x: Tensor) -> Tensor:
+        x = x[source]
+        x[order_of, first], x[order_of, first + 1] = x[order_of, first + 1], x[order_of, first]
+        return x
+
+    others = Ranking(
+        scores=functools.partial(_rows_of_scores, ranking, source),  # equal scores swapped: the same scores
+        labels=swapped(ranking.labels),
+        valid=ranking.valid[:1].expand(len(owner), -1) if ranking.all_valid else ranking.valid[source],
+        ideal_labels=ranking.ideal_labels[source],
+        judged=None if ranking.judged is None else swapped(ranking.judged),
+        ties="first",
+        relevance_threshold=ranking.relevance_threshold,
+        all_valid=ranking.all_valid,
+        ranks_every_judged_item=ranking.ranks_every_judged_item,
+    )
+    others.averaged_over_orders = True
+    orders = torch.bincount(owner_t, minlength=len(rows)).to(ranking.dtype) + 1
+    return others, owner_t, orders
+
+
+def _rows_of_scores(ranking: Ranking, rows: Tensor) -> Tensor:
+    return ranking.scores[rows]
 
 
 def _select_rows(inputs: RankingInput, rows: Tensor) -> RankingInput:
@@ -190,8 +335,9 @@ def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: fl
     labels in rank order, with no order to gather them by, and every tie group already ordered by label.
 
     ``"optimistic"`` / ``"pessimistic"`` rank each tie group by descending / ascending label in that one sort,
-    every row exactly. Under ``"average"`` the rows with a tie within ``depth`` get a ranking of their own that
-    averages each group (:attr:`Ranking.exact`), on whole rows: a group may run past the depth.
+    every row exactly. Under ``"average"`` the rows with a tie within ``depth`` get a ranking of their own
+    (:func:`_set_rows_apart`): each order of a few tied pairs, or one that averages each group, on whole rows (a
+    group may run past the depth).
     """
     mask = inputs.mask if inputs.padded else None
     flip = _LABEL_FLIP[ties]
@@ -205,10 +351,11 @@ def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: fl
     if rows.numel() > _MAX_TIED_SHARE * len(pairs):  # mostly tied: every row's groups averaged, in one ranking
         return _key_ranking(inputs, keys, flip, "average", relevance_threshold)
     ranking = _key_ranking(inputs, keys[:, :width], flip, "first", relevance_threshold)  # untied: any order
-    if rows.numel():
-        exact = _key_ranking(_select_rows(inputs, rows), keys[rows], flip, "average", relevance_threshold)
-        ranking.exact = (rows, exact)
-        ranking.exact_from = int(pairs[rows].argmax(1).min())  # the first tied pair: positions i and i + 1
+
+    def exact(tied: Tensor) -> Ranking:
+        return _key_ranking(_select_rows(inputs, tied), keys[tied], flip, "average", relevance_threshold)
+
+    _set_rows_apart(ranking, rows, pairs, ties, exact)
     return ranking
 
 
@@ -246,17 +393,18 @@ def _key_ranking(
 
 class FastOrder(NamedTuple):
     """Descending order of each row cut at a depth ``[Q, <=N]``, the scores in that order (or a function
-    gathering them on demand), the rows with a tie within the cut ``[Q]`` bool, and whether equal scores
-    kept input order (a stable sort)."""
+    gathering them on demand), where a position holds the score of the one before it over the cut and one
+    position past it ``[Q, <=N - 1]`` (bool or 0/1 bytes), and whether equal scores kept input order (a stable
+    sort)."""
 
     order: Tensor
     scores: Tensor | Callable[[], Tensor]
-    tied: Tensor
+    pairs: Tensor
     stable: bool
 
 
 def _fast_order(inputs: RankingInput, depth: int | None) -> FastOrder | None:
-    """The order of each row, padding last, cut at ``depth``, and the rows with a tie in that cut; None where
+    """The order of each row, padding last, cut at ``depth``, and where it ties (:class:`FastOrder`); None where
     no fast path applies (rows known to hold ties, int64 scores, no numpy).
 
     A top-k of a short prefix of long unpadded lists is cheaper than any sort; otherwise on CPU one numpy sort
@@ -270,11 +418,11 @@ def _fast_order(inputs: RankingInput, depth: int | None) -> FastOrder | None:
     if _takes_topk(inputs, depth):
         # one more than the cut-off: a tie across it shows as equal values at positions depth and depth + 1
         values, order = torch.topk(preds, depth + 1, dim=1, sorted=True)
-        return FastOrder(order[:, :depth], values[:, :depth], rows_any(values[:, 1:] == values[:, :-1]), False)
+        return FastOrder(order[:, :depth], values[:, :depth], values[:, 1:] == values[:, :-1], False)
     mask = inputs.mask if inputs.padded else None
     if preds.device.type == "cpu" and np is not None and preds.dtype in _PACKABLE:
         order, tied = _packed_sort(preds, mask, depth)
-        return FastOrder(order, functools.partial(_gather_scores, preds, order), rows_any(tied), True)
+        return FastOrder(order, functools.partial(_gather_scores, preds, order), tied, True)
     negated = _negated_scores(preds, mask)
     if negated is None:
         return None
@@ -289,7 +437,7 @@ def _fast_order(inputs: RankingInput, depth: int | None) -> FastOrder | None:
         tied &= inputs.mask.gather(1, seen[:, 1:])  # real items come first: both of the pair are real
     if depth is not None:
         order, scores = order[:, :depth], scores[:, :depth]
-    return FastOrder(order, scores, rows_any(tied), False)
+    return FastOrder(order, scores, tied, False)
 
 
 # the top-k path when the cut-off is at most this fraction of the list, (off CPU, on CPU). Measured: on CPU
@@ -516,19 +664,17 @@ class Ranking:
         self.dtype = labels.dtype
         self.num_queries, self.list_size = labels.shape
         self.cutoffs: dict[tuple[int | None, ...], tuple[Tensor, Tensor]] = {}  # see cutoff_index
-        # (rows, their own Ranking): queries whose tie order matters, ranked with `ties` applied exactly;
-        # their values replace this ranking's (see apply_measure)
-        self.exact: tuple[Tensor, Ranking] | None = None
-        # no row of `exact` holds a tie among its first `exact_from` positions (see exact_for)
-        self.exact_from = 0
+        # queries whose tie order matters, with a ranking of their own that gives their values (see apply_measure)
+        self.apart: list[RowsApart] = []
+        # one of the orders of ties="average" rows whose values are averaged over each (see _other_tie_orders):
+        # ranked as "first", but a measure with no tie-averaged form must refuse it as it refuses averaged ties
+        self.averaged_over_orders = False
 
-    def exact_for(self, ks: Sequence[int | None]) -> tuple[Tensor, Ranking] | None:
-        """:attr:`exact` where a measure cut at ``ks`` reads one of its rows' ties; None where every cut-off stops
-        before each exact row's first tie (a group across a cut-off ties the positions either side of it), so
-        that this ranking's values are already exact there."""
-        if self.exact is None or (None not in ks and max(ks) <= self.exact_from):
-            return None
-        return self.exact
+    def apart_for(self, ks: Sequence[int | None]) -> list[RowsApart]:
+        """The :attr:`apart` rows whose ties a measure cut at ``ks`` reads: not those where every cut-off stops
+        before each row's first tie (a group across a cut-off ties the positions either side of it), as this
+        ranking's values are then already exact there."""
+        return [a for a in self.apart if None in ks or max(ks) > a.first_tie]
 
     # ---------------------------------------------------------------- basic per-query quantities
     @cached_property
@@ -838,12 +984,14 @@ def at_cutoffs(cumulative: Tensor, index: Tensor) -> Tensor:
 def apply_measure(
     measure: Callable[..., tuple[Tensor, Tensor]], ranking: Ranking, ks: Sequence[int | None], **params: object
 ) -> tuple[Tensor, Tensor]:
-    """``measure(ranking, ks, **params)``, with the rows of ``ranking.exact`` taken from their own ranking (and
+    """``measure(ranking, ks, **params)``, with the rows of ``ranking.apart`` taken from their own ranking (and
     per-query tensor parameters ``[Q, ...]`` cut to those rows)."""
     values, no_relevant = measure(ranking, ks, **params)
-    exact = ranking.exact_for(ks)
-    if exact is not None:
-        rows, sub = exact
-        sub_params = {name: v[rows] if isinstance(v, Tensor) else v for name, v in params.items()}
-        values = values.index_copy(0, rows, measure(sub, ks, **sub_params)[0])
+    for rows, sub, _, owner, orders in ranking.apart_for(ks):
+        sub_rows = rows if owner is None else rows[owner]
+        sub_params = {name: v[sub_rows] if isinstance(v, Tensor) else v for name, v in params.items()}
+        sub_values = measure(sub, ks, **sub_params)[0]
+        if owner is not None:  # the other tie orders of each row, all equally likely: the mean over every order
+            sub_values = values[rows].index_add(0, owner, sub_values) / orders.unsqueeze(1)
+        values = values.index_copy(0, rows, sub_values)
     return values, no_relevant

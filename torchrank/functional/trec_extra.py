@@ -42,7 +42,7 @@ def _relevant_retrieved(r: Ranking) -> Tensor:
 
 
 def _refuse_tie_average(r: Ranking, name: str) -> None:
-    if r.averages_ties:
+    if r.averages_ties or r.averaged_over_orders:
         raise ValueError(
             f"{name} has no tie-averaged form: pass ties='first' (trec_eval's order), 'optimistic' or 'pessimistic'."
         )
