@@ -434,3 +434,23 @@ def test_bpref_refuses_average_ties_that_matter_whichever_way_they_are_evaluated
     judged[5, tied[0]] = False
     with pytest.raises(ValueError, match="bpref has no tie-averaged form"):
         F.evaluate(preds[calm], target[calm], ["bpref"], judged=judged[calm])
+
+
+def test_many_tied_pairs_skip_the_plan_and_give_the_same_values(monkeypatch):
+    """Past ``_MAX_PLANNED_PAIRS`` tied pairs every tied row gets the closed forms, unplanned (no host loop over
+    the pairs): the same values as planned enumeration."""
+    import torchrank.functional as F
+    from torchrank.functional import _ranking
+    from torchrank.functional._inputs import format_inputs
+
+    preds, target, _ = _batch_with_tied_pairs(padded=False)
+    names = ["ndcg@10", "map", "mrr", "P@5", "recall@10", "err@10", "rbp"]
+    planned = F.evaluate(preds, target, names, reduction="none")
+    monkeypatch.setattr(_ranking, "_MAX_PLANNED_PAIRS", 2)
+    ranking = _ranking.rank(format_inputs(preds, target), ties="average")
+    (apart,) = ranking.apart
+    assert apart.owner is None and set(apart.rows.tolist()) == {r for r, (p, _, _) in enumerate(PAIR_ROWS) if p}
+    assert apart.first_tie == 0
+    unplanned = F.evaluate(preds, target, names, reduction="none")
+    for name in names:
+        torch.testing.assert_close(unplanned[name], planned[name])
