@@ -454,3 +454,25 @@ def test_many_tied_pairs_skip_the_plan_and_give_the_same_values(monkeypatch):
     unplanned = F.evaluate(preds, target, names, reduction="none")
     for name in names:
         torch.testing.assert_close(unplanned[name], planned[name])
+
+
+def test_a_ranking_and_its_rows_apart_are_freed_without_the_garbage_collector():
+    """No reference cycle between a ranking and the rankings of its tied rows: each call's tensors are freed on
+    return (a cycle kept them until the next garbage collection, and large calls paged fresh memory in)."""
+    import gc
+    import weakref
+
+    from torchrank.functional._inputs import format_inputs
+    from torchrank.functional._ranking import rank
+
+    preds, target, _ = _batch_with_tied_pairs(padded=False)
+    gc.disable()
+    try:
+        for depth in (None, 10):
+            ranking = rank(format_inputs(preds, target), ties="average", depth=depth)
+            assert {a.owner is None for a in ranking.apart} == {True, False}  # both kinds of rows apart
+            refs = [weakref.ref(ranking), *(weakref.ref(a.ranking) for a in ranking.apart)]
+            del ranking
+            assert all(ref() is None for ref in refs)
+    finally:
+        gc.enable()

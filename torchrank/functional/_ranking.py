@@ -281,7 +281,9 @@ def _other_tie_orders(
         return x
 
     others = Ranking(
-        scores=functools.partial(_rows_of_scores, ranking, source),  # equal scores swapped: the same scores
+        # equal scores swapped: the same scores, read (never, as "first") from the batch's own, not from `ranking`,
+        # which holds this one: a reference cycle would keep every call's tensors until the garbage collector runs
+        scores=functools.partial(_rows_of_scores, ranking._scores, source),
         labels=swapped(ranking.labels),
         valid=ranking.valid[:1].expand(len(owner), -1) if ranking.all_valid else ranking.valid[source],
         ideal_labels=ranking.ideal_labels[source],
@@ -296,8 +298,8 @@ def _other_tie_orders(
     return others, owner_t, orders
 
 
-def _rows_of_scores(ranking: Ranking, rows: Tensor) -> Tensor:
-    return ranking.scores[rows]
+def _rows_of_scores(scores: Tensor | Callable[[], Tensor], rows: Tensor) -> Tensor:
+    return (scores() if callable(scores) else scores)[rows]
 
 
 def _select_rows(inputs: RankingInput, rows: Tensor) -> RankingInput:
