@@ -47,10 +47,10 @@ def rank(
     Padded items go last (after real items scored ``-inf``) and never count. ``depth``: the deepest
     position any measure will read (None: the whole list); the ranking may then stop there.
 
-    The tie order only matters for the rows that hold a tie within ``depth`` between items of different labels:
-    every other row is ranked once, ties aside, and those few rows get a ranking of their own that applies
-    ``ties`` exactly (:attr:`Ranking.apart`; :func:`apply_measure` merges them). Finding and planning them reads
-    three small tensors on the host: on a GPU, three synchronisations per call.
+    The tie order only matters for the rows that hold a tie within ``depth`` between items of different labels
+    (or judged flags): every other row is ranked once, ties aside, and those few rows get a ranking of their own
+    that applies ``ties`` exactly (:attr:`Ranking.apart`; :func:`apply_measure` merges them). Finding and planning
+    them reads three small tensors on the host: on a GPU, three synchronisations per call.
 
     Example:
         >>> import torch
