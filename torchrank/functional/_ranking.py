@@ -196,8 +196,7 @@ def _set_rows_apart(
     which, at = pairs[rows].nonzero().unbind(1)  # each tied pair: its row among `rows`, and positions at, at + 1
     width = ranking.list_size
     if len(which) > _MAX_PLANNED_PAIRS:  # many ties: every tied row gets the closed forms, unplanned
-        first = torch.full((len(rows),), width, dtype=at.dtype, device=at.device).scatter_reduce_(0, which, at, "amin")
-        ranking.apart.append(RowsApart(rows, exact(rows), int(first.min())))
+        ranking.apart.append(RowsApart(rows, exact(rows), int(at.min())))  # the first tie of any of them
         return
     source, after = rows[which], (at + 1).clamp(max=width - 1)  # a pair across the cut-off: at is its last rank
     differs = ranking.labels[source, at] != ranking.labels[source, after]
@@ -242,7 +241,7 @@ def _tie_plan(which: list[int], at: list[int], differs: list[int], width: int, e
         >>> _tie_plan([0, 0, 2, 2], [3, 7, 1, 2], [1, 0, 1, 1], width=10, enumerate_pairs=True)
         TiePlan(exact=[2], exact_from=1, enumerated=[0], enumerated_from=3, owner=[0], swap_at=[[3]])
     """
-    plan = TiePlan([], width, [], width, [], [])
+    exact, exact_from, enumerated, enumerated_from, owner, swap_at = [], width, [], width, [], []
     for row, ties in itertools.groupby(zip(which, at, differs, strict=True), key=operator.itemgetter(0)):
         pairs = [(i, bool(d)) for _, i, d in ties]
         across = pairs[-1][0] >= width - 1
@@ -252,14 +251,14 @@ def _tie_plan(which: list[int], at: list[int], differs: list[int], width: int, e
         touching = any(b == a + 1 for (a, _), (b, _) in itertools.pairwise(pairs))  # a group of three or more
         if enumerate_pairs and not (across or touching) and len(swaps) <= _MAX_ENUMERATED_PAIRS:
             for subset in range(1, 2 ** len(swaps)):
-                plan.owner.append(len(plan.enumerated))
-                plan.swap_at.append([i for j, i in enumerate(swaps) if subset >> j & 1])
-            plan.enumerated.append(row)
-            plan = plan._replace(enumerated_from=min(plan.enumerated_from, swaps[0]))
+                owner.append(len(enumerated))
+                swap_at.append([i for j, i in enumerate(swaps) if subset >> j & 1])
+            enumerated.append(row)
+            enumerated_from = min(enumerated_from, swaps[0])
         else:
-            plan.exact.append(row)
-            plan = plan._replace(exact_from=min(plan.exact_from, pairs[0][0]))
-    return plan
+            exact.append(row)
+            exact_from = min(exact_from, pairs[0][0])
+    return TiePlan(exact, exact_from, enumerated, enumerated_from, owner, swap_at)
 
 
 def _other_tie_orders(
