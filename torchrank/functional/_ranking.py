@@ -441,11 +441,14 @@ def _fast_order(inputs: RankingInput, depth: int | None) -> FastOrder | None:
     return FastOrder(order, scores, tied, False)
 
 
-# the top-k path when the cut-off is at most this fraction of the list, (off CPU, on CPU). Measured: on CPU
-# torch.topk of a short prefix of long lists beats any sort, of short lists it loses to numpy's sort; on an
-# H100 (benchmarks/results/gpu_floor_h100.json) top-100 of 1,000 costs about a full sort, but leaves
-# the measures 10x smaller tensors.
-_TOPK_RATIO = (10, 16)
+# off CPU, the top-k path when the cut-off is at most this fraction of the list: on an H100
+# (benchmarks/results/gpu_floor_h100.json) top-100 of 1,000 costs about a full sort, but leaves the measures 10x
+# smaller tensors
+_GPU_TOPK_RATIO = 10
+# on CPU, torch.topk(k) partially sorts each row while k * 64 <= its length, and past that selects and then sorts
+# the k, several times slower: measured on 1,000 x 1,000, top-15 costs 3 ms and top-16 7 ms, against 3.5 ms for the
+# key sort of whole rows; on rows of 100 every top-k (but top-1) costs twice the key sort
+_CPU_PARTIAL_TOPK_RATIO = 64
 # on CPU, batches of at most this many items (a validation step) take the top-k path down to a cut-off of
 # 1/_SMALL_BATCH_RATIO of the list: the key sort's dozen operations cost more than its faster rows save
 # (100 x 100, k=10)
@@ -461,10 +464,16 @@ def _takes_topk(inputs: RankingInput, depth: int | None) -> bool:
 
 def _topk_pays(depth: int, preds: Tensor) -> bool:
     """Whether a top-k of ``depth`` + 1 beats sorting whole rows of ``preds`` (unpadded)."""
-    cpu = preds.device.type == "cpu"
-    if depth * _TOPK_RATIO[cpu] <= preds.shape[1]:
-        return True
-    return cpu and preds.numel() <= _SMALL_BATCH and depth * _SMALL_BATCH_RATIO <= preds.shape[1]
+    if preds.device.type != "cpu":
+        return depth * _GPU_TOPK_RATIO <= preds.shape[1]
+    return _cpu_topk_is_partial(depth + 1, preds.shape[1]) or (
+        preds.numel() <= _SMALL_BATCH and depth * _SMALL_BATCH_RATIO <= preds.shape[1]
+    )
+
+
+def _cpu_topk_is_partial(k: int, n: int) -> bool:
+    """Whether torch.topk(k) of rows of ``n`` on CPU takes its partial sort (its fast regime)."""
+    return k * _CPU_PARTIAL_TOPK_RATIO <= n
 
 
 # score dtypes that float32 holds exactly, so that 32 bits of a sort key order them; the keys are built as
@@ -892,7 +901,11 @@ def _descending(values: Tensor, depth: int | None) -> Tensor:
         # than torch.topk for any cut-off past a handful
         descending = np.sort(values.numpy(), axis=1)[:, ::-1]
         return torch.from_numpy((descending if depth is None else descending[:, :depth]).copy())
-    if depth is not None and depth * _TOPK_RATIO[values.device.type == "cpu"] <= values.shape[1]:
+    if depth is not None and (
+        _cpu_topk_is_partial(depth, values.shape[1])
+        if values.device.type == "cpu"
+        else depth * _GPU_TOPK_RATIO <= values.shape[1]
+    ):
         return torch.topk(values, depth, dim=1).values  # cheaper than a full sort for small cut-offs
     ordered = torch.sort(values, dim=1, descending=True).values
     return ordered if depth is None else ordered[:, :depth]
