@@ -217,7 +217,8 @@ def test_packed_key_sort_is_a_stable_descending_sort(dtype, depth, block_items, 
         equal = values[:, 1:] == values[:, :-1]
         if m is not None:
             equal &= m.gather(1, seen[:, 1:])
-        assert torch.equal(tied.bool(), equal)
+        assert torch.equal(tied[:, :-1].bool(), equal)
+        assert not tied[:, -1].any()  # past the pairs: never a tie (the next row's first item is not a neighbour)
 
 
 def _within_groups_sorted(labels: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
@@ -476,3 +477,17 @@ def test_a_ranking_and_its_rows_apart_are_freed_without_the_garbage_collector():
             assert all(ref() is None for ref in refs)
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("width", [1, 19, 255, 256, 1000])
+@pytest.mark.parametrize("density", [0.0, 0.002, 0.5])
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8])
+def test_rows_any_equals_any(width, density, dtype):
+    """``rows_any`` (a row maximum, or on short rows with few nonzero bytes the rows of those bytes) equals
+    ``any(1)``: on contiguous rows and on the strided columns of a wider tensor, sparse and dense."""
+    from torchrank.functional._ranking import rows_any
+
+    g = torch.Generator().manual_seed(width)
+    wide = (torch.rand(300, width + 3, generator=g) < density).to(dtype)
+    for x in (wide[:, :width].contiguous(), wide[:, 2 : width + 2]):
+        assert torch.equal(rows_any(x), x.bool().any(1))
