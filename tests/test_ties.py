@@ -491,3 +491,34 @@ def test_rows_any_equals_any(width, density, dtype):
     wide = (torch.rand(300, width + 3, generator=g) < density).to(dtype)
     for x in (wide[:, :width].contiguous(), wide[:, 2 : width + 2]):
         assert torch.equal(rows_any(x), x.bool().any(1))
+
+
+@pytest.mark.parametrize("ties", ["average", "first", "optimistic", "pessimistic"])
+def test_mostly_tied_top_k_hands_over_to_the_whole_row_key_sort(ties, monkeypatch):
+    """When the CPU top-k of a short cut-off finds most rows tied (bfloat16 scores), the ranking is redone by the
+    key sort of whole rows (one exact pass) rather than the generic sorts: the values equal those of the top-k
+    with every tied row ranked apart, and of the key sort alone."""
+    import torchrank.functional as F
+    from torchrank.functional import _ranking
+
+    g = torch.Generator().manual_seed(8)
+    preds = (torch.randn(30, 800, generator=g) * 30).round().bfloat16()  # ~800 items on ~200 values: all rows tied
+    target = torch.randint(0, 4, (30, 800), generator=g)
+    measures = ["ndcg@10", "map@10", "P@5", "mrr@10", "err@10", "rbp@10"]
+    calls = []
+    original = _ranking._rank_tied_rows_apart
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("topk", True))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_ranking, "_rank_tied_rows_apart", spy)
+    got = F.evaluate(preds, target, measures, ties=ties, reduction="none")
+    assert calls[:2] == [True, False]  # the top-k first, then the whole rows
+    monkeypatch.setattr(_ranking, "_MAX_TIED_SHARE", 2.0)  # never "mostly": each tied row ranked apart
+    apart = F.evaluate(preds, target, measures, ties=ties, reduction="none")
+    monkeypatch.setattr(_ranking, "_CPU_PARTIAL_TOPK_RATIO", 10**9)  # no top-k: the key sort straight away
+    keys = F.evaluate(preds, target, measures, ties=ties, reduction="none")
+    for name in measures:
+        torch.testing.assert_close(got[name], apart[name], rtol=0, atol=1e-6)
+        torch.testing.assert_close(got[name], keys[name], rtol=0, atol=1e-6)

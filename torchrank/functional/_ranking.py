@@ -124,7 +124,7 @@ _MAX_TIED_SHARE = 0.5
 
 
 def _rank_tied_rows_apart(
-    inputs: RankingInput, ties: str, relevance_threshold: float, depth: int | None
+    inputs: RankingInput, ties: str, relevance_threshold: float, depth: int | None, topk: bool = True
 ) -> Ranking | None:
     """A ranking that orders ties only in the rows holding one within ``depth``; None where it can't.
 
@@ -132,19 +132,23 @@ def _rank_tied_rows_apart(
     (or top-k) of any stability ranks it. The rows with a tie are ranked again with ``ties`` applied exactly
     (:func:`_set_rows_apart`), unless the fast sort already kept input order among equal scores and
     ``ties="first"`` asks for just that, or its keys carried the labels (:func:`_rank_by_label_keys`: every tie
-    group is then ordered by label already).
+    group is then ordered by label already). ``topk``: whether a top-k may stand for the sort.
     """
-    if ties != "first" and _labels_ride_in_keys(inputs, depth):
+    if ties != "first" and _labels_ride_in_keys(inputs, depth, topk):
         return _rank_by_label_keys(inputs, ties, relevance_threshold, depth)
-    fast = _fast_order(inputs, depth)
+    fast = _fast_order(inputs, depth, topk)
     if fast is None:
         return None
     order, scores, pairs, stable = fast
     if stable and ties == "first":  # equal scores already in input order, as "first" asks, in every row
         return _gather_ranking(inputs, order, "first", relevance_threshold, scores)
     rows = rows_any(pairs).nonzero().squeeze(1)
-    if rows.numel() > _MAX_TIED_SHARE * len(pairs):
-        return None  # mostly tied: one exact pass over all rows beats two passes
+    if rows.numel() > _MAX_TIED_SHARE * len(pairs):  # mostly tied: one exact pass over all rows beats two passes
+        if topk and _takes_topk(inputs, depth) and _packs(inputs.preds):
+            # the key sort of whole rows is that pass (several times faster than the generic one on CPU): labels
+            # riding in its keys order every tie group, or it keeps input order as "first" asks
+            return _rank_tied_rows_apart(inputs, ties, relevance_threshold, depth, topk=False)
+        return None
     ranking = _gather_ranking(inputs, order, "first", relevance_threshold, scores)
 
     def exact(tied: Tensor) -> Ranking:
@@ -321,14 +325,19 @@ def _select_rows(inputs: RankingInput, rows: Tensor) -> RankingInput:
 _LABEL_FLIP = {"average": None, "pessimistic": -(2**31), "optimistic": 2**31 - 1}
 
 
-def _labels_ride_in_keys(inputs: RankingInput, depth: int | None) -> bool:
+def _labels_ride_in_keys(inputs: RankingInput, depth: int | None, topk: bool = True) -> bool:
     """Whether the key sort can carry the labels in place of the item indices (:func:`_rank_by_label_keys`):
-    CPU scores it packs, no per-item tensor but the labels to put in rank order, no short top-k instead."""
-    preds = inputs.preds
+    CPU scores it packs, no per-item tensor but the labels to put in rank order, no short top-k instead (where
+    ``topk`` allows one)."""
     return (
-        preds.device.type == "cpu" and np is not None and preds.dtype in _PACKABLE and inputs.judged is None
-        and not inputs.exact_ties and not _takes_topk(inputs, depth)
+        _packs(inputs.preds) and inputs.judged is None and not inputs.exact_ties
+        and not (topk and _takes_topk(inputs, depth))
     )
+
+
+def _packs(preds: Tensor) -> bool:
+    """Whether the CPU key sort (:func:`_sorted_keys`) can rank ``preds``."""
+    return preds.device.type == "cpu" and np is not None and preds.dtype in _PACKABLE
 
 
 def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: float, depth: int | None) -> Ranking:
@@ -404,24 +413,24 @@ class FastOrder(NamedTuple):
     stable: bool
 
 
-def _fast_order(inputs: RankingInput, depth: int | None) -> FastOrder | None:
+def _fast_order(inputs: RankingInput, depth: int | None, topk: bool = True) -> FastOrder | None:
     """The order of each row, padding last, cut at ``depth``, and where it ties (:class:`FastOrder`); None where
     no fast path applies (rows known to hold ties, int64 scores, no numpy).
 
-    A top-k of a short prefix of long unpadded lists is cheaper than any sort; otherwise on CPU one numpy sort
-    of packed 64-bit keys (:func:`_packed_sort`), else one unstable sort.
+    A top-k of a short prefix of long unpadded lists (where ``topk`` allows) is cheaper than any sort; otherwise
+    on CPU one numpy sort of packed 64-bit keys (:func:`_packed_sort`), else one unstable sort.
     """
     if inputs.exact_ties:
         return None
     preds, n = inputs.preds, inputs.preds.shape[1]
     if depth is not None and depth >= n:
         depth = None
-    if _takes_topk(inputs, depth):
+    if topk and _takes_topk(inputs, depth):
         # one more than the cut-off: a tie across it shows as equal values at positions depth and depth + 1
         values, order = torch.topk(preds, depth + 1, dim=1, sorted=True)
         return FastOrder(order[:, :depth], values[:, :depth], values[:, 1:] == values[:, :-1], False)
     mask = inputs.mask if inputs.padded else None
-    if preds.device.type == "cpu" and np is not None and preds.dtype in _PACKABLE:
+    if _packs(preds):
         order, tied = _packed_sort(preds, mask, depth)
         return FastOrder(order, functools.partial(_gather_scores, preds, order), tied, True)
     negated = _negated_scores(preds, mask)
