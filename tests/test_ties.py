@@ -183,14 +183,17 @@ def test_tied_rows_of_a_whole_sort_reuse_its_order_under_average(padded, monkeyp
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16])
 @pytest.mark.parametrize("depth", [None, 3, 9])
 @pytest.mark.parametrize("block_items", [2**20, 25], ids=["one-block", "blocks-of-2-rows"])
-def test_packed_key_sort_is_a_stable_descending_sort(dtype, depth, block_items, monkeypatch):
+@pytest.mark.parametrize("partition", [False, True], ids=["whole-sort", "head-selected"])
+def test_packed_key_sort_is_a_stable_descending_sort(dtype, depth, block_items, partition, monkeypatch):
     """The CPU key sort orders as torch's stable descending sort (equal scores in input order, -0.0 equal to
     0.0, infinities at the ends, padding last) and flags exactly the equal neighbours, whether its keys are
-    built in one block of rows or in many."""
+    built in one block of rows or in many, and whether it sorts whole rows or selects and sorts their head."""
     from torchrank.functional import _ranking
     from torchrank.functional._ranking import _packed_sort
 
     monkeypatch.setattr(_ranking, "_ROW_BLOCK_ITEMS", block_items)
+    monkeypatch.setattr(_ranking, "_PARTITION_MIN_ITEMS", 1 if partition else 10**9)
+    monkeypatch.setattr(_ranking, "_PARTITION_RATIO", 1)
 
     g = torch.Generator().manual_seed(3)
     if dtype.is_floating_point:
@@ -233,16 +236,20 @@ def _within_groups_sorted(labels: torch.Tensor, scores: torch.Tensor) -> torch.T
 @pytest.mark.parametrize("depth", [None, 3, 9])
 @pytest.mark.parametrize("labels", ["float", "int-large-batch"])
 @pytest.mark.parametrize("block_items", [2**20, 25], ids=["one-block", "blocks-of-2-rows"])
-def test_label_keys_give_the_labels_in_rank_order(ties, depth, labels, block_items, monkeypatch):
+@pytest.mark.parametrize("partition", [False, True], ids=["whole-sort", "head-selected"])
+def test_label_keys_give_the_labels_in_rank_order(ties, depth, labels, block_items, partition, monkeypatch):
     """Under every tie order but "first" the CPU key sort carries each item's label in place of its index: the
     ranking's labels must be those of a reference sort (descending score, padding last) with each tie group
     ordered by label as ``ties`` asks (any order under "average", which averages it whole), for labels of any sign,
     -0.0 included, in the working dtype or in the caller's (large batches), keys built in one block of rows or in
-    many; its scores must tie where the scores do."""
+    many, whole rows sorted or their head selected and sorted (whole rows then sorted for the tied rows that
+    average whole rows); its scores must tie where the scores do."""
     from torchrank.functional import _inputs, _ranking
     from torchrank.functional._inputs import format_inputs
 
     monkeypatch.setattr(_ranking, "_ROW_BLOCK_ITEMS", block_items)
+    monkeypatch.setattr(_ranking, "_PARTITION_MIN_ITEMS", 1 if partition else 10**9)
+    monkeypatch.setattr(_ranking, "_PARTITION_RATIO", 1)
     g = torch.Generator().manual_seed(11)
     preds = torch.randint(-4, 5, (40, 12), generator=g).float() / 4  # many ties
     preds[0, :4] = torch.tensor([0.0, -0.0, float("inf"), float("-inf")])
@@ -502,9 +509,9 @@ def test_mostly_tied_top_k_hands_over_to_the_whole_row_key_sort(ties, monkeypatc
     from torchrank.functional import _ranking
 
     g = torch.Generator().manual_seed(8)
-    preds = (torch.randn(30, 800, generator=g) * 30).round().bfloat16()  # ~800 items on ~200 values: all rows tied
-    target = torch.randint(0, 4, (30, 800), generator=g)
-    measures = ["ndcg@10", "map@10", "P@5", "mrr@10", "err@10", "rbp@10"]
+    preds = (torch.randn(30, 2000, generator=g) * 30).round().bfloat16()  # 2,000 items on ~200 values: all tied
+    target = torch.randint(0, 4, (30, 2000), generator=g)
+    measures = ["ndcg@5", "map@5", "P@3", "mrr@5", "err@5", "rbp@5"]  # depth 5: a top-k of 2,000
     calls = []
     original = _ranking._rank_tied_rows_apart
 
@@ -517,8 +524,33 @@ def test_mostly_tied_top_k_hands_over_to_the_whole_row_key_sort(ties, monkeypatc
     assert calls[:2] == [True, False]  # the top-k first, then the whole rows
     monkeypatch.setattr(_ranking, "_MAX_TIED_SHARE", 2.0)  # never "mostly": each tied row ranked apart
     apart = F.evaluate(preds, target, measures, ties=ties, reduction="none")
-    monkeypatch.setattr(_ranking, "_CPU_PARTIAL_TOPK_RATIO", 10**9)  # no top-k: the key sort straight away
+    monkeypatch.setattr(_ranking, "_CPU_TOPK_SCALE", 10**9)  # no top-k: the key sort straight away
     keys = F.evaluate(preds, target, measures, ties=ties, reduction="none")
     for name in measures:
         torch.testing.assert_close(got[name], apart[name], rtol=0, atol=1e-6)
         torch.testing.assert_close(got[name], keys[name], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("ties", ["average", "first", "optimistic", "pessimistic"])
+@pytest.mark.parametrize("padded", [False, True], ids=["dense", "padded"])
+def test_selected_head_ranks_as_the_whole_sort(ties, padded, monkeypatch):
+    """Cut-offs far inside long CPU lists select and sort only the head of each row's keys: every measure then
+    equals its value from the sort of whole rows, with rows that tie inside, across and past the cut-off."""
+    import torchrank.functional as F
+    from torchrank.functional import _ranking
+
+    g = torch.Generator().manual_seed(9)
+    preds = torch.rand(40, 800, generator=g)
+    target = torch.randint(0, 4, (40, 800), generator=g)
+    order = preds.argsort(dim=1, descending=True)
+    for row, at in [(1, 4), (2, 9), (3, 19), (4, 40)]:  # ties inside, across and past the cut-offs 10 and 20
+        preds[row, order[row, at + 1]] = preds[row, order[row, at]]
+    preds[5:9] = (preds[5:9] * 8).round()  # rows of a few values: tied everywhere
+    mask = torch.rand(40, 800, generator=g) > 0.1 if padded else None
+    measures = ["ndcg@10", "ndcg@20", "map@10", "P@5", "mrr@20", "err@10", "rbp@20", "recall@20", "frp@10"]
+    monkeypatch.setattr(_ranking, "_CPU_TOPK_SCALE", 10**9)  # never a top-k: the key sort, head or whole
+    head = F.evaluate(preds, target, measures, mask=mask, ties=ties, reduction="none")
+    monkeypatch.setattr(_ranking, "_PARTITION_MIN_ITEMS", 10**9)
+    whole = F.evaluate(preds, target, measures, mask=mask, ties=ties, reduction="none")
+    for name in measures:
+        torch.testing.assert_close(head[name], whole[name], rtol=0, atol=1e-6)
