@@ -480,7 +480,8 @@ def _takes_topk(inputs: RankingInput, depth: int | None) -> bool:
 
 
 def _topk_pays(depth: int, preds: Tensor) -> bool:
-    """Whether a top-k of ``depth`` + 1 beats sorting whole rows of ``preds`` (unpadded)."""
+    """Whether a top-k of ``depth`` + 1 beats the sort of ``preds`` (unpadded): of whole rows, or on CPU the key
+    sort's selection of each row's head."""
     n = preds.shape[1]
     if preds.device.type != "cpu":
         return depth * _GPU_TOPK_RATIO <= n
