@@ -484,7 +484,7 @@ def _topk_pays(depth: int, preds: Tensor) -> bool:
     sort's selection of each row's head."""
     n = preds.shape[1]
     if preds.device.type != "cpu":
-        return depth * _GPU_TOPK_RATIO <= n
+        return _torch_topk_beats_sort(depth, n, preds.device)
     if preds.numel() <= _SMALL_BATCH and depth * _SMALL_BATCH_RATIO <= n:
         return True
     if _packs(preds) and _partitioned(depth + 1, n) and preds.numel() <= LARGE_BATCH_ITEMS:
@@ -498,6 +498,11 @@ def _topk_pays(depth: int, preds: Tensor) -> bool:
 def _cpu_topk_is_partial(k: int, n: int) -> bool:
     """Whether torch.topk(k) of rows of ``n`` on CPU takes its partial sort (its fast regime)."""
     return k * _CPU_PARTIAL_TOPK_RATIO <= n
+
+
+def _torch_topk_beats_sort(k: int, n: int, device: torch.device) -> bool:
+    """Whether torch.topk(k) of rows of ``n`` costs less than torch.sort of them on ``device``."""
+    return _cpu_topk_is_partial(k, n) if device.type == "cpu" else k * _GPU_TOPK_RATIO <= n
 
 
 # score dtypes that float32 holds exactly, so that 32 bits of a sort key order them; the keys are built as
@@ -546,12 +551,12 @@ def _sorted_keys(
     _write_high_halves(preds, mask, keys[:, :, 1])
     write_low_halves(keys[:, :, 0])
     keys = keys.view(torch.int64).view(q, n)
+    rows = keys.numpy()
     if _partitioned(head, n):
-        rows = keys.numpy()
         rows.partition(head - 1, axis=1)  # numpy's SIMD selection: the head smallest keys first, in any order
         rows[:, :head].sort(axis=1)
     else:
-        keys.numpy().sort(axis=1)
+        rows.sort(axis=1)
     return keys
 
 
@@ -966,11 +971,7 @@ def _descending(values: Tensor, depth: int | None) -> Tensor:
         # than torch.topk for any cut-off past a handful
         descending = np.sort(values.numpy(), axis=1)[:, ::-1]
         return torch.from_numpy((descending if depth is None else descending[:, :depth]).copy())
-    if depth is not None and (
-        _cpu_topk_is_partial(depth, values.shape[1])
-        if values.device.type == "cpu"
-        else depth * _GPU_TOPK_RATIO <= values.shape[1]
-    ):
+    if depth is not None and _torch_topk_beats_sort(depth, values.shape[1], values.device):
         return torch.topk(values, depth, dim=1).values  # cheaper than a full sort for small cut-offs
     ordered = torch.sort(values, dim=1, descending=True).values
     return ordered if depth is None else ordered[:, :depth]
