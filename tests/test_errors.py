@@ -118,3 +118,20 @@ def test_bpref_refuses_tie_averaging_on_tied_scores():
     assert F.evaluate(tied, target, ["bpref"], ties="first")["bpref"] == 0.5
     untied_value = F.evaluate(untied, target, ["bpref"])["bpref"]
     assert untied_value == F.evaluate(untied, target, ["bpref"], ties="first")["bpref"]
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.int64, torch.int32, torch.int16, torch.int8, torch.float32, torch.float64, torch.float16,
+              torch.bfloat16],
+)
+@pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "strided"])
+def test_negative_labels_are_refused_in_every_dtype(dtype, strided):
+    """The label check reads CPU labels by numpy where it can (bfloat16 by torch): a negative label of any dtype,
+    in a contiguous or a strided tensor, is refused, and labels >= 0 pass."""
+    target = torch.tensor([[2, 0, 1, 0], [1, 1, -1, 0]], dtype=dtype)
+    preds = torch.rand(2, 4)
+    if strided:
+        target, preds = target.t().contiguous().t(), preds.t().contiguous().t()
+    with pytest.raises(ValueError, match=r"`target` must hold labels >= 0"):
+        F.ndcg(preds, target)
+    F.ndcg(preds, target.clamp_min(0))

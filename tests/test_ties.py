@@ -554,3 +554,45 @@ def test_selected_head_ranks_as_the_whole_sort(ties, padded, monkeypatch):
     whole = F.evaluate(preds, target, measures, mask=mask, ties=ties, reduction="none")
     for name in measures:
         torch.testing.assert_close(head[name], whole[name], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_ideal_head_selection_equals_the_sort(dtype):
+    """The ideal labels' head of a cut-off far inside long CPU rows is selected by the integers of the labels' bits:
+    it must equal the head of a descending sort, for rows with fewer positive labels than the cut-off and rows of
+    zeros; labels with the sign bit set (negative, unvalidated, or -0.0) must take the float sort."""
+    from torchrank.functional._ranking import _descending
+
+    g = torch.Generator().manual_seed(5)
+    labels = (torch.randint(0, 40, (30, 900), generator=g) / 4).to(dtype)
+    labels[1] = 0
+    labels[2] = 0
+    labels[2, [7, 500]] = torch.tensor([3.0, 1e30], dtype=dtype)
+    labels[3, 100:] = float("inf")
+    for case in ("non-negative", "negative", "minus-zero"):
+        if case == "negative":
+            labels[4, :] = -torch.arange(900, dtype=dtype)
+        elif case == "minus-zero":
+            labels[4, :] = 0
+            labels[4, 3] = -0.0
+        want = torch.sort(labels, dim=1, descending=True).values
+        for depth in (1, 10, 200):
+            got = _descending(labels, depth)
+            assert got.dtype == dtype and got.is_contiguous()
+            assert torch.equal(got, want[:, :depth])
+
+
+def test_ndcg_with_negative_unvalidated_labels_keeps_the_sorted_ideal(monkeypatch):
+    """NDCG@k of long rows with negative labels (allowed unvalidated) equals its value when every ideal is sorted
+    whole: the ideal's head selection must not reorder negative labels."""
+    import torchrank.functional as F
+    from torchrank.functional import _ranking
+
+    g = torch.Generator().manual_seed(6)
+    preds = torch.rand(20, 600, generator=g)
+    target = -torch.randint(1, 4, (20, 600), generator=g).float()
+    target[:, :5] = torch.randint(0, 3, (20, 5), generator=g).float()  # a few labels >= 0: the head holds negatives
+    got = F.ndcg(preds, target, k=[10, 50], reduction="none", validate_args=False)
+    monkeypatch.setattr(_ranking, "_PARTITION_MIN_ITEMS", 10**9)
+    want = F.ndcg(preds, target, k=[10, 50], reduction="none", validate_args=False)
+    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
