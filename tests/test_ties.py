@@ -549,6 +549,7 @@ def test_selected_head_ranks_as_the_whole_sort(ties, padded, monkeypatch):
     mask = torch.rand(40, 800, generator=g) > 0.1 if padded else None
     measures = ["ndcg@10", "ndcg@20", "map@10", "P@5", "mrr@20", "err@10", "rbp@20", "recall@20", "frp@10"]
     monkeypatch.setattr(_ranking, "_CPU_TOPK_SCALE", 10**9)  # never a top-k: the key sort, head or whole
+    monkeypatch.setattr(_ranking, "_CPU_TOPK_SELECTED_SCALE", 10**9)
     head = F.evaluate(preds, target, measures, mask=mask, ties=ties, reduction="none")
     monkeypatch.setattr(_ranking, "_PARTITION_MIN_ITEMS", 10**9)
     whole = F.evaluate(preds, target, measures, mask=mask, ties=ties, reduction="none")
@@ -596,3 +597,93 @@ def test_ndcg_with_negative_unvalidated_labels_keeps_the_sorted_ideal(monkeypatc
     monkeypatch.setattr(_ranking, "_PARTITION_MIN_ITEMS", 10**9)
     want = F.ndcg(preds, target, k=[10, 50], reduction="none", validate_args=False)
     torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+
+
+def _head_items_spy(monkeypatch):
+    """Record what each call of ``_head_items`` returned (None: it handed over to the key sort of every item)."""
+    from torchrank.functional import _ranking
+
+    found = []
+    original = _ranking._head_items
+
+    def spy(*args):
+        out = original(*args)
+        found.append(out)
+        return out
+
+    monkeypatch.setattr(_ranking, "_head_items", spy)
+    return found
+
+
+def test_head_items_hold_every_item_that_can_make_the_head():
+    """The items selected for the head of each row are exactly those scoring at least the head-th highest score:
+    with ties at that score, -0.0 and 0.0 there, negative and infinite scores; None with a NaN, with both
+    infinities, and with ties too many (rows past a quarter of their length)."""
+    from torchrank.functional._ranking import _head_items
+
+    g = torch.Generator().manual_seed(12)
+    preds = torch.randn(50, 600, generator=g)
+    order = preds.argsort(dim=1, descending=True)
+    preds[1, order[1, 9:14]] = preds[1, order[1, 9]].item()  # ties at the 11th highest: 14 items can make the head
+    preds[2, order[2, 10]], preds[2, order[2, 11]] = 0.0, -0.0  # 0.0 and -0.0 as the lowest of the head
+    preds[2, order[2, 12:]] = -preds[2, order[2, 12:]].abs() - 1
+    preds[4] = -preds[4].abs()  # every score negative
+    infinite = preds.clone()  # one infinity per batch: both sum to NaN
+    preds[3, order[3, :3]] = float("inf")
+    infinite[5, order[5, 150:]] = -float("inf")
+    for scores, head in itertools.product((preds, infinite), (1, 11, 100)):
+        chosen, real = _head_items(scores, head)
+        lowest = scores.sort(dim=1, descending=True).values[:, head - 1 : head]
+        expected = scores >= lowest
+        got = torch.zeros_like(expected)
+        rows = torch.arange(50).unsqueeze(1).expand_as(chosen)
+        keep = torch.ones_like(chosen, dtype=torch.bool) if real is None else real
+        got[rows[keep], chosen[keep]] = True
+        assert torch.equal(got, expected)
+        assert (chosen.shape[1] > head) == (real is not None) == bool((expected.sum(1) > head).any())
+    nan = preds.clone()
+    nan[7, 3] = float("nan")
+    both = preds.clone()
+    both[7, :2] = torch.tensor([float("inf"), -float("inf")])
+    tied = preds.clone()
+    tied[8, :200] = 5.0  # 200 items tie for the head: past a quarter of the row
+    assert _head_items(nan, 11) is None and _head_items(both, 11) is None and _head_items(tied, 11) is None
+
+
+@pytest.mark.parametrize("ties", ["average", "first", "optimistic", "pessimistic"])
+@pytest.mark.parametrize("mostly_tied", [False, True], ids=["few-tied-rows", "mostly-tied"])
+def test_head_of_selected_items_ranks_as_the_whole_sort(ties, mostly_tied, monkeypatch):
+    """Cut-offs far inside long unpadded float32 lists rank only the items that can make the head: every measure
+    equals its value from the sort of whole rows, with ties inside, across and past the cut-off, and with most rows
+    tied inside it (whole rows then ranked again, as for the rows averaging a tie group)."""
+    import torchrank.functional as F
+    from torchrank.functional import _ranking
+
+    g = torch.Generator().manual_seed(13)
+    preds = torch.randn(40, 800, generator=g)
+    target = torch.randint(0, 4, (40, 800), generator=g)
+    order = preds.argsort(dim=1, descending=True)
+    tied_rows = range(1, 31) if mostly_tied else range(1, 5)
+    for row in tied_rows:
+        at = [2, 9, 10, 40][row % 4]  # inside, across (10/11), at the selection's edge (11/12), past the cut-offs
+        preds[row, order[row, at + 1]] = preds[row, order[row, at]]
+    measures = ["ndcg@10", "map@10", "P@5", "mrr@10", "err@10", "rbp@10", "recall@10", "frp@10"]
+    found = _head_items_spy(monkeypatch)
+    monkeypatch.setattr(_ranking, "_CPU_TOPK_SELECTED_SCALE", 10**9)  # never a top-k
+    head = F.evaluate(preds, target, measures, ties=ties, reduction="none")
+    assert found and all(f is not None for f in found)  # the selection ranked the batch
+    assert found[0][1] is not None  # a row tied at the selection's edge holds more than the head
+    if ties == "average":  # the rows averaging their ties hold the selected items, padding known as such
+        from torchrank.functional._inputs import format_inputs
+
+        ranking = _ranking.rank(format_inputs(preds, target), depth=10)
+        rankings = [ranking] if ranking.averages_ties else [a.ranking for a in ranking.apart if a.owner is None]
+        assert rankings
+        for r in rankings:
+            padding = r.scores == _ranking._INT32_MAX
+            assert r.labels.shape[1] > 11 and padding.any()
+            assert torch.equal(r.valid, ~padding) and not r.labels[padding].any()
+    monkeypatch.setattr(_ranking, "_PARTITION_MIN_ITEMS", 10**9)
+    whole = F.evaluate(preds, target, measures, ties=ties, reduction="none")
+    for name in measures:
+        torch.testing.assert_close(head[name], whole[name], rtol=0, atol=1e-6)
