@@ -648,6 +648,7 @@ def test_head_items_hold_every_item_that_can_make_the_head():
     tied = preds.clone()
     tied[8, :200] = 5.0  # 200 items tie for the head: past a quarter of the row
     assert _head_items(nan, 11) is None and _head_items(both, 11) is None and _head_items(tied, 11) is None
+    assert _head_items(torch.randint(0, 2, (50, 600), generator=g).float(), 11) is None  # two scores: all tied
 
 
 @pytest.mark.parametrize("ties", ["average", "first", "optimistic", "pessimistic"])

@@ -602,8 +602,8 @@ def _head_items(preds: Tensor, head: int) -> tuple[Tensor, Tensor | None] | None
     """The items that can be among the ``head`` highest scores of each row of float32 ``preds``: the ``head``
     highest and every other item scoring as the lowest of them, ``[Q, C]`` indices into each row (``C >= head``),
     and which of them are real where rows have more than ``head`` (None where none has: every row holds exactly
-    ``head``); None where ``preds`` holds a NaN (or both infinities), or ties so many that rows run past
-    ``1/_PARTITION_RATIO`` of their length.
+    ``head``); None where ``preds`` holds a NaN (or both infinities), or ties so many that a row (or a block of rows,
+    on average) runs past ``1/_PARTITION_RATIO`` of its length: the key sort of every item then ranks them.
 
     Each block of rows is mapped to the int32 that orders as each score does, numpy selects each row's ``head``-th
     highest, and the items scoring at least that are kept. Sorting the keys of these few items then ranks the head
@@ -630,6 +630,8 @@ def _head_items(preds: Tensor, head: int) -> tuple[Tensor, Tensor | None] | None
         lowest = np.bitwise_xor(lowest, np.bitwise_and(np.right_shift(lowest, 31), _INT32_MAX)).view(np.float32)
         # as floats: -0.0 and 0.0 are kept together (their ordered ints differ, their keys do not)
         found.append(np.flatnonzero(values[rows] >= lowest[:, None]) + rows.start * n)
+        if len(found[-1]) * _PARTITION_RATIO > ordered.size:  # ties everywhere (few distinct scores): stop early
+            return None
     flat = np.concatenate(found)
     row = flat // n
     if len(flat) == q * head:  # every row holds at least `head`: exactly `head` each
