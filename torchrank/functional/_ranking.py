@@ -28,7 +28,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from torchrank.functional._inputs import LARGE_BATCH_ITEMS, RankingInput, read_by_blocks, working_dtype
+from torchrank.functional._inputs import RankingInput, read_by_blocks, working_dtype
 
 try:  # numpy's SIMD sort ranks on CPU several times faster than torch.sort; torch runs without it
     import numpy as np
@@ -472,18 +472,14 @@ _GPU_TOPK_RATIO = 10
 # the k, several times slower: measured on 1,000 x 1,000, top-15 costs 3 ms and top-16 7 ms, against 3.5 ms for the
 # key sort of whole rows; on rows of 100 every top-k (but top-1) costs twice the key sort
 _CPU_PARTIAL_TOPK_RATIO = 64
-# and even in that regime its cost grows with k, while the key sort's selection of a head (:func:`_partitioned`) does
-# not. Ranking 1M items to depth k took 2.3 ms by the selection on rows of 500, 1.5-2 ms on rows of 1,000-10,000; by
-# torch.topk 1.6 / 2.1 ms for k = 3 / 5 of 500, 1.5 / 2.4 ms for k = 5 / 10 of 1,000, 1.1 / 1.6 / 2.7 ms for
-# k = 5 / 10 / 20 of 2,000, 1.2 / 1.7 / 3.5 ms for k = 10 / 20 / 50 of 5,000, 1.1 / 2.0 / 3.4 ms for k = 20 / 50 / 100
-# of 10,000: they cross near k + 1 = n ** 0.75 / 20 (5, 9, 15, 30, 50 for these lengths)
-_CPU_TOPK_SCALE = 20
-# float32 scores get their head's items selected by score before any key is built (:func:`_head_items`), cheaper
-# again. P@k on 1M items, by that selection / by torch.topk: 2.2 / 3.9 ms (k = 5 of 500), 2.7 / 2.8 and 2.8 / 4.1 ms
-# (k = 5, 10 of 1,000), 2.1 / 2.2 and 2.3 / 2.9 ms (5, 10 of 2,000), 2.3 / 2.1, 2.4 / 2.5 and 2.4 / 3.0 ms (5, 10, 20
-# of 5,000), 1.9 / 1.5, 2.0 / 1.7 and 2.1 / 2.1 ms (5, 10, 20 of 10,000); 10,000 x 1,000: 29 / 28 ms (k = 5), 29 / 36
-# ms (k = 10). They cross near k + 1 = n ** 0.75 / 50 (2, 4, 6, 12, 20 for these lengths), on batches of any size
-_CPU_TOPK_SELECTED_SCALE = 50
+# and even in that regime its cost grows with k, while the key sort's ranking of a head does not: the items that can
+# make the head are selected by score before any key is built (:func:`_head_items`). P@k on 1M float32 scores, by that
+# selection / by torch.topk: 2.2 / 3.9 ms (k = 5 of 500), 2.7 / 2.8 and 2.8 / 4.1 ms (k = 5, 10 of 1,000), 2.1 / 2.2
+# and 2.3 / 2.9 ms (5, 10 of 2,000), 2.3 / 2.1, 2.4 / 2.5 and 2.4 / 3.0 ms (5, 10, 20 of 5,000), 1.9 / 1.5, 2.0 / 1.7
+# and 2.1 / 2.1 ms (5, 10, 20 of 10,000); 10,000 x 1,000: 29 / 28 ms (k = 5), 29 / 36 ms (k = 10). They cross near
+# k + 1 = n ** 0.75 / 50 (2, 4, 6, 12, 20 for these lengths), on batches of any size (the selection goes by blocks of
+# rows). Tied scores (bfloat16) make the top-k hand its rows over to the key sort: it pays even less there
+_CPU_TOPK_SCALE = 50
 # on CPU, batches of at most this many items (a validation step) take the top-k path down to a cut-off of
 # 1/_SMALL_BATCH_RATIO of the list: the key sort's dozen operations cost more than its faster rows save
 # (100 x 100, k=10)
@@ -505,13 +501,7 @@ def _topk_pays(depth: int, preds: Tensor) -> bool:
         return _torch_topk_beats_sort(depth, n, preds.device)
     if preds.numel() <= _SMALL_BATCH and depth * _SMALL_BATCH_RATIO <= n:
         return True
-    if _packs(preds) and _partitioned(depth + 1, n) and preds.dtype == torch.float32:
-        # the keys of only the items that can make the head (batches of any size: they go by blocks of rows)
-        return (depth + 1) * _CPU_TOPK_SELECTED_SCALE <= n**0.75
-    if _packs(preds) and _partitioned(depth + 1, n) and preds.numel() <= LARGE_BATCH_ITEMS:
-        # the key sort selects a head: the top-k pays for short ones. Not on larger batches, whose 8-byte keys outgrow
-        # the cache (and the allocator's reuse): building them costs 3x more per item (10,000 x 1,000, P@10: 68 ms by
-        # the keys, 36 ms by the top-k)
+    if _packs(preds) and _partitioned(depth + 1, n):  # the key sort ranks only each row's head
         return (depth + 1) * _CPU_TOPK_SCALE <= n**0.75
     return _cpu_topk_is_partial(depth + 1, n)
 
@@ -577,7 +567,7 @@ def _sorted_keys(
     sorts 64-bit integers with SIMD about twice as fast as it argsorts floats.
     """
     q, n = preds.shape
-    if _partitioned(head, n) and mask is None and preds.dtype == torch.float32:
+    if _partitioned(head, n) and mask is None:
         items = _head_items(preds, head)
         if items is not None:
             chosen, real = items
@@ -599,7 +589,8 @@ def _sorted_keys(
 
 
 def _head_items(preds: Tensor, head: int) -> tuple[Tensor, Tensor | None] | None:
-    """The items that can be among the ``head`` highest scores of each row of float32 ``preds``: the ``head``
+    """The items that can be among the ``head`` highest scores of each row of ``preds`` (CPU, packable: read as
+    float32, which holds each exactly): the ``head``
     highest and every other item scoring as the lowest of them, ``[Q, C]`` indices into each row (``C >= head``),
     and which of them are real where rows have more than ``head`` (None where none has: every row holds exactly
     ``head``); None where ``preds`` holds a NaN (or both infinities), or ties so many that a row (or a block of rows,
@@ -608,28 +599,27 @@ def _head_items(preds: Tensor, head: int) -> tuple[Tensor, Tensor | None] | None
     Each block of rows is mapped to the int32 that orders as each score does, numpy selects each row's ``head``-th
     highest, and the items scoring at least that are kept. Sorting the keys of these few items then ranks the head
     exactly as sorting every key would: 1,000 x 1,000 float32 scores, top 11 in about 1.1 ms, against 1.3 ms building
-    every item's key and 0.8 ms selecting the head among them.
+    every item's key and 0.8 ms selecting the head among them. Tied scores (bfloat16) keep whole tie groups that reach
+    into the head, a few items more than ``head``, rather than every item of every row.
     """
-    values = preds.numpy()
-    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, or a sum past float32: no warning
-        total = values.sum(dtype=np.float32)
-    if np.isnan(total):  # a NaN orders nowhere: the keys rank it as they always have
+    if bool(torch.isnan(preds.sum(dtype=torch.float32))):  # a NaN orders nowhere: the keys rank it as they always have
         return None
-    q, n = values.shape
-    bits = values.view(np.int32)
+    q, n = preds.shape
     found = []
     blocks = row_blocks(q, n, _ROW_BLOCK_ITEMS)
     scratch = np.empty((blocks[0].stop, n), np.int32)
     for rows in blocks:
+        values = (preds[rows] if preds.dtype == torch.float32 else preds[rows].float()).numpy()
+        bits = values.view(np.int32)
         ordered = scratch[: rows.stop - rows.start]
-        np.right_shift(bits[rows], 31, out=ordered)  # the magnitude bits of negative numbers flipped, as in the keys
+        np.right_shift(bits, 31, out=ordered)  # the magnitude bits of negative numbers flipped, as in the keys
         np.bitwise_and(ordered, _INT32_MAX, out=ordered)
-        np.bitwise_xor(ordered, bits[rows], out=ordered)
+        np.bitwise_xor(ordered, bits, out=ordered)
         ordered.partition(n - head, axis=1)
         lowest = ordered[:, n - head]
         lowest = np.bitwise_xor(lowest, np.bitwise_and(np.right_shift(lowest, 31), _INT32_MAX)).view(np.float32)
         # as floats: -0.0 and 0.0 are kept together (their ordered ints differ, their keys do not)
-        found.append(np.flatnonzero(values[rows] >= lowest[:, None]) + rows.start * n)
+        found.append(np.flatnonzero(values >= lowest[:, None]) + rows.start * n)
         if len(found[-1]) * _PARTITION_RATIO > ordered.size:  # ties everywhere (few distinct scores): stop early
             return None
     flat = np.concatenate(found)
