@@ -557,8 +557,8 @@ def _sorted_keys(
 ) -> Tensor:
     """Each row of int64 sort keys, sorted ascending by one numpy sort ``[Q, N]``; with ``head``, only the first
     ``head`` positions of each row are sorted (:func:`_partitioned`), the rest holding the larger keys in any order,
-    or, for unpadded float32 scores, the keys of only the items that can be in the head (:func:`_head_items`),
-    sorted ``[Q, >=head]``.
+    or, for unpadded scores, the keys of only the items that can be in the head (:func:`_head_items`), sorted
+    ``[Q, >=head]``.
 
     A key's high half is the negated score mapped to an int32 that orders as the float does (padding above
     every score); ``write_low_halves(out)`` writes the low halves into ``out`` (the keys' strided int32
@@ -589,12 +589,12 @@ def _sorted_keys(
 
 
 def _head_items(preds: Tensor, head: int) -> tuple[Tensor, Tensor | None] | None:
-    """The items that can be among the ``head`` highest scores of each row of ``preds`` (CPU, packable: read as
-    float32, which holds each exactly): the ``head``
-    highest and every other item scoring as the lowest of them, ``[Q, C]`` indices into each row (``C >= head``),
-    and which of them are real where rows have more than ``head`` (None where none has: every row holds exactly
-    ``head``); None where ``preds`` holds a NaN (or both infinities), or ties so many that a row (or a block of rows,
-    on average) runs past ``1/_PARTITION_RATIO`` of its length: the key sort of every item then ranks them.
+    """The items that can be among the ``head`` highest scores of each row of CPU ``preds`` (a packable dtype, read as
+    float32, which holds each score exactly): the ``head`` highest and every other item scoring as the lowest of
+    them, ``[Q, C]`` indices into each row (``C >= head``), and which of them are real where rows have more than
+    ``head`` (None where none has: every row holds exactly ``head``); None where ``preds`` holds a NaN (or both
+    infinities), or ties so many that a row (or a block of rows, on average) runs past ``1/_PARTITION_RATIO`` of its
+    length: the key sort of every item then ranks them.
 
     Each block of rows is mapped to the int32 that orders as each score does, numpy selects each row's ``head``-th
     highest, and the items scoring at least that are kept. Sorting the keys of these few items then ranks the head
