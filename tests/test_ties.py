@@ -180,20 +180,41 @@ def test_tied_rows_of_a_whole_sort_reuse_its_order_under_average(padded, monkeyp
     assert {1, 5, 11, 17} <= set(rows.tolist()) and exact.ties == "average"  # groups of three or more
 
 
+def _route_head(monkeypatch, head: str) -> None:
+    """Route the CPU key sort's ranking of a head, even of short rows: ``"whole-sort"`` (every row sorted whole),
+    ``"keys-partitioned"`` (every item's key built, the head selected among them) or ``"items-selected"`` (only the
+    items that can make the head get keys, :func:`_head_items`)."""
+    from torchrank.functional import _ranking
+
+    monkeypatch.setattr(_ranking, "_PARTITION_RATIO", 1)
+    monkeypatch.setattr(_ranking, "_PARTITION_MIN_ITEMS", 10**9 if head == "whole-sort" else 1)
+    selects = 1 if head == "items-selected" else 10**9
+    monkeypatch.setattr(_ranking, "_SELECTION_MIN_ITEMS", selects)
+    monkeypatch.setattr(_ranking, "_SELECTION_MIN_ITEMS_LARGE_BATCH", selects)
+
+
+def _whole_sorts_only(monkeypatch) -> None:
+    """Every CPU key sort sorts whole rows: no head selected, of keys or of items."""
+    from torchrank.functional import _ranking
+
+    for name in ("_PARTITION_MIN_ITEMS", "_SELECTION_MIN_ITEMS", "_SELECTION_MIN_ITEMS_LARGE_BATCH"):
+        monkeypatch.setattr(_ranking, name, 10**9)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16])
 @pytest.mark.parametrize("depth", [None, 3, 9])
 @pytest.mark.parametrize("block_items", [2**20, 25], ids=["one-block", "blocks-of-2-rows"])
-@pytest.mark.parametrize("partition", [False, True], ids=["whole-sort", "head-selected"])
-def test_packed_key_sort_is_a_stable_descending_sort(dtype, depth, block_items, partition, monkeypatch):
+@pytest.mark.parametrize("head", ["whole-sort", "keys-partitioned", "items-selected"])
+def test_packed_key_sort_is_a_stable_descending_sort(dtype, depth, block_items, head, monkeypatch):
     """The CPU key sort orders as torch's stable descending sort (equal scores in input order, -0.0 equal to
     0.0, infinities at the ends, padding last) and flags exactly the equal neighbours, whether its keys are
-    built in one block of rows or in many, and whether it sorts whole rows or selects and sorts their head."""
+    built in one block of rows or in many, and whether it sorts whole rows, selects and sorts their head of keys, or
+    keys only the items that can make the head."""
     from torchrank.functional import _ranking
     from torchrank.functional._ranking import _packed_sort
 
     monkeypatch.setattr(_ranking, "_ROW_BLOCK_ITEMS", block_items)
-    monkeypatch.setattr(_ranking, "_PARTITION_MIN_ITEMS", 1 if partition else 10**9)
-    monkeypatch.setattr(_ranking, "_PARTITION_RATIO", 1)
+    _route_head(monkeypatch, head)
 
     g = torch.Generator().manual_seed(3)
     if dtype.is_floating_point:
@@ -236,20 +257,20 @@ def _within_groups_sorted(labels: torch.Tensor, scores: torch.Tensor) -> torch.T
 @pytest.mark.parametrize("depth", [None, 3, 9])
 @pytest.mark.parametrize("labels", ["float", "int-large-batch"])
 @pytest.mark.parametrize("block_items", [2**20, 25], ids=["one-block", "blocks-of-2-rows"])
-@pytest.mark.parametrize("partition", [False, True], ids=["whole-sort", "head-selected"])
-def test_label_keys_give_the_labels_in_rank_order(ties, depth, labels, block_items, partition, monkeypatch):
+@pytest.mark.parametrize("head", ["whole-sort", "keys-partitioned", "items-selected"])
+def test_label_keys_give_the_labels_in_rank_order(ties, depth, labels, block_items, head, monkeypatch):
     """Under every tie order but "first" the CPU key sort carries each item's label in place of its index: the
     ranking's labels must be those of a reference sort (descending score, padding last) with each tie group
     ordered by label as ``ties`` asks (any order under "average", which averages it whole), for labels of any sign,
     -0.0 included, in the working dtype or in the caller's (large batches), keys built in one block of rows or in
     many, whole rows sorted or their head selected and sorted (whole rows then sorted for the tied rows that
-    average whole rows); its scores must tie where the scores do."""
+    average whole rows), or only the items that can make the head keyed (most of these rows tie too widely: they
+    hand over); its scores must tie where the scores do."""
     from torchrank.functional import _inputs, _ranking
     from torchrank.functional._inputs import format_inputs
 
     monkeypatch.setattr(_ranking, "_ROW_BLOCK_ITEMS", block_items)
-    monkeypatch.setattr(_ranking, "_PARTITION_MIN_ITEMS", 1 if partition else 10**9)
-    monkeypatch.setattr(_ranking, "_PARTITION_RATIO", 1)
+    _route_head(monkeypatch, head)
     g = torch.Generator().manual_seed(11)
     preds = torch.randint(-4, 5, (40, 12), generator=g).float() / 4  # many ties
     preds[0, :4] = torch.tensor([0.0, -0.0, float("inf"), float("-inf")])
@@ -550,7 +571,7 @@ def test_selected_head_ranks_as_the_whole_sort(ties, padded, monkeypatch):
     measures = ["ndcg@10", "ndcg@20", "map@10", "P@5", "mrr@20", "err@10", "rbp@20", "recall@20", "frp@10"]
     monkeypatch.setattr(_ranking, "_CPU_TOPK_SCALE", 10**9)  # never a top-k: the key sort, head or whole
     head = F.evaluate(preds, target, measures, mask=mask, ties=ties, reduction="none")
-    monkeypatch.setattr(_ranking, "_PARTITION_MIN_ITEMS", 10**9)
+    _whole_sorts_only(monkeypatch)
     whole = F.evaluate(preds, target, measures, mask=mask, ties=ties, reduction="none")
     for name in measures:
         torch.testing.assert_close(head[name], whole[name], rtol=0, atol=1e-6)
@@ -686,7 +707,7 @@ def test_head_of_selected_items_ranks_as_the_whole_sort(ties, mostly_tied, dtype
             padding = r.scores == _ranking._INT32_MAX
             assert r.labels.shape[1] > 11 and padding.any()
             assert torch.equal(r.valid, ~padding) and not r.labels[padding].any()
-    monkeypatch.setattr(_ranking, "_PARTITION_MIN_ITEMS", 10**9)
+    _whole_sorts_only(monkeypatch)
     whole = F.evaluate(preds, target, measures, ties=ties, reduction="none")
     for name in measures:
         torch.testing.assert_close(head[name], whole[name], rtol=0, atol=1e-6)
