@@ -612,12 +612,11 @@ def _head_items(preds: Tensor, head: int) -> tuple[Tensor, Tensor | None] | None
         values = (preds[rows] if preds.dtype == torch.float32 else preds[rows].float()).numpy()
         bits = values.view(np.int32)
         ordered = scratch[: rows.stop - rows.start]
-        np.right_shift(bits, 31, out=ordered)  # the magnitude bits of negative numbers flipped, as in the keys
-        np.bitwise_and(ordered, _INT32_MAX, out=ordered)
-        np.bitwise_xor(ordered, bits, out=ordered)
+        _ordered_int32_into(bits, ordered)  # as in the keys
         ordered.partition(n - head, axis=1)
-        lowest = ordered[:, n - head]
-        lowest = np.bitwise_xor(lowest, np.bitwise_and(np.right_shift(lowest, 31), _INT32_MAX)).view(np.float32)
+        lowest = np.empty(len(ordered), np.int32)
+        _ordered_int32_into(ordered[:, n - head], lowest)  # its own inverse: back to float32 bits
+        lowest = lowest.view(np.float32)
         # as floats: -0.0 and 0.0 are kept together (their ordered ints differ, their keys do not)
         found.append(np.flatnonzero(values >= lowest[:, None]) + rows.start * n)
         if len(found[-1]) * _PARTITION_RATIO > ordered.size:  # ties everywhere (few distinct scores): stop early
@@ -706,13 +705,20 @@ def _write_ordered_int32(
     for rows in blocks:
         m = rows.stop - rows.start
         bits = floats(rows, float_block[:m]).view(np.int32)
-        flips = np.right_shift(bits, 31, out=int_block[:m])  # the magnitude bits of negative numbers
-        np.bitwise_and(flips, _INT32_MAX, out=flips)
-        if flip:
-            np.bitwise_xor(flips, flip, out=flips)
-        np.bitwise_xor(flips, bits, out=halves[rows])
+        _ordered_int32_into(bits, halves[rows], int_block[:m], flip)
         if mask is not None:
             np.copyto(halves[rows], _INT32_MAX, where=~mask[rows].numpy())
+
+
+def _ordered_int32_into(bits: np.ndarray, out: np.ndarray, scratch: np.ndarray | None = None, flip: int = 0) -> None:
+    """numpy's :func:`_ordered_int32` of ``bits`` (int32), xor ``flip``, written into ``out``: the flipped magnitude
+    bits are built in ``scratch`` (``out`` itself by default; a separate one where ``out`` is strided)."""
+    flips = out if scratch is None else scratch
+    np.right_shift(bits, 31, out=flips)  # the magnitude bits of negative numbers
+    np.bitwise_and(flips, _INT32_MAX, out=flips)
+    if flip:
+        np.bitwise_xor(flips, flip, out=flips)
+    np.bitwise_xor(flips, bits, out=out)
 
 
 def _ordered_int32(bits: Tensor) -> Tensor:
