@@ -380,14 +380,36 @@ def _batch_with_tied_pairs(padded: bool) -> tuple[torch.Tensor, torch.Tensor, to
     return preds.gather(1, shuffle), target.gather(1, shuffle), mask.gather(1, shuffle)
 
 
-def test_tied_pairs_are_planned_as_enumerated_orders_or_exact():
+def _pin_key_width(monkeypatch, preds: torch.Tensor, keys: str) -> tuple[torch.Tensor, list]:
+    """Pin the CPU key sort of whole unpadded rows to ``keys``: ``"64-bit"`` (score and label halves) or ``"32-bit"``
+    (:func:`_compact_keys`, on ``preds`` mapped into [0.125, 0.875] in the same order, where 32-bit keys hold every
+    score whole). The scores to rank, and the compact keys built (to check that they were)."""
+    from torchrank.functional import _ranking
+
+    built = []
+    if keys == "64-bit":
+        monkeypatch.setattr(_ranking, "_compact_key_ranking", lambda *args, **kwargs: None)
+        return preds, built
+    compact_keys = _ranking._compact_keys
+
+    def spy(*args, **kwargs):
+        built.append(compact_keys(*args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(_ranking, "_compact_keys", spy)
+    return (preds - preds.min()) / (preds.max() - preds.min()) * 0.75 + 0.125, built
+
+
+@pytest.mark.parametrize("keys", ["64-bit", "32-bit"])
+def test_tied_pairs_are_planned_as_enumerated_orders_or_exact(keys, monkeypatch):
     """Under "average", a row whose ties of different labels are at most three pairs, none touching another tie and
     none across the cut-off, is evaluated in each of its orders; other tied rows whose ties matter get the closed
-    forms; rows whose tie groups each hold one label are left as ranked."""
+    forms; rows whose tie groups each hold one label are left as ranked. The same plan from both key sorts."""
     from torchrank.functional._inputs import format_inputs
     from torchrank.functional._ranking import rank
 
     preds, target, _ = _batch_with_tied_pairs(padded=False)
+    preds, built = _pin_key_width(monkeypatch, preds, keys)
     whole = {row: kind for row, (_, _, kind) in enumerate(PAIR_ROWS) if kind is not None}
     # cut at 10: a pair at ranks 11 and 12 or deeper is never read; one across the cut (ranks 10 and 11) is exact
     # whatever its labels, as the ranking does not hold the second item
@@ -402,6 +424,7 @@ def test_tied_pairs_are_planned_as_enumerated_orders_or_exact():
         read = [[i for i in pairs if depth is None or i < depth - 1] for pairs, _, _ in PAIR_ROWS]
         assert orders == {row: 2 ** len(set(read[row]) - set(PAIR_ROWS[row][1])) for row in orders}
         assert enumerated.first_tie == 0  # row 3's first pair
+    assert keys == "64-bit" or (built and all(b.whole for b in built))
 
 
 @pytest.mark.parametrize("padded", [False, True], ids=["dense", "padded"])
@@ -465,14 +488,16 @@ def test_bpref_refuses_average_ties_that_matter_whichever_way_they_are_evaluated
         F.evaluate(preds[calm], target[calm], ["bpref"], judged=judged[calm])
 
 
-def test_many_tied_pairs_skip_the_plan_and_give_the_same_values(monkeypatch):
+@pytest.mark.parametrize("keys", ["64-bit", "32-bit"])
+def test_many_tied_pairs_skip_the_plan_and_give_the_same_values(keys, monkeypatch):
     """Past ``_MAX_PLANNED_PAIRS`` tied pairs every tied row gets the closed forms, unplanned (no host loop over
-    the pairs): the same values as planned enumeration."""
+    the pairs): the same values as planned enumeration, from both key sorts."""
     import torchrank.functional as F
     from torchrank.functional import _ranking
     from torchrank.functional._inputs import format_inputs
 
     preds, target, _ = _batch_with_tied_pairs(padded=False)
+    preds, built = _pin_key_width(monkeypatch, preds, keys)
     names = ["ndcg@10", "map", "mrr", "P@5", "recall@10", "err@10", "rbp"]
     planned = F.evaluate(preds, target, names, reduction="none")
     monkeypatch.setattr(_ranking, "_MAX_PLANNED_PAIRS", 2)
@@ -483,6 +508,7 @@ def test_many_tied_pairs_skip_the_plan_and_give_the_same_values(monkeypatch):
     unplanned = F.evaluate(preds, target, names, reduction="none")
     for name in names:
         torch.testing.assert_close(unplanned[name], planned[name])
+    assert keys == "64-bit" or (built and all(b.whole for b in built))
 
 
 def test_a_ranking_and_its_rows_apart_are_freed_without_the_garbage_collector():
@@ -711,3 +737,149 @@ def test_head_of_selected_items_ranks_as_the_whole_sort(ties, mostly_tied, dtype
     whole = F.evaluate(preds, target, measures, ties=ties, reduction="none")
     for name in measures:
         torch.testing.assert_close(head[name], whole[name], rtol=0, atol=1e-6)
+
+
+def _compact_spy(monkeypatch) -> list:
+    """Record what each call of :func:`_compact_keys` returns (None where it refused)."""
+    from torchrank.functional import _ranking
+
+    built = []
+    compact_keys = _ranking._compact_keys
+
+    def spy(*args, **kwargs):
+        built.append(compact_keys(*args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(_ranking, "_compact_keys", spy)
+    return built
+
+
+def _plant_ties(preds: torch.Tensor) -> torch.Tensor:
+    """``preds`` with tie groups of two to four items planted in every third row: inside a cut-off of 10, at its
+    edge, across it (with members past the position after it) and past it."""
+    preds = preds.clone()
+    order = preds.float().argsort(dim=1, descending=True)
+    for row in range(0, len(preds), 3):
+        at = [2, 8, 9, 10, 20][row % 5]
+        for j in range(1 + row % 3):
+            preds[row, order[row, at + j + 1]] = preds[row, order[row, at]]
+    return preds
+
+
+COMPACT_SCORES = {  # name: (scores of 120 x 50, whether 32-bit keys hold them whole with labels 0..4)
+    "float32 in [0, 1)": (lambda g: torch.rand(120, 50, generator=g), True),
+    "float32 normal": (lambda g: torch.randn(120, 50, generator=g), False),
+    "float32 with infinities": (
+        lambda g: torch.randn(120, 50, generator=g).index_fill_(1, torch.tensor([7]), float("inf"))
+        .index_fill_(1, torch.tensor([11]), -float("inf")),
+        False,
+    ),
+    "-0.0 and 0.0": (  # 0.0, -0.0, 1e-20 and 2e-20 (a span 32-bit keys hold whole): zeros of both signs must tie
+        lambda g: torch.where(
+            torch.rand(120, 50, generator=g) < 0.5, torch.randint(0, 3, (120, 50), generator=g) * 1e-20, -0.0
+        ),
+        True,
+    ),
+    "bfloat16 normal": (lambda g: torch.randn(120, 50, generator=g).bfloat16(), True),
+    "float16 normal": (lambda g: torch.randn(120, 50, generator=g).half(), True),
+    "int8": (lambda g: torch.randint(-128, 128, (120, 50), generator=g).to(torch.int8), True),
+}
+
+
+@pytest.mark.parametrize("scores", list(COMPACT_SCORES))
+@pytest.mark.parametrize("labels", ["int", "whole floats", "large-batch int64", "large-batch bfloat16", "bool"])
+@pytest.mark.parametrize("ties", ["average", "optimistic", "pessimistic"])
+def test_compact_keys_rank_as_the_float64_sort(scores, labels, ties, monkeypatch):
+    """32-bit keys (score distance and label in one sort key, :func:`_compact_keys`) give every measure of whole
+    unpadded rows, and of rows cut at 10, the values of the generic float64 sort, under every tie order: keys that
+    hold each score whole, ties planted inside, at, across and past the cut-off (-0.0 tying with 0.0), and keys that
+    dropped the scores' last bits, whose rows with equal keys of different labels are ranked again."""
+    import torchrank.functional as F
+
+    g = torch.Generator().manual_seed(17)
+    make, whole = COMPACT_SCORES[scores]
+    preds = _plant_ties(make(g))
+    target = torch.randint(0, 5, preds.shape, generator=g)
+    if labels in ("whole floats", "large-batch bfloat16"):
+        target = target.float() if labels == "whole floats" else target.bfloat16()
+    elif labels == "bool":
+        target = target > 2
+    if labels.startswith("large-batch"):
+        from torchrank.functional import _inputs
+
+        monkeypatch.setattr(_inputs, "LARGE_BATCH_ITEMS", 8)  # labels stay in the caller's dtype, read by blocks
+    built = _compact_spy(monkeypatch)
+    for names in (["ndcg@10", "map@10", "P@10", "mrr@10", "err@10", "recall@10", "frp@10", "rbp@10"],
+                  ["ndcg", "map", "mrr", "rprec", "mean_rank", "err", "rbp", "ndcg@5", "P@20"]):
+        got = F.evaluate(preds, target, names, ties=ties, reduction="none")
+        want = F.evaluate(preds.double(), target, names, ties=ties, reduction="none")  # float64: no key sort
+        for name in names:
+            torch.testing.assert_close(got[name].double(), want[name], rtol=1e-5, atol=1e-6, msg=name)
+    assert len(built) == 2 and all(b is not None and b.whole == whole for b in built)
+
+
+def test_compact_keys_refuse_what_they_cannot_hold(monkeypatch):
+    """Labels that are not whole numbers 0 .. 15 (fractions, 16 and up, negative ones unvalidated) and NaN scores
+    take the 64-bit keys: the same values as the generic float64 sort."""
+    import torchrank.functional as F
+
+    g = torch.Generator().manual_seed(19)
+    preds = _plant_ties(torch.rand(60, 40, generator=g))
+    target = torch.randint(0, 5, preds.shape, generator=g).float()
+    nan = preds.clone()
+    nan[3, 5] = float("nan")
+    cases = [(preds, target / 2), (preds, target * 4), (preds, target - 1), (nan, target)]
+    built = _compact_spy(monkeypatch)
+    for p, t in cases:
+        got = F.evaluate(p, t, ["ndcg", "map", "mrr"], reduction="none", validate_args=False)
+        want = F.evaluate(p.double(), t, ["ndcg", "map", "mrr"], reduction="none", validate_args=False)
+        for name, value in got.items():
+            torch.testing.assert_close(value.double(), want[name], rtol=1e-5, atol=1e-6, equal_nan=True)
+    assert built == [None] * len(cases)
+    F.evaluate(preds, target * 3, ["map"])  # labels up to 12: held
+    assert built[-1] is not None and built[-1].bits == 4
+
+
+def test_compact_keys_that_drop_bits_rank_again_only_rows_where_equal_keys_hold_different_labels(monkeypatch):
+    """Scores a unit in the last place apart share a 32-bit key once its last bits are dropped: the rows where such
+    items have different labels (and only they) are ranked again by 64-bit keys, and every value is exact; scores
+    so close that most rows need it take the 64-bit keys throughout."""
+    import torchrank.functional as F
+    from torchrank.functional import _ranking
+
+    g = torch.Generator().manual_seed(23)
+    preds = torch.randn(40, 30, generator=g)
+    preds[:, :2] = torch.tensor([float("inf"), -float("inf")])  # the whole span: 2 bits dropped, keys of 4 ulps
+    target = torch.randint(0, 4, (40, 30), generator=g)
+    for row, labels in {2: [0, 1, 2, 3], 9: [3, 1, 0, 2], 5: [2, 2, 2, 2]}.items():
+        # 4 consecutive floats: two of them at least share a key; row 5's share one label, so one value
+        run = torch.tensor([0.7]).view(torch.int32) - torch.arange(4, dtype=torch.int32)
+        preds[row, 10:14], target[row, 10:14] = run.view(torch.float32), torch.tensor(labels)
+    # row 12: ranks 10 to 12 tie, labels 1, 1 and 3: a cut at 10 sees one label, yet may hold the 3
+    preds[12, 2:] = torch.linspace(3, -3, 28)
+    preds[12, 2 + 8 : 2 + 11], target[12, 2 + 8 : 2 + 11] = preds[12, 2 + 8], torch.tensor([1, 3, 1])
+    again = []
+    rank_rows_again = _ranking._rank_rows_again
+    monkeypatch.setattr(_ranking, "_rank_rows_again", lambda m, i, rows, *a: again.append(rows) or rank_rows_again(
+        m, i, rows, *a))
+    built = _compact_spy(monkeypatch)
+    names = ["ndcg", "map", "mrr@3", "P@4", "err@5"]
+    got = F.evaluate(preds, target, names, reduction="none")
+    want = F.evaluate(preds.double(), target, names, reduction="none")
+    for name in names:
+        torch.testing.assert_close(got[name].double(), want[name], rtol=1e-5, atol=1e-6)
+    assert built[-1] is not None and not built[-1].whole
+    assert {2, 9} <= set(again[0].tolist()) and 5 not in again[0].tolist()  # row 5: one label, one value
+    cut = ["ndcg@10", "P@10", "err@10"]
+    got = F.evaluate(preds, target, cut, reduction="none")
+    want = F.evaluate(preds.double(), target, cut, reduction="none")
+    for name in cut:
+        torch.testing.assert_close(got[name].double(), want[name], rtol=1e-5, atol=1e-6)
+    assert 12 in again[-1].tolist()
+    clustered = 1 + 1e-6 * torch.randn(40, 30, generator=g)
+    clustered[:, 0] = -1e30  # the span drops bits where most rows crowd: the 64-bit keys rank every row
+    got = F.evaluate(clustered, target, names, reduction="none")
+    want = F.evaluate(clustered.double(), target, names, reduction="none")
+    for name in names:
+        torch.testing.assert_close(got[name].double(), want[name], rtol=1e-5, atol=1e-6)
+    assert not built[-1].whole and len(again) == 2

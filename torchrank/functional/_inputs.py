@@ -48,6 +48,7 @@ class RankingInput:
     padded: bool = True  # False when every position is a real item (known without reading values)
     padding_last: bool = False  # True when each row's real items come before its padding (flat input)
     exact_ties: bool = False  # rank with the tie order applied to every row (rows known to hold ties)
+    integer_labels: bool = False  # the caller's labels came in an integer (or bool) dtype: whole numbers
 
 
 def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
@@ -151,6 +152,7 @@ def format_inputs(
         judged = None if judged is None else judged.reshape(-1, n)
 
     work = working_dtype(preds)
+    integer_labels = not target.is_floating_point()
     if padded:
         target = torch.where(mask, target.to(work), 0)
     elif not read_by_blocks(target):
@@ -158,7 +160,7 @@ def format_inputs(
     ideal = _format_ideal(ideal_target, target, batch_shape, preds.device, work, validate_args)
     return RankingInput(
         preds=preds, target=target, mask=mask, ideal_target=ideal, batch_shape=batch_shape, judged=judged,
-        padded=padded, padding_last=padding_last,
+        padded=padded, padding_last=padding_last, integer_labels=integer_labels,
     )
 
 
