@@ -349,7 +349,8 @@ def _rank_by_label_keys(
     ``"optimistic"`` / ``"pessimistic"`` rank each tie group by descending / ascending label in that one sort,
     every row exactly. Under ``"average"`` the rows with a tie within ``depth`` get a ranking of their own
     (:func:`_set_rows_apart`): each order of a few tied pairs, or one that averages each group, on whole rows (a
-    group may run past the depth).
+    group may run past the depth). Unpadded rows sorted whole take 32-bit keys where they hold the labels
+    (:func:`_compact_key_ranking`; ``compact``: where they may).
     """
     mask = inputs.mask if inputs.padded else None
     flip = _LABEL_FLIP[ties]
