@@ -340,24 +340,22 @@ def _packs(preds: Tensor) -> bool:
     return preds.device.type == "cpu" and np is not None and preds.dtype in _PACKABLE
 
 
-def _rank_by_label_keys(
-    inputs: RankingInput, ties: str, relevance_threshold: float, depth: int | None, compact: bool = True
-) -> Ranking:
+def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: float, depth: int | None) -> Ranking:
     """The ranking of one key sort whose keys hold each item's label in their low half: the sorted keys are the
     labels in rank order, with no order to gather them by, and every tie group already ordered by label.
 
     ``"optimistic"`` / ``"pessimistic"`` rank each tie group by descending / ascending label in that one sort,
     every row exactly. Under ``"average"`` the rows with a tie within ``depth`` get a ranking of their own
     (:func:`_set_rows_apart`): each order of a few tied pairs, or one that averages each group, on whole rows (a
-    group may run past the depth). Unpadded rows sorted whole take 32-bit keys where they hold the labels
-    (:func:`_compact_key_ranking`; ``compact``: where they may).
+    group may run past the depth). Unpadded rows sorted whole take 32-bit keys where those hold the labels
+    (:func:`_compact_key_ranking`).
     """
     mask = inputs.mask if inputs.padded else None
     flip = _LABEL_FLIP[ties]
     n = inputs.preds.shape[1]
     width = n if depth is None or depth >= n else depth
     seen = None if width == n else width + 1  # one past the cut-off, to see a tie across it
-    if compact and mask is None and not _sorts_head_only(seen, n, inputs.preds.numel()):
+    if mask is None and not _sorts_head_only(seen, n, inputs.preds.numel()):
         ranking = _compact_key_ranking(inputs, ties, relevance_threshold, width, seen)
         if ranking is not None:
             return ranking
