@@ -789,17 +789,27 @@ COMPACT_SCORES = {  # name: (scores of 120 x 50, whether 32-bit keys hold them w
 @pytest.mark.parametrize("scores", list(COMPACT_SCORES))
 @pytest.mark.parametrize("labels", ["int", "whole floats", "large-batch int64", "large-batch bfloat16", "bool"])
 @pytest.mark.parametrize("ties", ["average", "optimistic", "pessimistic"])
-def test_compact_keys_rank_as_the_float64_sort(scores, labels, ties, monkeypatch):
+@pytest.mark.parametrize("padded", [False, True], ids=["dense", "padded"])
+def test_compact_keys_rank_as_the_float64_sort(scores, labels, ties, padded, monkeypatch):
     """32-bit keys (score distance and label in one sort key, :func:`_compact_keys`) give every measure of whole
-    unpadded rows, and of rows cut at 10, the values of the generic float64 sort, under every tie order: keys that
-    hold each score whole, ties planted inside, at, across and past the cut-off (-0.0 tying with 0.0), and keys that
-    dropped the scores' last bits, whose rows with equal keys of different labels are ranked again."""
+    rows, and of rows cut at 10, the values of the generic float64 sort, under every tie order: keys that hold each
+    score whole, ties planted inside, at, across and past the cut-off (-0.0 tying with 0.0), keys that dropped the
+    scores' last bits, whose rows with equal keys of different labels are ranked again, and rows of padding (a mask;
+    padding scored as real items, which only widens the span) ending before, at or after the cut-off."""
     import torchrank.functional as F
 
     g = torch.Generator().manual_seed(17)
     make, whole = COMPACT_SCORES[scores]
     preds = _plant_ties(make(g))
     target = torch.randint(0, 5, preds.shape, generator=g)
+    mask = None
+    if padded:
+        lengths = torch.randint(1, preds.shape[1] + 1, (len(preds),), generator=g)
+        lengths[::3] = preds.shape[1]  # the planted ties whole
+        lengths[1::9] = 10  # ending at the cut-off
+        mask = torch.arange(preds.shape[1]) < lengths.unsqueeze(1)
+        shuffle = torch.stack([torch.randperm(preds.shape[1], generator=g) for _ in range(len(preds))])
+        preds, target, mask = preds.gather(1, shuffle), target.gather(1, shuffle), mask.gather(1, shuffle)
     if labels in ("whole floats", "large-batch bfloat16"):
         target = target.float() if labels == "whole floats" else target.bfloat16()
     elif labels == "bool":
@@ -811,11 +821,12 @@ def test_compact_keys_rank_as_the_float64_sort(scores, labels, ties, monkeypatch
     built = _compact_spy(monkeypatch)
     for names in (["ndcg@10", "map@10", "P@10", "mrr@10", "err@10", "recall@10", "frp@10", "rbp@10"],
                   ["ndcg", "map", "mrr", "rprec", "mean_rank", "err", "rbp", "ndcg@5", "P@20"]):
-        got = F.evaluate(preds, target, names, ties=ties, reduction="none")
-        want = F.evaluate(preds.double(), target, names, ties=ties, reduction="none")  # float64: no key sort
+        got = F.evaluate(preds, target, names, mask=mask, ties=ties, reduction="none")
+        want = F.evaluate(preds.double(), target, names, mask=mask, ties=ties, reduction="none")  # no key sort
         for name in names:
             torch.testing.assert_close(got[name].double(), want[name], rtol=1e-5, atol=1e-6, msg=name)
     assert len(built) == 2 and all(b is not None and b.whole == whole for b in built)
+    assert all((b.padding is not None) == padded for b in built)
 
 
 def test_compact_keys_refuse_what_they_cannot_hold(monkeypatch):
@@ -883,3 +894,58 @@ def test_compact_keys_that_drop_bits_rank_again_only_rows_where_equal_keys_hold_
     for name in names:
         torch.testing.assert_close(got[name].double(), want[name], rtol=1e-5, atol=1e-6)
     assert not built[-1].whole and len(again) == 2
+
+
+@pytest.mark.parametrize("ties", ["average", "optimistic", "pessimistic"])
+def test_compact_keys_rank_flat_input_of_unequal_queries_as_the_float64_sort(ties, monkeypatch):
+    """Flat ``(preds, target, indexes)`` input of unequal queries (padded rows, padding last, scored 0) takes the
+    32-bit keys too: every measure equals the generic float64 sort's."""
+    import torchrank.functional as F
+
+    g = torch.Generator().manual_seed(29)
+    lengths = torch.randint(1, 60, (80,), generator=g)
+    indexes = torch.repeat_interleave(torch.arange(80), lengths)
+    preds = torch.rand(len(indexes), generator=g) * 0.5 + 0.25
+    preds[::7] = preds[1::7][: len(preds[::7])]  # ties, within and across queries
+    target = torch.randint(0, 4, (len(indexes),), generator=g)
+    built = _compact_spy(monkeypatch)
+    names = ["ndcg", "map", "mrr", "P@10", "ndcg@10", "err@5", "rprec"]
+    got = F.evaluate(preds, target, names, indexes=indexes, ties=ties, reduction="none")
+    want = F.evaluate(preds.double(), target, names, indexes=indexes, ties=ties, reduction="none")
+    for name in names:
+        torch.testing.assert_close(got[name].double(), want[name], rtol=1e-5, atol=1e-6, msg=name)
+    assert built and built[0] is not None and built[0].padding is not None
+
+
+def test_compact_keys_never_give_a_real_item_the_padding_key(monkeypatch):
+    """Scores whose span fills the bits left beside the labels exactly: the lowest score's distance would have every
+    high bit set, as padding's key does, so one more bit is dropped; the item still counts (P of the whole list)."""
+    import torchrank.functional as F
+    from torchrank.functional import _ranking
+
+    edge = torch.tensor([0x3FFFFFFF, 0xBFFFFFFF - 2**32], dtype=torch.int32).view(torch.float32)  # +-(2 - 1 ulp)
+    preds = torch.tensor([[edge[0], 0.5, edge[1], 0.0], [edge[0], 0.5, edge[1], 0.0]])
+    target = torch.tensor([[1, 0, 0, 0], [1, 1, 0, 1]])
+    mask = torch.tensor([[True, True, True, False], [True, True, True, True]])
+    keys = _ranking._compact_keys(preds, target.float(), mask, True, False)
+    assert keys.bits == 1 and not keys.whole
+    assert (keys.keys == keys.padding).sum() == 1  # the one padded item
+    built = _compact_spy(monkeypatch)
+    got = F.precision(preds, target, mask=mask, reduction="none")
+    torch.testing.assert_close(got, torch.tensor([1 / 3, 3 / 4]))
+    assert built[0] is not None
+
+
+def test_compact_keys_see_no_tie_in_padding():
+    """Padding keys are equal to one another, yet never a tie: a padded batch of distinct scores has no row apart,
+    whole or cut at 10."""
+    from torchrank.functional import _ranking
+    from torchrank.functional._inputs import format_inputs
+
+    g = torch.Generator().manual_seed(31)
+    preds = torch.randperm(40 * 30, generator=g).view(40, 30) / 4800 + 0.25  # distinct, and held whole
+    target = torch.randint(0, 4, (40, 30), generator=g)
+    mask = torch.arange(30) < torch.randint(1, 31, (40, 1), generator=g)
+    for depth in (None, 10):
+        ranking = _ranking.rank(format_inputs(preds, target, mask=mask), ties="average", depth=depth)
+        assert ranking.apart == [] and torch.equal(ranking.valid.sum(1), mask.sum(1).clamp(max=depth or 30))

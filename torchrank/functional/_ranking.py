@@ -347,7 +347,7 @@ def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: fl
     ``"optimistic"`` / ``"pessimistic"`` rank each tie group by descending / ascending label in that one sort,
     every row exactly. Under ``"average"`` the rows with a tie within ``depth`` get a ranking of their own
     (:func:`_set_rows_apart`): each order of a few tied pairs, or one that averages each group, on whole rows (a
-    group may run past the depth). Unpadded rows sorted whole take 32-bit keys where those hold the labels
+    group may run past the depth). Rows sorted whole take 32-bit keys where those hold the labels
     (:func:`_compact_key_ranking`).
     """
     mask = inputs.mask if inputs.padded else None
@@ -355,7 +355,7 @@ def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: fl
     n = inputs.preds.shape[1]
     width = n if depth is None or depth >= n else depth
     seen = None if width == n else width + 1  # one past the cut-off, to see a tie across it
-    if mask is None and not _sorts_head_only(seen, n, inputs.preds.numel()):
+    if not (_partitioned(seen, n) if inputs.padded else _sorts_head_only(seen, n, inputs.preds.numel())):
         ranking = _compact_key_ranking(inputs, ties, relevance_threshold, width, seen)
         if ranking is not None:
             return ranking
@@ -385,7 +385,7 @@ def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: fl
 
 def _sorts_head_only(head: int | None, n: int, items: int) -> bool:
     """Whether :func:`_sorted_keys` ranks only a head of ``head`` positions of unpadded rows of ``n`` (batches of
-    ``items``), rather than sorting whole rows."""
+    ``items``), rather than sorting whole rows (padded rows: :func:`_partitioned`)."""
     return _selects_head(head, n, items) or _partitioned(head, n)
 
 
@@ -399,19 +399,24 @@ _ZERO_LOW_BITS = {
 
 class CompactKeys(NamedTuple):
     """Each row of 32-bit sort keys sorted ascending (:func:`_compact_keys`): ``keys`` uint32 ``[Q, N]``, the label
-    bits ``bits`` in the low end, and whether every key kept its score whole (``whole``) or equal keys may hold
-    scores a few units in the last place apart."""
+    bits ``bits`` in the low end, whether every key kept its score whole (``whole``) or equal keys may hold scores a
+    few units in the last place apart, and the key of padding (above every real item's; None: no padding)."""
 
     keys: np.ndarray
     bits: int
     whole: bool
+    padding: int | None = None
 
 
-def _compact_keys(preds: Tensor, target: Tensor, integer_labels: bool, optimistic: bool) -> CompactKeys | None:
-    """Sort keys of 32 bits for unpadded CPU ``preds`` (a packable dtype) whose labels ``target`` are integers 0 ..
-    15: the distance of each score below the batch's highest, as an ordered integer, in the high bits and the label
-    in the ``bits`` low ones (its complement to ``2 ** bits - 1`` when ``optimistic``: higher labels first within a
-    tie); None where the labels are not such integers or a score is NaN.
+def _compact_keys(
+    preds: Tensor, target: Tensor, mask: Tensor | None, integer_labels: bool, optimistic: bool
+) -> CompactKeys | None:
+    """Sort keys of 32 bits for CPU ``preds`` (a packable dtype) whose labels ``target`` are integers 0 .. 15: the
+    distance of each score below the batch's highest, as an ordered integer, in the high bits and the label in the
+    ``bits`` low ones (its complement to ``2 ** bits - 1`` when ``optimistic``: higher labels first within a tie);
+    where ``mask`` is False, a padding key whose high bits are all set, which no real item's reaches, and whose label
+    reads as 0. None where the labels are not such integers or a score is NaN (padding's scores count in the span:
+    they can only widen it).
 
     numpy sorts 32-bit integers with SIMD twice as fast as 64-bit ones (1,000 x 1,000: 1.0 against 2.2 ms), and one
     pass builds a key with no index or label half to interleave. The distance fits whole in ``32 - bits`` bits when
@@ -426,7 +431,11 @@ def _compact_keys(preds: Tensor, target: Tensor, integer_labels: bool, optimisti
     bits = max(1, int(top_label).bit_length())
     top = _ordered_float32(high + 0.0)
     span = (top - _ordered_float32(low + 0.0)) >> _ZERO_LOW_BITS[preds.dtype]
-    drop = _ZERO_LOW_BITS[preds.dtype] + max(0, span.bit_length() - (32 - bits))
+    extra = max(0, span.bit_length() - (32 - bits))
+    if span >> extra == 2 ** (32 - bits) - 1:  # high bits all set: kept for padding
+        extra += 1
+    drop = _ZERO_LOW_BITS[preds.dtype] + extra
+    padding = (2 ** (32 - bits) - 1 << bits) | (2**bits - 1 if optimistic else 0)
     q, n = preds.shape
     keys = np.empty((q, n), np.uint32)
     blocks = row_blocks(q, n, _ROW_BLOCK_ITEMS)
@@ -452,8 +461,10 @@ def _compact_keys(preds: Tensor, target: Tensor, integer_labels: bool, optimisti
         if optimistic:
             np.subtract(2**bits - 1, codes[:m], out=codes[:m])
         np.bitwise_or(block, codes[:m], out=block)
+        if mask is not None:
+            np.copyto(block, padding, where=~mask[rows].numpy())
     keys.sort(axis=1)
-    return CompactKeys(keys, bits, drop == _ZERO_LOW_BITS[preds.dtype])
+    return CompactKeys(keys, bits, extra == 0, None if mask is None else padding)
 
 
 def _extremes(x: Tensor) -> tuple[float, float]:
@@ -482,12 +493,14 @@ def _compact_key_ranking(
     (:func:`_set_rows_apart`). Where keys dropped the scores' last bits, the rows in which equal keys hold different
     labels, and only they, could rank otherwise: they are ranked again by 64-bit keys (:func:`_rank_rows_again`).
     """
-    compact = _compact_keys(inputs.preds, inputs.target, inputs.integer_labels, ties == "optimistic")
+    mask = inputs.mask if inputs.padded else None
+    compact = _compact_keys(inputs.preds, inputs.target, mask, inputs.integer_labels, ties == "optimistic")
     if compact is None:
         return None
-    keys, bits, whole = compact
+    keys, bits, whole, padding = compact
     signed = torch.from_numpy(keys.view(np.int32))
     low = 2**bits - 1
+    padding_signed = None if padding is None else int(np.array(padding, np.uint32).view(np.int32))
 
     def ranking(rows: Tensor | None, tie_order: str, cut: int) -> Ranking:
         own = signed[:, :cut] if rows is None else signed[rows, :cut]
@@ -497,17 +510,17 @@ def _compact_key_ranking(
             # equal where the scores are, for keys that kept them whole; read only by rankings averaging ties
             scores=functools.partial(torch.bitwise_right_shift, own, bits),
             labels=(low - labels if ties == "optimistic" else labels).to(working_dtype(inputs.preds)),
-            valid=of.mask[:, :cut],
+            valid=of.mask[:, :cut] if padding is None else own != padding_signed,
             ideal_labels=of.ideal_target,
             ties=tie_order,
             relevance_threshold=relevance_threshold,
-            all_valid=True,
+            all_valid=padding is None,
             ranks_every_judged_item=_ranks_every_judged_item(of, cut),
         )
 
     if whole and ties != "average":  # every tie group ordered by label in the one sort
         return ranking(None, ties, width)
-    pairs = _equal_high_bits(keys, bits, seen, differing_labels=not whole)
+    pairs = _equal_high_bits(keys, bits, seen, differing_labels=not whole, padding=padding)
     rows = rows_any(pairs).nonzero().squeeze(1)
     if rows.numel() > _MAX_TIED_SHARE * len(keys):
         # mostly tied: every row's groups averaged in one ranking; or scores too close for the bits kept
@@ -526,13 +539,14 @@ def _rank_rows_again(main: Ranking, inputs: RankingInput, rows: Tensor, ties: st
     ties get rankings of their own (:func:`_set_rows_apart`)."""
     some = _select_rows(inputs, rows)
     flip = _LABEL_FLIP[ties]
-    keys = _sorted_keys(some.preds, None, functools.partial(_write_label_halves, some.target, flip))
+    mask = some.mask if some.padded else None
+    keys = _sorted_keys(some.preds, mask, functools.partial(_write_label_halves, some.target, flip))
     width = main.list_size
     main.labels[rows] = _key_ranking(some, keys[:, :width], flip, ties, main.relevance_threshold).labels
     if ties != "average":  # the 64-bit keys ordered each tie group by label
         return
     pairs = torch.zeros(len(inputs.preds), keys.shape[1] if seen is None else seen, dtype=torch.uint8)
-    pairs[rows] = _tied_neighbours(keys, None, seen)
+    pairs[rows] = _tied_neighbours(keys, mask, seen)
     at = torch.empty(len(inputs.preds), dtype=torch.long)
     at[rows] = torch.arange(len(rows))  # each row's place among `rows`
 
@@ -542,13 +556,15 @@ def _rank_rows_again(main: Ranking, inputs: RankingInput, rows: Tensor, ties: st
     _set_rows_apart(main, rows, pairs, ties, exact)
 
 
-def _equal_high_bits(keys: np.ndarray, bits: int, width: int | None, differing_labels: bool) -> Tensor:
+def _equal_high_bits(
+    keys: np.ndarray, bits: int, width: int | None, differing_labels: bool, padding: int | None = None
+) -> Tensor:
     """Where a position of sorted compact keys (:func:`_compact_keys`) holds the score of the one after it, over
     the first ``width`` positions (None: all) ``[Q, <=width]`` (0/1 bytes; the last column, past the pairs, 0).
 
     With ``differing_labels`` (keys that dropped the scores' last bits), only where the two labels differ as well,
     or where the pair runs across the cut-off (positions ``width - 2`` and ``width - 1``): a group there may hold
-    items past ``width`` of any label.
+    items past ``width`` of any label. Never where the second is padding (key ``padding``; it sorts last).
     """
     head = keys if width is None else np.ascontiguousarray(keys[:, :width])
     q, w = head.shape
@@ -563,6 +579,8 @@ def _equal_high_bits(keys: np.ndarray, bits: int, width: int | None, differing_l
             tied[w - 2 :: w] |= across
     else:
         np.less(xor, 2**bits, out=tied[:-1])
+    if padding is not None:
+        tied[:-1] &= flat[1:] != padding
     tied = tied.reshape(q, w)
     tied[:, -1] = False  # each row's last position against the next row's first
     return torch.from_numpy(tied).view(torch.uint8)
