@@ -263,7 +263,7 @@ def _group_flat(
     the rows are then views of the items).
 
     Rows follow the ascending order of the index values; items keep their input order within a row.
-    Vectorised: a stable sort by index, then each item's column is its offset from its group's start.
+    Vectorised: a stable sort by index (none when already grouped), then one masked scatter per tensor.
     """
     preds = items[0]
     _check_tensor("indexes", indexes)
@@ -286,16 +286,9 @@ def _group_flat(
     num_rows, width = counts.numel(), int(counts.max())  # the output shape needs one host read
     if grouped and width * num_rows == indexes.numel():  # grouped, every query as long: the rows are a view
         return [x.reshape(num_rows, width) for x in items], None
-    # each item's row (output_size: no device synchronisation)
-    row = torch.repeat_interleave(torch.arange(num_rows, device=preds.device), counts, output_size=indexes.numel())
-    starts = torch.cumsum(counts, 0) - counts
-    # each item's place in the flattened [Q, N] rows: one index (much faster to scatter by than a row and column)
-    place = torch.arange(indexes.numel(), device=preds.device) - starts[row] + row * width
-    dense = []
-    for x in items:
-        out = x.new_zeros(num_rows * width)
-        out[place] = x if order is None else x[order]
-        dense.append(out.view(num_rows, width))
-    dense_mask = torch.zeros(num_rows * width, dtype=torch.bool, device=preds.device)
-    dense_mask[place] = True
-    return dense, dense_mask.view(num_rows, width)
+    # each row's first `counts` positions, row by row: in that order they are the items grouped by query, so each
+    # padded tensor is one masked scatter (no per-item row or place to compute: 2-3x faster on CPU, and no device
+    # synchronisation)
+    dense_mask = torch.arange(width, device=preds.device) < counts.unsqueeze(1)
+    dense = [x.new_zeros(num_rows, width).masked_scatter_(dense_mask, x if order is None else x[order]) for x in items]
+    return dense, dense_mask
