@@ -949,3 +949,26 @@ def test_compact_keys_see_no_tie_in_padding():
     for depth in (None, 10):
         ranking = _ranking.rank(format_inputs(preds, target, mask=mask), ties="average", depth=depth)
         assert ranking.apart == [] and torch.equal(ranking.valid.sum(1), mask.sum(1).clamp(max=depth or 30))
+
+
+def test_compact_keys_that_would_merge_most_rows_give_way_after_one_block(monkeypatch):
+    """Scores packed so close that the dropped bits merge different labels in most rows of the first block of rows:
+    the 32-bit keys give way there, before the other blocks are built, and the 64-bit keys rank every row."""
+    import torchrank.functional as F
+    from torchrank.functional import _ranking
+
+    monkeypatch.setattr(_ranking, "_ROW_BLOCK_ITEMS", 60)  # blocks of 2 rows of 30
+    g = torch.Generator().manual_seed(37)
+    preds = 1 + 1e-6 * torch.randn(40, 30, generator=g)
+    preds[:, 0] = -1e30  # the span drops bits where the scores crowd
+    target = torch.randint(0, 4, (40, 30), generator=g)
+    built = _compact_spy(monkeypatch)
+    names = ["ndcg", "map", "mrr", "P@5"]
+    got = F.evaluate(preds, target, names, reduction="none")
+    want = F.evaluate(preds.double(), target, names, reduction="none")
+    for name in names:
+        torch.testing.assert_close(got[name].double(), want[name], rtol=1e-5, atol=1e-6)
+    assert built == [None]
+    preds[:2] = torch.rand(2, 30, generator=g)  # a first block of spread scores: the keys go on
+    F.evaluate(preds, target, names)
+    assert built[-1] is not None and not built[-1].whole
