@@ -830,8 +830,8 @@ def test_compact_keys_rank_as_the_float64_sort(scores, labels, ties, padded, mon
 
 
 def test_compact_keys_refuse_what_they_cannot_hold(monkeypatch):
-    """Labels that are not whole numbers 0 .. 15 (fractions, 16 and up, negative ones unvalidated) and NaN scores
-    take the 64-bit keys: the same values as the generic float64 sort."""
+    """Labels that are not whole numbers 0 .. 15 (fractions, 16 and up, negative or NaN ones unvalidated) and NaN
+    scores take the 64-bit keys: the same values as the generic float64 sort."""
     import torchrank.functional as F
 
     g = torch.Generator().manual_seed(19)
@@ -839,7 +839,9 @@ def test_compact_keys_refuse_what_they_cannot_hold(monkeypatch):
     target = torch.randint(0, 5, preds.shape, generator=g).float()
     nan = preds.clone()
     nan[3, 5] = float("nan")
-    cases = [(preds, target / 2), (preds, target * 4), (preds, target - 1), (nan, target)]
+    nan_label = target.clone()
+    nan_label[4, 2] = float("nan")
+    cases = [(preds, target / 2), (preds, target * 4), (preds, target - 1), (nan, target), (preds, nan_label)]
     built = _compact_spy(monkeypatch)
     for p, t in cases:
         got = F.evaluate(p, t, ["ndcg", "map", "mrr"], reduction="none", validate_args=False)

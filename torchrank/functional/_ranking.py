@@ -427,7 +427,7 @@ def _compact_keys(
     """
     low, high = _extremes(preds)
     lowest_label, top_label = _extremes(target)
-    if math.isnan(low) or math.isnan(high) or lowest_label < 0 or top_label >= 2**_COMPACT_LABEL_BITS:
+    if not (low <= high and 0 <= lowest_label <= top_label < 2**_COMPACT_LABEL_BITS):  # False with a NaN
         return None
     bits = max(1, int(top_label).bit_length())
     top = _ordered_float32(high + 0.0)
@@ -497,8 +497,8 @@ def _ordered_float32(value: float) -> int:
 def _compact_key_ranking(
     inputs: RankingInput, ties: str, relevance_threshold: float, width: int, seen: int | None
 ) -> Ranking | None:
-    """The ranking of one sort of 32-bit keys (:func:`_compact_keys`) for unpadded rows sorted whole, cut at
-    ``width`` (``seen``: one more, or None for whole rows); None where such keys do not apply.
+    """The ranking of one sort of 32-bit keys (:func:`_compact_keys`) for rows sorted whole, cut at ``width``
+    (``seen``: one more, or None for whole rows); None where such keys do not apply.
 
     Keys that keep every score whole rank each tie group by label (``"optimistic"``, ``"pessimistic"``) exactly,
     and under ``"average"`` the rows with a tie get a ranking of their own as with 64-bit keys
