@@ -332,12 +332,30 @@ def _torchrank_single(w: Workload) -> list[Contender]:
             flat["i"] = torch.arange(q, device=cell.device).repeat_interleave(cell.items)
             return lambda: F.ndcg(flat["p"], flat["t"], indexes=flat["i"], k=k)
 
+        ragged = {}
+
+        def build_ragged(q: int) -> Callable[[], Any]:
+            # every third query gets a tenth more items, scored below all of its own and labelled 0: the same NDCG@k
+            # (k <= N), from queries of unequal lengths, which torchrank pads
+            preds, target = cell.preds[:q], cell.target[:q]
+            extra = max(1, cell.items // 10)
+            below = (preds.float().amin(1, keepdim=True) - 1).to(preds.dtype).expand(q, extra)
+            keep = torch.ones(q, cell.items + extra, dtype=torch.bool, device=cell.device)
+            keep[torch.arange(q, device=cell.device) % 3 != 0, cell.items:] = False
+            ragged["p"] = torch.cat([preds, below], 1)[keep]
+            ragged["t"] = torch.cat([target, target.new_zeros(q, extra)], 1)[keep]
+            ragged["i"] = torch.arange(q, device=cell.device).unsqueeze(1).expand_as(keep)[keep]
+            return lambda: F.ndcg(ragged["p"], ragged["t"], indexes=ragged["i"], k=k)
+
         out += [
             Contender(f"F.ndcg(k={k}, ties='first')", "torchrank", "variant",
                       "input order breaks ties (no tie-group work)",
                       lambda q: lambda p=cell.preds[:q], t=cell.target[:q]: F.ndcg(p, t, k=k, ties="first"), one),
             Contender(f"F.ndcg(k={k}) flat indexes", "torchrank", "variant",
                       "flat preds/target with indexes: torchmetrics' layout, grouped by torchrank", build_flat, one),
+            Contender(f"F.ndcg(k={k}) flat ragged indexes", "torchrank", "variant",
+                      "flat input of unequal queries (every third a tenth longer, its extra items last, "
+                      "labelled 0): padded rows", build_ragged, one),
         ]
     return out
 
