@@ -605,9 +605,10 @@ def test_selected_head_ranks_as_the_whole_sort(ties, padded, monkeypatch):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_ideal_head_selection_equals_the_sort(dtype):
-    """The ideal labels' head of a cut-off far inside long CPU rows is selected by the integers of the labels' bits:
-    it must equal the head of a descending sort, for rows with fewer positive labels than the cut-off and rows of
-    zeros; labels with the sign bit set (negative, unvalidated, or -0.0) must take the float sort."""
+    """The ideal labels' head of a cut-off far inside long CPU rows is selected by the integers of the labels' bits,
+    and other heads (short rows, deep cut-offs, whole lists) sorted whole by them: each must equal the head of a
+    descending sort, for rows with fewer positive labels than the cut-off and rows of zeros; labels with the sign bit
+    set (negative, unvalidated, or -0.0) must take the float sort."""
     from torchrank.functional._ranking import _descending
 
     g = torch.Generator().manual_seed(5)
@@ -622,11 +623,12 @@ def test_ideal_head_selection_equals_the_sort(dtype):
         elif case == "minus-zero":
             labels[4, :] = 0
             labels[4, 3] = -0.0
-        want = torch.sort(labels, dim=1, descending=True).values
-        for depth in (1, 10, 200):
-            got = _descending(labels, depth)
-            assert got.dtype == dtype and got.is_contiguous()
-            assert torch.equal(got, want[:, :depth])
+        for rows in (labels, labels[:, :100].contiguous()):  # rows of 100: too short to select from, sorted whole
+            want = torch.sort(rows, dim=1, descending=True).values
+            for depth in (1, 10, 200, 400, None):  # 400 of 900, and the whole list: sorted whole
+                got = _descending(rows, depth)
+                assert got.dtype == dtype and got.is_contiguous()
+                assert torch.equal(got, want[:, :depth])
 
 
 def test_ndcg_with_negative_unvalidated_labels_keeps_the_sorted_ideal(monkeypatch):

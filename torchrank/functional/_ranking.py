@@ -1288,7 +1288,7 @@ class Ranking:
 def _descending(values: Tensor, depth: int | None) -> Tensor:
     """Each row of ``values`` sorted descending, the first ``depth`` (all for None) ``[Q, <=M]``."""
     if values.device.type == "cpu" and np is not None and values.dtype in (torch.float32, torch.float64):
-        head = _nonnegative_head(values.numpy(), depth) if _partitioned(depth, values.shape[1]) else None
+        head = _nonnegative_head(values.numpy(), depth, select=_partitioned(depth, values.shape[1]))
         if head is not None:
             return torch.from_numpy(head)
         # numpy's SIMD sort of the values, ascending, read backwards: faster on CPU than torch.sort, and
@@ -1301,23 +1301,27 @@ def _descending(values: Tensor, depth: int | None) -> Tensor:
     return ordered if depth is None else ordered[:, :depth]
 
 
-def _nonnegative_head(values: np.ndarray, depth: int) -> np.ndarray | None:
-    """The ``depth`` largest of each row of float ``values`` in descending order ``[Q, depth]``, selected and sorted
-    as the integers of their bits; None where a value has its sign bit set (the bits then do not order as the
-    values).
+def _nonnegative_head(values: np.ndarray, depth: int | None, select: bool = True) -> np.ndarray | None:
+    """The ``depth`` largest of each row of float ``values`` (all for None) in descending order ``[Q, <=M]``, selected
+    and sorted (``select``), or sorted whole, as the integers of their bits; None where a value has its sign bit set
+    (the bits then do not order as the values).
 
     Non-negative floats order as their bits read as signed integers, which numpy selects with SIMD about twice as
     fast as the floats (and sorting whole rows costs twice that again): 1,000 x 1,000 float32 labels, top 10 in
     0.55 ms by the bits, 1.0 ms by the floats, 1.4 ms by the whole sort. Negated (no overflow: the sign bit is
-    clear), the largest come first in an ascending selection.
+    clear), the largest come first in an ascending selection or sort, with no reversed copy: rows of 100 too short to
+    select from, 10,000 x 100 labels sorted whole in 0.63 ms by the bits, 0.90 ms by the floats read backwards.
     """
     bits = values.view(np.int32 if values.dtype == np.float32 else np.int64)
     if bits.min() < 0:  # a negative label (validate_args=False), or -0.0
         return None
     head = np.negative(bits)
-    head.partition(depth - 1, axis=1)
-    head = head[:, :depth].copy()  # the selection's own rows, not a view keeping the whole batch's
+    if select:
+        head.partition(depth - 1, axis=1)
+        head = head[:, :depth].copy()  # the selection's own rows, not a view keeping the whole batch's
     head.sort(axis=1)
+    if not select and depth is not None and depth < head.shape[1]:
+        head = head[:, :depth].copy()
     return np.negative(head, out=head).view(values.dtype)
 
 
