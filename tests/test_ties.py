@@ -386,18 +386,10 @@ def _pin_key_width(monkeypatch, preds: torch.Tensor, keys: str) -> tuple[torch.T
     score whole). The scores to rank, and the compact keys built (to check that they were)."""
     from torchrank.functional import _ranking
 
-    built = []
     if keys == "64-bit":
         monkeypatch.setattr(_ranking, "_compact_key_ranking", lambda *args, **kwargs: None)
-        return preds, built
-    compact_keys = _ranking._compact_keys
-
-    def spy(*args, **kwargs):
-        built.append(compact_keys(*args, **kwargs))
-        return built[-1]
-
-    monkeypatch.setattr(_ranking, "_compact_keys", spy)
-    return (preds - preds.min()) / (preds.max() - preds.min()) * 0.75 + 0.125, built
+        return preds, []
+    return (preds - preds.min()) / (preds.max() - preds.min()) * 0.75 + 0.125, _compact_spy(monkeypatch)
 
 
 @pytest.mark.parametrize("keys", ["64-bit", "32-bit"])
