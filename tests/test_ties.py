@@ -968,3 +968,23 @@ def test_compact_keys_that_would_merge_most_rows_give_way_after_one_block(monkey
     preds[:2] = torch.rand(2, 30, generator=g)  # a first block of spread scores: the keys go on
     F.evaluate(preds, target, names)
     assert built[-1] is not None and not built[-1].whole
+
+
+def test_finite_scores_are_known_from_the_checks_only(monkeypatch):
+    """The input checks' sum tells finite scores apart (the head selection then skips its own NaN test): never
+    with an infinity, a NaN unvalidated, or the checks off; always for integer scores. Scores with both infinities
+    still rank as the whole sort does on the head-selection route."""
+    import torchrank.functional as F
+    from torchrank.functional._inputs import format_inputs
+
+    g = torch.Generator().manual_seed(41)
+    preds, target = torch.rand(100, 300, generator=g), torch.randint(0, 3, (100, 300), generator=g)
+    assert format_inputs(preds, target).finite_scores
+    assert not format_inputs(preds, target, validate_args=False).finite_scores
+    assert format_inputs(torch.randint(0, 9, (100, 300), dtype=torch.int16), target).finite_scores
+    preds[1, 7], preds[2, 9] = float("inf"), -float("inf")
+    assert not format_inputs(preds, target).finite_scores
+    found = _head_items_spy(monkeypatch)
+    got = F.ndcg(preds, target, k=[3, 10], reduction="none")
+    assert found == [None]  # the selection saw both infinities and handed over
+    torch.testing.assert_close(got.double(), F.ndcg(preds.double(), target, k=[3, 10], reduction="none"))

@@ -49,6 +49,7 @@ class RankingInput:
     padding_last: bool = False  # True when each row's real items come before its padding (flat input)
     exact_ties: bool = False  # rank with the tie order applied to every row (rows known to hold ties)
     integer_labels: bool = False  # the caller's labels came in an integer (or bool) dtype: whole numbers
+    finite_scores: bool = False  # checked: no NaN and no infinity among the scores (False: not known)
 
 
 def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
@@ -124,8 +125,7 @@ def format_inputs(
     preds, target = preds.detach(), target.detach()
     ideal_target = None if ideal_target is None else ideal_target.detach()
 
-    if validate_args:
-        _check_values(preds, target)
+    finite_scores = _check_values(preds, target) if validate_args else False
 
     if indexes is not None:
         if ideal_target is not None:
@@ -160,7 +160,7 @@ def format_inputs(
     ideal = _format_ideal(ideal_target, target, batch_shape, preds.device, work, validate_args)
     return RankingInput(
         preds=preds, target=target, mask=mask, ideal_target=ideal, batch_shape=batch_shape, judged=judged,
-        padded=padded, padding_last=padding_last, integer_labels=integer_labels,
+        padded=padded, padding_last=padding_last, integer_labels=integer_labels, finite_scores=finite_scores,
     )
 
 
@@ -204,14 +204,17 @@ def _check_bool_like_preds(name: str, value: Tensor | None, preds: Tensor) -> No
     _check_same_device(name, value, preds)
 
 
-def _check_values(preds: Tensor, target: Tensor) -> None:
-    """Checks that read values (one host synchronisation); skipped with ``validate_args=False``."""
-    if preds.is_floating_point() and _has_nan(preds):
+def _check_values(preds: Tensor, target: Tensor) -> bool:
+    """Checks that read values (one host synchronisation); skipped with ``validate_args=False``. Whether every score
+    is finite, as the NaN check's sum finds out on the way (False where it cannot tell: an overflow)."""
+    finite = not preds.is_floating_point() or _sum_is_finite(preds)
+    if not finite and bool(torch.isnan(preds).any()):
         raise ValueError("Argument `preds` contains NaN scores; a NaN has no place in a ranking.")
     if target.is_floating_point() and _has_nan(target):
         raise ValueError("Argument `target` contains NaN labels.")
     if target.dtype != torch.bool and target.numel() and _smallest(target) < 0:
         raise ValueError("Argument `target` must hold labels >= 0, got a negative label.")
+    return finite
 
 
 def _smallest(x: Tensor) -> float:
@@ -224,10 +227,14 @@ def _smallest(x: Tensor) -> float:
 
 def _has_nan(x: Tensor) -> bool:
     """Whether ``x`` holds a NaN: a sum is finite only without NaN (and inf, or an overflow), so the elementwise
-    test runs only when the sum is not (several times cheaper on CPU). Summed in float32 unless ``x`` is
-    float64: ten times faster than a float64 sum, and an overflow only means the elementwise test runs."""
-    total = x.sum(dtype=torch.float64 if x.dtype == torch.float64 else torch.float32)
-    return not bool(torch.isfinite(total)) and bool(torch.isnan(x).any())
+    test runs only when the sum is not (several times cheaper on CPU)."""
+    return not _sum_is_finite(x) and bool(torch.isnan(x).any())
+
+
+def _sum_is_finite(x: Tensor) -> bool:
+    """Whether the sum of floating ``x`` is finite: then ``x`` holds no NaN and no infinity. Summed in float32 unless
+    ``x`` is float64: ten times faster than a float64 sum, and an overflow only reads as "maybe not finite"."""
+    return bool(torch.isfinite(x.sum(dtype=torch.float64 if x.dtype == torch.float64 else torch.float32)))
 
 
 def _format_ideal(

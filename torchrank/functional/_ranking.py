@@ -359,7 +359,8 @@ def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: fl
         ranking = _compact_key_ranking(inputs, ties, relevance_threshold, width, seen)
         if ranking is not None:
             return ranking
-    keys = _sorted_keys(inputs.preds, mask, functools.partial(_write_label_halves, inputs.target, flip), seen)
+    write = functools.partial(_write_label_halves, inputs.target, flip)
+    keys = _sorted_keys(inputs.preds, mask, write, seen, finite=inputs.finite_scores)
     if ties != "average":
         return _key_ranking(inputs, keys[:, :width], flip, ties, relevance_threshold)
     pairs = _tied_neighbours(keys, mask, seen)
@@ -665,7 +666,7 @@ def _fast_order(inputs: RankingInput, depth: int | None, topk: bool = True) -> F
         return FastOrder(order[:, :depth], values[:, :depth], values[:, 1:] == values[:, :-1], False)
     mask = inputs.mask if inputs.padded else None
     if _packs(preds):
-        order, tied = _packed_sort(preds, mask, depth)
+        order, tied = _packed_sort(preds, mask, depth, finite=inputs.finite_scores)
         return FastOrder(order, functools.partial(_gather_scores, preds, order), tied, True)
     negated = _negated_scores(preds, mask)
     if negated is None:
@@ -751,7 +752,9 @@ _PADDING_KEY = _INT32_MAX << 32  # the least key of padding (high half _INT32_MA
 _ROW_BLOCK_ITEMS = 2**16
 
 
-def _packed_sort(preds: Tensor, mask: Tensor | None, depth: int | None) -> tuple[Tensor, Tensor]:
+def _packed_sort(
+    preds: Tensor, mask: Tensor | None, depth: int | None, finite: bool = False
+) -> tuple[Tensor, Tensor]:
     """Stable descending order of each row of CPU scores (padding last) by one numpy sort of int64 keys,
     cut at ``depth``, and where a position holds the score of the one after it ``[Q, <=depth + 1]`` (0/1 bytes:
     :func:`_tied_neighbours`).
@@ -760,7 +763,7 @@ def _packed_sort(preds: Tensor, mask: Tensor | None, depth: int | None) -> tuple
     scores, equal scores in input order, and the sorted keys give the order and the ties with no gather.
     """
     seen = None if depth is None else depth + 1  # one past the cut-off, to see a tie across it
-    keys = _sorted_keys(preds, mask, _write_item_indices, seen)
+    keys = _sorted_keys(preds, mask, _write_item_indices, seen, finite=finite)
     tied = _tied_neighbours(keys, mask, seen)
     if depth is None:  # the keys become the order in place: no fresh 8-byte-per-item tensor to page in
         return keys.bitwise_and_(_LOW_HALF), tied
@@ -773,7 +776,11 @@ def _write_item_indices(out: Tensor, items: Tensor | None = None) -> None:
 
 
 def _sorted_keys(
-    preds: Tensor, mask: Tensor | None, write_low_halves: Callable[..., object], head: int | None = None
+    preds: Tensor,
+    mask: Tensor | None,
+    write_low_halves: Callable[..., object],
+    head: int | None = None,
+    finite: bool = False,
 ) -> Tensor:
     """Each row of int64 sort keys, sorted ascending by one numpy sort ``[Q, N]``; with ``head``, only the first
     ``head`` positions of each row are sorted (:func:`_partitioned`), the rest holding the larger keys in any order,
@@ -784,11 +791,12 @@ def _sorted_keys(
     every score); ``write_low_halves(out)`` writes the low halves into ``out`` (the keys' strided int32
     ``[Q, N]`` view), read as unsigned: ascending keys are descending scores, equal scores in ascending low
     halves; ``write_low_halves(out, items)`` those of the items ``items`` (``[Q, C]`` indices into each row). numpy
-    sorts 64-bit integers with SIMD about twice as fast as it argsorts floats.
+    sorts 64-bit integers with SIMD about twice as fast as it argsorts floats. ``finite``: the scores are known to
+    hold no NaN and no infinity.
     """
     q, n = preds.shape
     if mask is None and _selects_head(head, n, q * n):
-        items = _head_items(preds, head)
+        items = _head_items(preds, head, finite)
         if items is not None:
             chosen, real = items
             keys = _sorted_keys(preds.gather(1, chosen), real, functools.partial(write_low_halves, items=chosen))
@@ -808,7 +816,7 @@ def _sorted_keys(
     return keys
 
 
-def _head_items(preds: Tensor, head: int) -> tuple[Tensor, Tensor | None] | None:
+def _head_items(preds: Tensor, head: int, finite: bool = False) -> tuple[Tensor, Tensor | None] | None:
     """The items that can be among the ``head`` highest scores of each row of CPU ``preds`` (a packable dtype, read as
     float32, which holds each score exactly): the ``head`` highest and every other item scoring as the lowest of
     them, ``[Q, C]`` indices into each row (``C >= head``), and which of them are real where rows have more than
@@ -822,7 +830,9 @@ def _head_items(preds: Tensor, head: int) -> tuple[Tensor, Tensor | None] | None
     every item's key and 0.8 ms selecting the head among them. Tied scores (bfloat16) keep whole tie groups that reach
     into the head, a few items more than ``head``, rather than every item of every row.
     """
-    if bool(torch.isnan(preds.sum(dtype=torch.float32))):  # a NaN orders nowhere: the keys rank it as they always have
+    # a NaN orders nowhere: the keys rank it as they always have (``finite``: the input checks found neither NaN nor
+    # infinity)
+    if not finite and bool(torch.isnan(preds.sum(dtype=torch.float32))):
         return None
     q, n = preds.shape
     found = []
