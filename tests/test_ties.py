@@ -657,9 +657,10 @@ def _head_items_spy(monkeypatch):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_head_items_hold_every_item_that_can_make_the_head(dtype):
-    """The items selected for the head of each row are exactly those scoring at least the head-th highest score:
-    with ties at that score, -0.0 and 0.0 there, negative and infinite scores; None with a NaN, with both
-    infinities, and with ties too many (rows past a quarter of their length)."""
+    """The items selected for the head of each row are exactly those scoring at least the head-th highest score,
+    whether found by a bound on groups of items first (heads of 1 and 11 in 600) or by selecting over every item (100):
+    with ties at that score, -0.0 and 0.0 there, negative and infinite scores, scores laid out column by column;
+    None with a NaN, with both infinities, and with ties too many (rows past a quarter of their length)."""
     from torchrank.functional._ranking import _head_items
 
     g = torch.Generator().manual_seed(12)
@@ -682,6 +683,10 @@ def test_head_items_hold_every_item_that_can_make_the_head(dtype):
         got[rows[keep], chosen[keep]] = True
         assert torch.equal(got, expected)
         assert (chosen.shape[1] > head) == (real is not None) == bool((expected.sum(1) > head).any())
+    transposed = preds.t().contiguous().t()  # the same scores, columns contiguous: read as they are laid out
+    for head in (1, 11, 100):
+        (chosen, real), (want_chosen, want_real) = _head_items(transposed, head), _head_items(preds, head)
+        assert torch.equal(chosen, want_chosen) and (real is None) == (want_real is None)
     nan = preds.clone()
     nan[7, 3] = float("nan")
     both = preds.clone()

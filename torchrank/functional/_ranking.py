@@ -838,20 +838,19 @@ def _head_items(preds: Tensor, head: int, finite: bool = False) -> tuple[Tensor,
     found = []
     blocks = row_blocks(q, n, _ROW_BLOCK_ITEMS)
     scratch = np.empty((blocks[0].stop, n), np.int32)
+    bounded = _HEAD_GROUPS_PER_ITEM * max(_HEAD_GROUPS, _HEAD_GROUPS_PER_HEAD * head) <= n
     for rows in blocks:
         values = (preds[rows] if preds.dtype == torch.float32 else preds[rows].float()).numpy()
-        bits = values.view(np.int32)
-        ordered = scratch[: rows.stop - rows.start]
-        _ordered_int32_into(bits, ordered)  # as in the keys
-        ordered.partition(n - head, axis=1)
-        lowest = np.empty(len(ordered), np.int32)
-        _ordered_int32_into(ordered[:, n - head], lowest)  # its own inverse: back to float32 bits
-        lowest = lowest.view(np.float32)
-        # as floats: -0.0 and 0.0 are kept together (their ordered ints differ, their keys do not)
-        found.append(np.flatnonzero(values >= lowest[:, None]) + rows.start * n)
-        if len(found[-1]) * _PARTITION_RATIO > ordered.size:  # ties everywhere (few distinct scores): stop early
+        if bounded:
+            block = _head_candidates(values, head)
+        else:
+            block = _items_at_least_the_head_by_partition(values, head, scratch[: rows.stop - rows.start])
+        found.append(block + rows.start * n)
+        if len(block) * _PARTITION_RATIO > values.size:  # ties everywhere (few distinct scores): stop early
             return None
     flat = np.concatenate(found)
+    if bounded:
+        flat = _at_least_the_head(flat, preds.reshape(-1)[torch.from_numpy(flat)].float().numpy(), head, q, n)
     row = flat // n
     if len(flat) == q * head:  # every row holds at least `head`: exactly `head` each
         return torch.from_numpy((flat - row * n).reshape(q, head)), None
@@ -865,6 +864,59 @@ def _head_items(preds: Tensor, head: int, finite: bool = False) -> tuple[Tensor,
     chosen[row, at] = flat - row * n
     real[row, at] = True
     return torch.from_numpy(chosen), torch.from_numpy(real)
+
+
+def _items_at_least_the_head_by_partition(values: np.ndarray, head: int, scratch: np.ndarray) -> np.ndarray:
+    """The flat indices of the items of ``values`` (float32 ``[M, N]``) scoring at least the ``head``-th highest of
+    their row: numpy's selection of it on the int32 that orders as each score does (``scratch``: ``[M, N]``)."""
+    n = values.shape[1]
+    _ordered_int32_into(values.view(np.int32), scratch)  # as in the keys
+    scratch.partition(n - head, axis=1)
+    lowest = np.empty(len(scratch), np.int32)
+    _ordered_int32_into(scratch[:, n - head], lowest)  # its own inverse: back to float32 bits
+    # as floats: -0.0 and 0.0 are kept together (their ordered ints differ, their keys do not)
+    return np.flatnonzero(values >= lowest.view(np.float32)[:, None])
+
+
+# :func:`_head_candidates` splits each row into at least _HEAD_GROUPS groups (_HEAD_GROUPS_PER_HEAD per item of the
+# head) of at least _HEAD_GROUPS_PER_ITEM items each
+_HEAD_GROUPS = 64
+_HEAD_GROUPS_PER_HEAD = 4
+_HEAD_GROUPS_PER_ITEM = 4
+
+
+def _head_candidates(values: np.ndarray, head: int) -> np.ndarray:
+    """The flat indices of a few items of each row of ``values`` (float32 ``[M, N]``) that hold every item scoring at
+    least the row's ``head``-th highest score (:func:`_at_least_the_head` keeps exactly those).
+
+    Each row's items fall into ``G`` groups (items ``j``, ``j + G``, ``j + 2G``, ...), whose highest scores are one
+    elementwise maximum over the row's ``N / G`` stretches; at least ``head`` items score the ``head``-th highest of
+    those ``G`` or more, so every item of the head does: a dozen or two candidates past ``head`` for a head of 11 in
+    1,000 random scores, found without selecting over every item.
+    """
+    m, n = values.shape
+    groups = max(_HEAD_GROUPS, _HEAD_GROUPS_PER_HEAD * head)
+    stretches = n // groups
+    # torch's maximum over the middle axis: 0.11 ms on 1M float32, numpy's 0.38 ms
+    bound = torch.from_numpy(values[:, : stretches * groups]).reshape(m, stretches, groups).amax(1).numpy()
+    rest = n - stretches * groups
+    if rest:  # the last, short stretch: into the first groups
+        np.maximum(bound[:, :rest], values[:, stretches * groups :], out=bound[:, :rest])
+    np.negative(bound, out=bound)  # ascending selection of the negated: the highest first
+    bound.partition(head - 1, axis=1)
+    return np.flatnonzero(values >= -bound[:, head - 1 : head])
+
+
+def _at_least_the_head(flat: np.ndarray, scores: np.ndarray, head: int, q: int, n: int) -> np.ndarray:
+    """Of the candidates ``flat`` (flat indices into ``[Q, N]`` rows, in order, with their float32 ``scores``; at
+    least ``head`` in each row, every item of its head among them), those scoring at least their row's ``head``-th
+    highest: one selection over every row's few candidates, padded."""
+    row = flat // n
+    counts = np.bincount(row, minlength=q)
+    negated = np.full((q, int(counts.max())), np.inf, np.float32)  # padding above every negated score
+    negated[row, np.arange(len(flat)) - (np.cumsum(counts) - counts)[row]] = -scores
+    negated.partition(head - 1, axis=1)
+    return flat[scores >= -negated[row, head - 1]]
 
 
 def _selects_head(head: int | None, n: int, items: int) -> bool:
