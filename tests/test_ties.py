@@ -548,8 +548,9 @@ def test_mostly_tied_top_k_hands_over_to_the_whole_row_key_sort(ties, monkeypatc
     from torchrank.functional import _ranking
 
     g = torch.Generator().manual_seed(8)
-    preds = (torch.randn(30, 2000, generator=g) * 5).round().bfloat16()  # 2,000 items on ~40 values: all tied
-    target = torch.randint(0, 4, (30, 2000), generator=g)
+    # 2,000 items on ~40 values: all tied; a small batch (a validation step), which takes the top-k
+    preds = (torch.randn(9, 2000, generator=g) * 5).round().bfloat16()
+    target = torch.randint(0, 4, (9, 2000), generator=g)
     measures = ["ndcg@2", "map@2", "P@1", "mrr@2", "err@2", "rbp@2"]  # depth 2: a top-k of 3 of 2,000
     calls = []
     original = _ranking._rank_tied_rows_apart
@@ -563,7 +564,7 @@ def test_mostly_tied_top_k_hands_over_to_the_whole_row_key_sort(ties, monkeypatc
     assert calls[:2] == [True, False]  # the top-k first, then the whole rows
     monkeypatch.setattr(_ranking, "_MAX_TIED_SHARE", 2.0)  # never "mostly": each tied row ranked apart
     apart = F.evaluate(preds, target, measures, ties=ties, reduction="none")
-    monkeypatch.setattr(_ranking, "_CPU_TOPK_SCALE", 10**9)  # no top-k: the key sort straight away
+    monkeypatch.setattr(_ranking, "_SMALL_BATCH", 0)  # no top-k: the key sort straight away
     keys = F.evaluate(preds, target, measures, ties=ties, reduction="none")
     for name in measures:
         torch.testing.assert_close(got[name], apart[name], rtol=0, atol=1e-6)
@@ -587,7 +588,7 @@ def test_selected_head_ranks_as_the_whole_sort(ties, padded, monkeypatch):
     preds[5:9] = (preds[5:9] * 8).round()  # rows of a few values: tied everywhere
     mask = torch.rand(40, 800, generator=g) > 0.1 if padded else None
     measures = ["ndcg@10", "ndcg@20", "map@10", "P@5", "mrr@20", "err@10", "rbp@20", "recall@20", "frp@10"]
-    monkeypatch.setattr(_ranking, "_CPU_TOPK_SCALE", 10**9)  # never a top-k: the key sort, head or whole
+    monkeypatch.setattr(_ranking, "_SMALL_BATCH", 0)  # never a top-k: the key sort, head or whole
     head = F.evaluate(preds, target, measures, mask=mask, ties=ties, reduction="none")
     _whole_sorts_only(monkeypatch)
     whole = F.evaluate(preds, target, measures, mask=mask, ties=ties, reduction="none")
@@ -718,7 +719,7 @@ def test_head_of_selected_items_ranks_as_the_whole_sort(ties, mostly_tied, dtype
         preds[row, order[row, at + 1]] = preds[row, order[row, at]]
     measures = ["ndcg@10", "map@10", "P@5", "mrr@10", "err@10", "rbp@10", "recall@10", "frp@10"]
     found = _head_items_spy(monkeypatch)
-    monkeypatch.setattr(_ranking, "_CPU_TOPK_SCALE", 10**9)  # never a top-k
+    monkeypatch.setattr(_ranking, "_SMALL_BATCH", 0)  # never a top-k
     head = F.evaluate(preds, target, measures, ties=ties, reduction="none")
     assert found and all(f is not None for f in found)  # the selection ranked the batch
     assert found[0][1] is not None  # a row tied at the selection's edge holds more than the head
@@ -993,3 +994,18 @@ def test_finite_scores_are_known_from_the_checks_only(monkeypatch):
     got = F.ndcg(preds, target, k=[3, 10], reduction="none")
     assert found == [None]  # the selection saw both infinities and handed over
     torch.testing.assert_close(got.double(), F.ndcg(preds.double(), target, k=[3, 10], reduction="none"))
+
+
+def test_rows_the_head_selection_takes_never_get_a_cpu_top_k():
+    """On CPU, a cut-off far inside rows long enough for the head selection never takes torch.topk (the selection was
+    measured faster for every k but 1); small batches and short rows still do where its partial sort pays."""
+    from torchrank.functional._ranking import _topk_pays
+
+    for n in (500, 1000, 10_000):
+        for depth in (1, 2, 10, 19):
+            assert not _topk_pays(depth, torch.zeros(2_000_000 // n, n))  # float32, bfloat16 alike
+            assert not _topk_pays(depth, torch.zeros(2_000_000 // n, n, dtype=torch.bfloat16))
+    assert _topk_pays(10, torch.zeros(100, 200))  # a validation step's batch
+    assert _topk_pays(1, torch.zeros(5_000, 150))  # rows too short to select from: the partial sort
+    assert not _topk_pays(9, torch.zeros(5_000, 150))
+    assert _topk_pays(10, torch.zeros(10_000, 1000, dtype=torch.float64))  # not packable: no key sort

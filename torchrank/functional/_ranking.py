@@ -694,18 +694,12 @@ _GPU_TOPK_RATIO = 10
 # key sort of whole rows; on rows of 100 every top-k (but top-1) costs twice the key sort
 _CPU_PARTIAL_TOPK_RATIO = 64
 # and even in that regime its cost grows with k, while the key sort's ranking of a head does not: the items that can
-# make the head are selected by score before any key is built (:func:`_head_items`). P@k on 1M float32 scores, by that
-# selection / by torch.topk: 2.2 / 3.9 ms (k = 5 of 500), 2.7 / 2.8 and 2.8 / 4.1 ms (k = 5, 10 of 1,000), 2.1 / 2.2
-# and 2.3 / 2.9 ms (5, 10 of 2,000), 2.3 / 2.1, 2.4 / 2.5 and 2.4 / 3.0 ms (5, 10, 20 of 5,000), 1.9 / 1.5, 2.0 / 1.7
-# and 2.1 / 2.1 ms (5, 10, 20 of 10,000); 10,000 x 1,000: 29 / 28 ms (k = 5), 29 / 36 ms (k = 10). They cross near
-# k + 1 = n ** 0.75 / 50 (2, 4, 6, 12, 20 for these lengths), on batches of any size (the selection goes by blocks of
-# rows). Tied scores (bfloat16) make the top-k hand its rows over to the key sort: it pays even less there. Measured
-# before the bound on the head (:func:`_head_candidates`) made the selection of rows of 256 or more cheaper still:
-# since, P@k on 1M float32 scores by the selection / by torch.topk, 1.59 / 1.46 ms (k = 1 of 1,000), 1.57 / 1.76
-# (k = 2), 1.37 / 1.70, 1.35 / 1.79, 1.59 / 1.76, 1.56 / 1.85, 1.40 / 1.80 and 2.57 / 2.58 ms (k = 1, 2, 4, 8, 12, 19
-# of 10,000): the top-k now wins only P@1 of 1,000 items, yet this rule still gives it k + 1 up to 20 of 10,000; to
-# re-measure over more lengths before changing it
-_CPU_TOPK_SCALE = 50
+# make the head are selected by score before any key is built (:func:`_head_items`, narrowed by a bound on groups of
+# items in rows of 256 or more). P@k on 1M float32 scores, by that selection / by torch.topk: 1.66 / 1.73, 1.79 / 1.89,
+# 1.81 / 2.33 ms (k = 1, 2, 4 of 500); 1.59 / 1.46, 1.57 / 1.76, 1.63 / 1.90, 1.79 / 2.55 ms (1, 2, 4, 8 of 1,000);
+# 1.52 / 1.42, 1.35 / 1.46, 1.45 / 1.65, 1.71 / 2.23 ms (of 2,000); 1.24 / 1.37, 1.31 / 1.40, 1.23 / 1.45, 1.28 / 1.59
+# ms (of 5,000); 1.37 / 1.70, 1.35 / 1.79, 1.59 / 1.76, 1.56 / 1.85, 1.40 / 1.80, 2.57 / 2.58 ms (1, 2, 4, 8, 12, 19 of
+# 10,000). The top-k wins only P@1 of 1,000 to 2,000 items (by 8%): rows the selection takes never get a top-k
 # on CPU, batches of at most this many items (a validation step) take the top-k path down to a cut-off of
 # 1/_SMALL_BATCH_RATIO of the list: the key sort's dozen operations cost more than its faster rows save
 # (100 x 100, k=10)
@@ -728,7 +722,7 @@ def _topk_pays(depth: int, preds: Tensor) -> bool:
     if preds.numel() <= _SMALL_BATCH and depth * _SMALL_BATCH_RATIO <= n:
         return True
     if _packs(preds) and _selects_head(depth + 1, n, preds.numel()):  # the key sort ranks only each row's head
-        return (depth + 1) * _CPU_TOPK_SCALE <= n**0.75
+        return False
     return _cpu_topk_is_partial(depth + 1, n)
 
 
