@@ -158,7 +158,7 @@ def _rank_tied_rows_apart(
             return _gather_ranking(_select_rows(inputs, tied), order[tied], ties, relevance_threshold)
         return rank(_select_rows(inputs, tied), ties=ties, relevance_threshold=relevance_threshold)
 
-    _set_rows_apart(ranking, rows, pairs, ties, exact)
+    _set_rows_apart(ranking, rows, pairs[rows], ties, exact)
     return ranking
 
 
@@ -186,9 +186,10 @@ class RowsApart(NamedTuple):
 def _set_rows_apart(
     ranking: Ranking, rows: Tensor, pairs: Tensor, ties: str, exact: Callable[[Tensor], Ranking]
 ) -> None:
-    """Fill :attr:`Ranking.apart` of ``ranking`` (ties in any order): ``pairs`` ``[Q, >=S - 1]`` (0/1 or bool) says
-    where a position holds the score of the one after it, over its first ``S`` positions (its width, or one more to
-    see a tie across the cut-off; any further column is 0), and ``rows`` are the rows holding such a pair.
+    """Fill :attr:`Ranking.apart` of ``ranking`` (ties in any order): ``rows`` are the rows holding a tied pair, and
+    ``pairs`` ``[R, >=S - 1]`` (0/1 or bool, one row for each of ``rows``) says where a position of theirs holds the
+    score of the one after it, over its first ``S`` positions (its width, or one more to see a tie across the
+    cut-off; any further column is 0).
 
     Only a tie group holding items of different labels (or judged flags) depends on the tie order, so the other
     rows are left as they are. Under ``"average"`` a row whose such groups are a few pairs inside the ranking is
@@ -197,7 +198,7 @@ def _set_rows_apart(
     """
     if rows.numel() == 0:
         return
-    which, at = pairs[rows].nonzero().unbind(1)  # each tied pair: its row among `rows`, and positions at, at + 1
+    which, at = pairs.nonzero().unbind(1)  # each tied pair: its row among `rows`, and positions at, at + 1
     width = ranking.list_size
     if len(which) > _MAX_PLANNED_PAIRS:  # many ties: every tied row gets the closed forms, unplanned
         ranking.apart.append(RowsApart(rows, exact(rows), int(at.min())))  # the first tie of any of them
@@ -355,7 +356,7 @@ def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: fl
     n = inputs.preds.shape[1]
     width = n if depth is None or depth >= n else depth
     seen = None if width == n else width + 1  # one past the cut-off, to see a tie across it
-    if not (_partitioned(seen, n) if inputs.padded else _sorts_head_only(seen, n, inputs.preds.numel())):
+    if not _sorts_head_only(seen, n, inputs.preds.numel(), inputs.padded):
         ranking = _compact_key_ranking(inputs, ties, relevance_threshold, width, seen)
         if ranking is not None:
             return ranking
@@ -380,14 +381,14 @@ def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: fl
         own = whole_groups(keys[tied])
         return _key_ranking(_select_rows(inputs, tied), own, flip, "average", relevance_threshold, padded=selected)
 
-    _set_rows_apart(ranking, rows, pairs, ties, exact)
+    _set_rows_apart(ranking, rows, pairs[rows], ties, exact)
     return ranking
 
 
-def _sorts_head_only(head: int | None, n: int, items: int) -> bool:
-    """Whether :func:`_sorted_keys` ranks only a head of ``head`` positions of unpadded rows of ``n`` (batches of
-    ``items``), rather than sorting whole rows (padded rows: :func:`_partitioned`)."""
-    return _selects_head(head, n, items) or _partitioned(head, n)
+def _sorts_head_only(head: int | None, n: int, items: int, padded: bool) -> bool:
+    """Whether :func:`_sorted_keys` ranks only a head of ``head`` positions of rows of ``n`` (batches of ``items``),
+    rather than sorting whole rows: by the items' selection (unpadded rows) or the keys' (:func:`_partitioned`)."""
+    return (not padded and _selects_head(head, n, items)) or _partitioned(head, n)
 
 
 # labels of at most this many bits (0 .. 15) ride in the low bits of 32-bit keys (:func:`_compact_key_ranking`)
@@ -437,7 +438,7 @@ def _compact_keys(
     if span >> extra == 2 ** (32 - bits) - 1:  # high bits all set: kept for padding
         extra += 1
     drop = _ZERO_LOW_BITS[preds.dtype] + extra
-    padding = (2 ** (32 - bits) - 1 << bits) | (2**bits - 1 if optimistic else 0)
+    padding = None if mask is None else (2 ** (32 - bits) - 1 << bits) | (2**bits - 1 if optimistic else 0)
     q, n = preds.shape
     # allocated by torch, as the other large temporaries are: with np.empty, the 64-bit keys ranking 1,000 x 1,000
     # crowded scores after these gave way took 24-31 ms instead of 20 (measured, cause not pinned down)
@@ -468,15 +469,16 @@ def _compact_keys(
         if mask is not None:
             np.copyto(block, padding, where=~mask[rows].numpy())
         block.sort(axis=1)  # while the block is in cache
-        if extra and rows.start == 0 and len(blocks) > 1 and _merges_many_rows(block, bits, mask is not None, padding):
+        if extra and rows.start == 0 and len(blocks) > 1 and _merges_many_rows(block, bits, padding):
             return None  # the dropped bits would send most rows to the 64-bit keys: they rank every row at once
-    return CompactKeys(keys, bits, extra == 0, None if mask is None else padding)
+    return CompactKeys(keys, bits, extra == 0, padding)
 
 
-def _merges_many_rows(block: np.ndarray, bits: int, padded: bool, padding: int) -> bool:
+def _merges_many_rows(block: np.ndarray, bits: int, padding: int | None) -> bool:
     """Whether equal keys hold different labels in more than ``_MAX_TIED_SHARE`` of the rows of a sorted ``block`` of
-    compact keys (:func:`_compact_keys`) that dropped the scores' last bits: scores packed too close for them."""
-    merged = _equal_high_bits(block, bits, None, differing_labels=True, padding=padding if padded else None)
+    compact keys (:func:`_compact_keys`, padding's key ``padding``) that dropped the scores' last bits: scores packed
+    too close for them."""
+    merged = _equal_high_bits(block, bits, None, differing_labels=True, padding=padding)
     return bool(rows_any(merged).sum() > _MAX_TIED_SHARE * len(block))
 
 
@@ -540,7 +542,7 @@ def _compact_key_ranking(
         return ranking(None, "average", keys.shape[1]) if whole else None
     main = ranking(None, "first", width)  # untied rows (or ties of one label): any order gives the same values
     if whole:
-        _set_rows_apart(main, rows, pairs, ties, lambda tied: ranking(tied, "average", keys.shape[1]))
+        _set_rows_apart(main, rows, pairs[rows], ties, lambda tied: ranking(tied, "average", keys.shape[1]))
     elif rows.numel():
         _rank_rows_again(main, inputs, rows, ties, seen)
     return main
@@ -558,15 +560,13 @@ def _rank_rows_again(main: Ranking, inputs: RankingInput, rows: Tensor, ties: st
     main.labels[rows] = _key_ranking(some, keys[:, :width], flip, ties, main.relevance_threshold).labels
     if ties != "average":  # the 64-bit keys ordered each tie group by label
         return
-    pairs = torch.zeros(len(inputs.preds), keys.shape[1] if seen is None else seen, dtype=torch.uint8)
-    pairs[rows] = _tied_neighbours(keys, mask, seen)
     at = torch.empty(len(inputs.preds), dtype=torch.long)
     at[rows] = torch.arange(len(rows))  # each row's place among `rows`
 
     def exact(tied: Tensor) -> Ranking:  # whole rows sorted: every tie group whole
         return _key_ranking(_select_rows(inputs, tied), keys[at[tied]], flip, "average", main.relevance_threshold)
 
-    _set_rows_apart(main, rows, pairs, ties, exact)
+    _set_rows_apart(main, rows, _tied_neighbours(keys, mask, seen), ties, exact)
 
 
 def _equal_high_bits(
@@ -855,11 +855,10 @@ def _head_items(preds: Tensor, head: int, finite: bool = False) -> tuple[Tensor,
     row = flat // n
     if len(flat) == q * head:  # every row holds at least `head`: exactly `head` each
         return torch.from_numpy((flat - row * n).reshape(q, head)), None
-    counts = np.bincount(row, minlength=q)
+    counts, at = _places_in_rows(row, q)
     width = int(counts.max())
     if width * _PARTITION_RATIO > n:
         return None
-    at = np.arange(len(flat)) - (np.cumsum(counts) - counts)[row]
     chosen = np.zeros((q, width), np.int64)
     real = np.zeros((q, width), bool)
     chosen[row, at] = flat - row * n
@@ -913,11 +912,18 @@ def _at_least_the_head(flat: np.ndarray, scores: np.ndarray, head: int, q: int, 
     least ``head`` in each row, every item of its head among them), those scoring at least their row's ``head``-th
     highest: one selection over every row's few candidates, padded."""
     row = flat // n
-    counts = np.bincount(row, minlength=q)
+    counts, at = _places_in_rows(row, q)
     negated = np.full((q, int(counts.max())), np.inf, np.float32)  # padding above every negated score
-    negated[row, np.arange(len(flat)) - (np.cumsum(counts) - counts)[row]] = -scores
+    negated[row, at] = -scores
     negated.partition(head - 1, axis=1)
     return flat[scores >= -negated[row, head - 1]]
+
+
+def _places_in_rows(row: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray]:
+    """For items laid out row by row, each in row ``row`` (ascending, of ``q`` rows): how many each row holds ``[Q]``,
+    and each item's place in its row (0, 1, ...), to lay them out as padded rows."""
+    counts = np.bincount(row, minlength=q)
+    return counts, np.arange(len(row)) - (np.cumsum(counts) - counts)[row]
 
 
 def _selects_head(head: int | None, n: int, items: int) -> bool:
