@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+import torchrank
 from torchrank.io import (
     SAMPLE_QRELS,
     SAMPLE_RUN,
@@ -21,7 +22,8 @@ from torchrank.io import (
 )
 
 DATA = Path(__file__).resolve().parent / "data" / "trec_eval"
-LGBM = Path(__file__).resolve().parents[2] / "shared" / "data" / "lightgbm_lambdarank"
+# the LightGBM lambdarank example ships in the package (torchrank/data): no test skips for want of it
+LGBM = Path(torchrank.__file__).resolve().parent / "data" / "lightgbm_lambdarank"
 
 
 def _write(tmp_path: Path, name: str, text: str | bytes) -> Path:
@@ -423,7 +425,6 @@ def test_read_svmlight_empty_file(tmp_path):
         read_svmlight(path)
 
 
-@pytest.mark.skipif(not (LGBM / "rank.test").exists(), reason="LightGBM lambdarank example data not present")
 def test_read_svmlight_lightgbm_example():
     from sklearn.datasets import load_svmlight_file
 
