@@ -1,0 +1,158 @@
+"""Graded average precision (Robertson, Kanoulas and Yilmaz, SIGIR 2010).
+
+A user's relevance threshold is grade j with probability ``g_j`` (grades 1..c; an item of grade ``i``, the
+integer part of its label, is relevant to that user when ``i >= j``). With ``i_n`` the grade at rank n and
+``G(i) = g_1 + ... + g_i``:
+
+``GAP = sum_{n: i_n > 0} (1/n) sum_{m <= n} G(min(i_m, i_n)) / sum_i R_i G(i)``
+
+with ``R_i`` the judged items of grade i. Since ``G(min(a, b)) = sum_j g_j [a >= j] [b >= j]``, the numerator is
+``sum_j g_j`` times AP's numerator at threshold j, ``sum_n [i_n >= j] c_j(n) / n`` (``c_j(n)``: items of grade
+>= j in the top n), and the denominator ``sum_j g_j R_{>=j}``: GAP is a g-weighted AP over thresholds, and AP
+when there is one grade.
+
+Ties (``"average"``): ``E[[i_n >= j] c_j(n)]`` has McSherry and Najork's closed form per threshold (the one AP
+uses, :attr:`Ranking.relevant_times_count`), so GAP is exact under random order of tie groups.
+
+Default probabilities: uniform over the grades 1..c, ``g_j = 1/c``. ``G(i) = i/c`` is then linear, c cancels,
+and any c at least the query's top grade gives the same value: a query's GAP does not depend on the rest of
+the batch. Finding how many grades to visit reads the largest label once (a host synchronisation on a GPU);
+explicit ``grade_probabilities`` need no read.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from torchrank.functional._pipeline import run_measure, with_common_args
+from torchrank.functional._ranking import Ranking, cutoff_index, sum_to_cutoffs
+
+Probabilities = tuple[float, ...]
+
+
+def check_grade_probabilities(grade_probabilities: object) -> Probabilities | None:
+    """``grade_probabilities`` as a tuple of floats (None stays None): finite, ``>= 0``, summing to 1.
+
+    Example:
+        >>> check_grade_probabilities([0.25, 0.75])
+        (0.25, 0.75)
+    """
+    if grade_probabilities is None:
+        return None
+    if isinstance(grade_probabilities, Tensor):
+        grade_probabilities = grade_probabilities.tolist()
+    if isinstance(grade_probabilities, str | bytes) or not isinstance(grade_probabilities, Sequence):
+        raise TypeError(
+            f"Argument `grade_probabilities` must be a sequence of numbers (g_1, ..., g_c), got {grade_probabilities!r}."
+        )
+    values = tuple(grade_probabilities)
+    if not values or not all(isinstance(g, int | float) and not isinstance(g, bool) for g in values):
+        raise TypeError(f"Argument `grade_probabilities` must be a nonempty sequence of numbers, got {values!r}.")
+    if not all(math.isfinite(g) and g >= 0 for g in values) or abs(sum(values) - 1) > 1e-6:
+        raise ValueError(
+            f"Argument `grade_probabilities` must hold probabilities >= 0 that sum to 1 (g_j: the user's threshold "
+            f"is grade j), got {values!r}."
+        )
+    return tuple(float(g) for g in values)
+
+
+def _grade_weights(r: Ranking, grade_probabilities: Probabilities | None) -> Probabilities:
+    """``g_j`` for the grades j = 1, 2, ... to visit; the default's ``1/c`` is left out (it cancels)."""
+    if grade_probabilities is not None:
+        return grade_probabilities
+    top = torch.maximum(r.labels.amax(), r.ideal_labels.amax().to(r.dtype)) if r.labels.numel() else 0
+    return (1.0,) * int(top)  # one host read: the number of grades sets how many passes run
+
+
+def _expected_relevant_times_count(r: Ranking, relevant: Tensor) -> Tensor:
+    """``E[rel_n * c(n)]`` ``[Q, N]`` for binary ``relevant`` in rank order, ``c(n)`` its count in the top n.
+
+    Under random order of a tie group of m items holding s relevant ones, with C before it, group position t
+    (0-based) gives ``s/m (C + 1 + t (s - 1) / (m - 1))`` (McSherry and Najork, 2008), as
+    :attr:`Ranking.relevant_times_count` for the ranking's own threshold.
+    """
+    count = torch.cumsum(relevant, 1)
+    if not r.averages_ties:
+        return relevant * count
+    _, start, size = r._groups
+    m = size.to(r.dtype)
+    offset = r.positions.unsqueeze(0) - 1 - start.to(r.dtype)
+    in_group = r.group_sum(relevant)
+    before = (count - relevant).gather(1, start)
+    within = torch.where(m > 1, offset * (in_group - 1) / (m - 1).clamp_min(1), 0)
+    return in_group / m * (before + 1 + within)
+
+
+def _graded_average_precision(
+    r: Ranking, ks: Sequence[int | None], grade_probabilities: Probabilities | None = None
+) -> tuple[Tensor, Tensor]:
+    index, _ = cutoff_index(r, ks)
+    numerator = torch.zeros_like(r.labels)
+    denominator = torch.zeros(r.num_queries, dtype=r.dtype, device=r.labels.device)
+    # one pass per grade, never per query; grades summed in order, so grades a query lacks add exact zeros
+    for j, g in enumerate(_grade_weights(r, grade_probabilities), start=1):
+        at_least = (r.labels >= j).to(r.dtype)  # padding holds label 0
+        numerator = numerator + g * _expected_relevant_times_count(r, at_least)
+        denominator = denominator + g * r.per_ideal_row(lambda labels, j=j: (labels >= j).sum(1).to(r.dtype))
+    total = sum_to_cutoffs(numerator * r.reciprocal_positions, index, ks)
+    no_relevant = denominator <= 0
+    return total / torch.where(no_relevant, 1, denominator).unsqueeze(1), no_relevant
+
+
+def _check_grades(grade_probabilities: Probabilities | None, target: Tensor, validate_args: bool) -> None:
+    if grade_probabilities is None or not validate_args or not isinstance(target, Tensor):
+        return
+    top = len(grade_probabilities)
+    if target.numel() and bool((target.to(torch.float64) >= top + 1).any()):
+        raise ValueError(
+            f"Argument `target` holds a label of grade above {top}, the number of `grade_probabilities`."
+        )
+
+
+@with_common_args
+def graded_average_precision(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    grade_probabilities: Sequence[float] | None = None,
+    k: int | Sequence[int] | None = None,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    ideal_target: Tensor | None = None,
+    ties: str = "average",
+    empty_target_action: str = "neg",
+    reduction: str = "mean",
+    relevance_threshold: float = 1,
+    validate_args: bool = True,
+) -> Tensor:
+    """Graded average precision at k (Robertson, Kanoulas and Yilmaz, SIGIR 2010): AP for graded labels.
+
+    Each item's grade is the integer part of its label (0: not relevant); a user whose threshold is grade j
+    (probability ``g_j``) counts grades ``>= j`` as relevant. Items past k add nothing; the denominator counts
+    every judged item, as AP's R. Graded: ``relevance_threshold`` does not apply. With one grade it is AP.
+
+    {common_args}
+        grade_probabilities: ``(g_1, ..., g_c)``, probabilities summing to 1. Default: uniform over the
+            grades 1 to the top grade (any top at least the query's largest grade gives the same value).
+            A label of grade above c is an error when ``validate_args``.
+
+    Example:
+        >>> import torch
+        >>> labels = torch.tensor([2, 0, 1, 2])  # in rank order
+        >>> preds = torch.arange(4, 0, -1.0)
+        >>> graded_average_precision(preds, labels)  # (2/1 + (1 + 1)/3 + (2 + 1 + 2)/4) / (2 + 1 + 2)
+        tensor(0.7833)
+        >>> graded_average_precision(preds, labels, grade_probabilities=[1.0, 0.0])  # AP of grades >= 1
+        tensor(0.8056)
+    """
+    probabilities = check_grade_probabilities(grade_probabilities)
+    _check_grades(probabilities, target, validate_args)
+    return run_measure(
+        _graded_average_precision, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target,
+        ties=ties, empty_target_action=empty_target_action, reduction=reduction,
+        relevance_threshold=relevance_threshold, validate_args=validate_args, grade_probabilities=probabilities,
+    )
