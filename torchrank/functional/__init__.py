@@ -1,36 +1,21 @@
 """Stateless, batched ranking metrics on dense ``[..., N]`` or flat ``(preds, target, indexes)`` input.
 
 Every function ranks each list once (:mod:`torchrank.functional._ranking`) and returns the mean over
-queries, their sum, or per-query values (``reduction="none"``).
+queries, their sum, or per-query values (``reduction="none"``). The functions exported here are those the
+measure registry declares (:data:`MEASURES`, read-only; :mod:`torchrank.functional.registry`), with
+:func:`evaluate` for several measures by name over one sort.
+
+Example:
+    >>> import torchrank.functional as F
+    >>> F.MEASURES["map"].function is F.average_precision
+    True
 """
 
 from torchrank.functional._chunking import memory_budget
-from torchrank.functional.average_precision import average_precision, average_recall
-from torchrank.functional.dcg import dcg, ndcg
-from torchrank.functional.err import err
-from torchrank.functional.first_relevant import first_relevant_position, hit_rate, mean_rank, reciprocal_rank
-from torchrank.functional.kendall import kendall_tau
 from torchrank.functional.measures import evaluate, parse_measure
-from torchrank.functional.precision import f1, precision, r_precision, recall
-from torchrank.functional.rbp import rbp
+from torchrank.functional.registry import MEASURES, public_functions
 
-__all__ = [
-    "average_precision",
-    "average_recall",
-    "dcg",
-    "err",
-    "evaluate",
-    "f1",
-    "first_relevant_position",
-    "hit_rate",
-    "kendall_tau",
-    "mean_rank",
-    "memory_budget",
-    "ndcg",
-    "parse_measure",
-    "precision",
-    "r_precision",
-    "rbp",
-    "recall",
-    "reciprocal_rank",
-]
+# every declared measure's public function under its own name: declaring a measure exports it
+globals().update(public_functions())
+
+__all__ = sorted(["MEASURES", "evaluate", "memory_budget", "parse_measure", *public_functions()])

@@ -1,96 +1,51 @@
 """Measure names and :func:`evaluate`: many measures over one input, ranked once.
 
-The grammar (case-insensitive), shared by configs and the command line:
+The grammar (case-insensitive), shared by configs and the command line, comes from the registry
+(:data:`torchrank.functional.MEASURES`): a family name or alias, optionally followed by a cut-off ``@k`` (or
+trec_eval's ``_k``, ``.k``, ``_cut_k``); ``rbp.95`` sets RBP's persistence (``rbp_95`` is RBP at k = 95).
+The families, as declared:
 
-==========================  =============================================================
-name                        measure
-==========================  =============================================================
-``ndcg``, ``ndcg@10``       NDCG (linear gain), whole list or at k; ``ndcg_cut_10``, ``ndcg_cut.10``
-``ndcg_exp@10``             NDCG with exponential gain ``2^g - 1`` (also ``ndcg_burges@10``)
-``dcg@10``, ``dcg_exp@10``  DCG
-``map``, ``map@100``        average precision (``ap``; trec_eval ``map_cut_100``)
-``P@5``                     precision (``precision@5``, trec_eval ``P_5``, ``P.5``)
-``recall@100``              recall (``recall_100``)
-``f1@10``                   F1
-``success@1``               hit rate (``hit_rate@1``, ``hit@1``, ``success_1``)
-``mrr``, ``mrr@10``         reciprocal rank (``rr``, ``recip_rank``)
-``rprec``                   R-precision (``Rprec``, ``r_precision``)
-``mar@100``                 average recall
-``err@20``                  ERR, exponential utility, top of scale: each query's top label
-``rbp``, ``rbp.95``         RBP with p = 0.9 or p = 0.95 (``rbp_resid.95``: its residual)
-``mean_rank``, ``frp@10``   mean rank of the relevant items, first relevant position
-``bpref``                   binary preference (judged items only; trec_eval ``bpref``)
-``set_P``, ``set_recall``   precision, recall, F1 of the whole list (trec_eval; also ``set_F``)
-==========================  =============================================================
+{table}
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
 
 import torch
 from torch import Tensor
 
 from torchrank.functional._chunking import evaluate_in_chunks, reduce_queries
-from torchrank.functional._pipeline import Measure, check_options, deepest, finalize, prepare
+from torchrank.functional._pipeline import check_options, deepest, finalize, prepare
 from torchrank.functional._ranking import apply_measure
-from torchrank.functional.average_precision import _average_precision, _average_recall
-from torchrank.functional.dcg import _dcg, _ndcg, _weights
-from torchrank.functional.err import _err
-from torchrank.functional.first_relevant import _first_relevant_position, _hit_rate, _mean_rank, _reciprocal_rank
-from torchrank.functional.precision import _f1, _precision, _r_precision, _recall
-from torchrank.functional.rbp import _rbp
-from torchrank.functional.trec_extra import _bpref
-
-_LOG2 = _weights("log", 2.0, 1.0)
+from torchrank.functional.registry import DECLARATIONS, Declaration, grammar_names, parse_suffix
 
 
-@dataclass(frozen=True)
-class Family:
-    """A measure family: its kernel, whether a name may carry a cut-off, and fixed parameters."""
+def _grammar_table() -> str:
+    """The declared grammar as an rst table: each family's names, whether they take ``@k``, its doc line."""
+    rows = [
+        (", ".join(f"``{n}``" for n in (spec.name, *spec.aliases)), "yes" if spec.takes_k else "no", spec.doc)
+        for spec in DECLARATIONS
+        if spec.grammar
+    ]
+    widths = [max(len(row[i]) for row in [*rows, ("names", "@k", "measure")]) for i in range(3)]
+    rule = "  ".join("=" * w for w in widths)
+    lines = [rule, "  ".join(f"{h:<{w}}" for h, w in zip(("names", "@k", "measure"), widths, strict=True)), rule]
+    lines += ["  ".join(f"{c:<{w}}" for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    return "\n".join([*lines, rule])
 
-    measure: Measure
-    takes_k: bool = True
-    params: dict = field(default_factory=dict)
-    param_from_suffix: Callable[[str], dict] | None = None  # "rbp.95" -> {"p": 0.95}
 
+if __doc__:  # None under python -OO
+    __doc__ = __doc__.format(table=_grammar_table())
 
-def _persistence(digits: str) -> dict:
-    return {"p": float("0." + digits)}
-
-
-FAMILIES: dict[str, Family] = {
-    "precision": Family(_precision),
-    "recall": Family(_recall),
-    "f1": Family(_f1),
-    "success": Family(_hit_rate),
-    "map": Family(_average_precision),
-    "mar": Family(_average_recall),
-    "rprec": Family(_r_precision, takes_k=False),
-    "ndcg": Family(_ndcg, params={"gain": "linear", "weights": _LOG2}),
-    "ndcg_exp": Family(_ndcg, params={"gain": "exponential", "weights": _LOG2}),
-    "dcg": Family(_dcg, params={"gain": "linear", "weights": _LOG2}),
-    "dcg_exp": Family(_dcg, params={"gain": "exponential", "weights": _LOG2}),
-    "mrr": Family(_reciprocal_rank),
-    "err": Family(_err, params={"transform": "exponential", "max_label": None}),
-    "rbp": Family(_rbp, params={"p": 0.9, "max_label": None, "residual": False}, param_from_suffix=_persistence),
-    "rbp_resid": Family(
-        _rbp, params={"p": 0.9, "max_label": None, "residual": True}, param_from_suffix=_persistence
-    ),
-    "mean_rank": Family(_mean_rank),
-    "frp": Family(_first_relevant_position),
-    "bpref": Family(_bpref, takes_k=False),
-}
-ALIASES = {
-    "p": "precision", "ap": "map", "map_cut": "map", "recall_cut": "recall", "hit_rate": "success",
-    "hit": "success", "rr": "mrr", "recip_rank": "mrr", "reciprocal_rank": "mrr",
-    "r_precision": "rprec", "ndcg_cut": "ndcg", "ndcg_burges": "ndcg_exp", "dcg_burges": "dcg_exp",
-    "average_precision": "map", "average_recall": "mar", "first_relevant_position": "frp",
-    "set_p": "precision", "set_recall": "recall", "set_f": "f1",
-}
+#: Grammar families by name (derived from the registry; read-only).
+FAMILIES = MappingProxyType({spec.name: spec for spec in DECLARATIONS if spec.grammar})
+#: Grammar aliases -> family name (derived from the registry; read-only).
+ALIASES = MappingProxyType({alias: spec.name for spec in DECLARATIONS if spec.grammar for alias in spec.aliases})
 _NAME = re.compile(r"^(?P<base>[a-z][a-z0-9_]*?)(?:(?P<sep>@|_cut_|_cut\.|_|\.)(?P<arg>\d+))?$")
 GRAMMAR = (
     "a family name, optionally followed by '@k' (or trec_eval's '_k', '.k', '_cut_k'); 'rbp.95' sets "
@@ -119,19 +74,19 @@ def parse_measure(name: str) -> ParsedMeasure:
     if not isinstance(name, str):
         raise TypeError(f"A measure name must be a string, got {name!r}.")
     match = _NAME.match(name.strip().lower())
-    base = match and ALIASES.get(match["base"], match["base"])
-    if match is None or base not in FAMILIES:
+    spec = match and grammar_names().get(match["base"])
+    if match is None or spec is None:
         raise ValueError(f"Unknown measure {name!r}: expected {GRAMMAR}.")
-    family, arg = FAMILIES[base], match["arg"]
+    arg = match["arg"]
     if arg is None:
-        return ParsedMeasure(name, base, None, ())
-    if family.param_from_suffix is not None and match["sep"] == ".":
-        return ParsedMeasure(name, base, None, tuple(family.param_from_suffix(arg).items()))
-    if not family.takes_k:
-        raise ValueError(f"Measure {name!r}: {base} takes no cut-off.")
+        return ParsedMeasure(name, spec.name, None, ())
+    if spec.suffix_param is not None and match["sep"] == ".":
+        return ParsedMeasure(name, spec.name, None, tuple(parse_suffix(spec, arg).items()))
+    if not spec.takes_k:
+        raise ValueError(f"Measure {name!r}: {spec.name} takes no cut-off.")
     if int(arg) <= 0:
         raise ValueError(f"Measure {name!r}: the cut-off must be a positive int.")
-    return ParsedMeasure(name, base, int(arg), ())
+    return ParsedMeasure(name, spec.name, int(arg), ())
 
 
 def evaluate(
@@ -184,7 +139,7 @@ def evaluate(
     )
     values, empty = [], []
     for family, params, members in groups:  # one pass per family, never per query
-        family_values, no_relevant = apply_measure(family.measure, ranking, [m.k for m in members], **params)
+        family_values, no_relevant = apply_measure(family.kernel, ranking, [m.k for m in members], **params)
         values.append(family_values)
         empty.append(no_relevant.unsqueeze(1).expand_as(family_values))
     # every family's columns filled at once: per-family calls cost more than the work on small batches
@@ -198,7 +153,7 @@ def evaluate(
 
 
 @functools.lru_cache(maxsize=256)
-def _plan(measures: tuple[str, ...]) -> tuple[list[tuple[Family, dict, list[ParsedMeasure]]], int | None]:
+def _plan(measures: tuple[str, ...]) -> tuple[list[tuple[Declaration, dict, list[ParsedMeasure]]], int | None]:
     """Parse and group measure names once per list of names: ``([(family, params, members)], depth)``."""
     parsed = [parse_measure(m) for m in measures]
     if not parsed:

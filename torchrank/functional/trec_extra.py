@@ -7,9 +7,9 @@ them (score descending, then docno descending) they give trec_eval's numbers. Th
 hits (relative precision, R-precision multiples) average tie groups exactly under ``ties="average"``; bpref
 and interpolated precision have no tie-averaged form here and refuse it on input with tied scores.
 
-A kernel is ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])`` like every measure of
-:mod:`torchrank.functional.measures`; ``no_relevant`` is all False for the counts and for measures
-defined without relevant items (set_P, unj, utility).
+A kernel is ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])`` like every measure; the registry
+(:mod:`torchrank.functional.registry`) declares each under its trec_eval names. ``no_relevant`` is all False for
+the counts and for measures defined without relevant items (unj, utility).
 """
 
 from __future__ import annotations
@@ -119,26 +119,23 @@ def _unjudged(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     return at_cutoffs(unjudged, index) / k_eff.clamp_min(1), _none(r)
 
 
-def _set_measure(r: Ranking, ks: Sequence[int | None], which: str = "P", beta: float = 1.0) -> tuple[Tensor, Tensor]:
-    """Measures of the retrieved set as a whole: ``P``, ``recall``, ``F``, ``relative_P``, ``map``."""
+def _set_measure(r: Ranking, ks: Sequence[int | None], which: str = "map", beta: float = 1.0) -> tuple[Tensor, Tensor]:
+    """trec_eval's ``set_map`` (``which="map"``) and ``set_F`` (``"F"``, with ``beta``) of the retrieved set.
+
+    set_P, set_recall and set_relative_P are precision, recall and relative precision of the whole list: the
+    registry declares them on those kernels (cut-off None), not here.
+    """
     rel_ret = _relevant_retrieved(r)
     ret = r.num_valid
     big_r = r.num_relevant
-    if which == "P":
-        value = rel_ret / ret.clamp_min(1)
-    elif which == "recall":
-        value = rel_ret / big_r.clamp_min(1)
-    elif which == "relative_P":
-        value = rel_ret / torch.minimum(ret, big_r).clamp_min(1)
-    elif which == "map":
+    if which == "map":
         value = rel_ret * rel_ret / (ret * big_r).clamp_min(1)
     elif which == "F":
         p, rc = rel_ret / ret.clamp_min(1), rel_ret / big_r.clamp_min(1)
         value = torch.where(rel_ret > 0, (beta + 1) * p * rc / (beta * p + rc).clamp_min(1e-300), 0)
     else:
-        raise ValueError(f"Unknown set measure {which!r}: expected 'P', 'recall', 'F', 'relative_P' or 'map'.")
-    no_relevant = _none(r) if which == "P" else no_relevant_item(r)
-    return value.unsqueeze(1).expand(-1, len(ks)), no_relevant
+        raise ValueError(f"Unknown set measure {which!r}: expected 'map' or 'F'.")
+    return value.unsqueeze(1).expand(-1, len(ks)), no_relevant_item(r)
 
 
 def _utility(

@@ -31,9 +31,10 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from torchrank.functional import _ranking, trec_extra
+from torchrank.functional import _ranking
 from torchrank.functional._pipeline import finalize, prepare
-from torchrank.functional.measures import FAMILIES, parse_measure
+from torchrank.functional.measures import parse_measure
+from torchrank.functional.registry import MEASURES, Declaration, TrecName, trec_names
 
 from .trec import ProgressCallback, TrecBatch, TrecFile, load_qrels, read_trec
 
@@ -50,7 +51,6 @@ __all__ = [
 ]
 
 MIN_GEO_MEAN = 0.00001  # trec_eval's floor for geometric means
-_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 
 
 @dataclass(frozen=True)
@@ -61,42 +61,31 @@ class _TrecMeasure:
     params: str  # "none", "cuts" (ints), "levels" (floats), "floats" (printed as given), "gains"
     default: tuple = ()
     kind: str = "float"  # "float", "long" (summed), "gm" (geometric mean, summary only), "meta"
+    trec: TrecName | None = None  # its declaration in the measure registry (None: runid, num_q)
+    family: Declaration | None = None
 
 
-# trec_eval's measures in trec_eval's order (its measures.c), with the ones torchrank computes
-TABLE: list[_TrecMeasure] = [
-    _TrecMeasure("runid", "none", kind="meta"),
-    _TrecMeasure("num_q", "none", kind="meta"),
-    _TrecMeasure("num_ret", "none", kind="long"),
-    _TrecMeasure("num_rel", "none", kind="long"),
-    _TrecMeasure("num_rel_ret", "none", kind="long"),
-    _TrecMeasure("map", "none"),
-    _TrecMeasure("gm_map", "none", kind="gm"),
-    _TrecMeasure("Rprec", "none"),
-    _TrecMeasure("bpref", "none"),
-    _TrecMeasure("recip_rank", "none"),
-    _TrecMeasure("iprec_at_recall", "levels", trec_extra.IPREC_LEVELS),
-    _TrecMeasure("P", "cuts", _CUTS),
-    _TrecMeasure("recall", "cuts", _CUTS),
-    _TrecMeasure("gm_bpref", "none", kind="gm"),
-    _TrecMeasure("Rprec_mult", "levels", trec_extra.RPREC_MULTIPLES),
-    _TrecMeasure("utility", "floats", (1.0, -1.0, 0.0, 0.0)),
-    _TrecMeasure("11pt_avg", "floats", trec_extra.IPREC_LEVELS),
-    _TrecMeasure("ndcg", "gains"),
-    _TrecMeasure("ndcg_cut", "cuts", _CUTS),
-    _TrecMeasure("map_cut", "cuts", _CUTS),
-    _TrecMeasure("relative_P", "cuts", _CUTS),
-    _TrecMeasure("success", "cuts", (1, 5, 10)),
-    _TrecMeasure("set_P", "none"),
-    _TrecMeasure("set_relative_P", "none"),
-    _TrecMeasure("set_recall", "none"),
-    _TrecMeasure("set_map", "none"),
-    _TrecMeasure("set_F", "floats", (1.0,)),
-    _TrecMeasure("num_nonrel_judged_ret", "none", kind="long"),
-    _TrecMeasure("rbp", "none"),
-    _TrecMeasure("rbp_resid", "none"),
-    _TrecMeasure("unj", "cuts", (5, 10, 20)),
-]
+# trec_eval's order of its measures (its measures.c); runid and num_q describe the run, the others are declared in
+# the measure registry with their trec_eval names and parameter syntax (torchrank.functional.registry)
+_TREC_ORDER = (
+    "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
+    "iprec_at_recall", "P", "recall", "gm_bpref", "Rprec_mult", "utility", "11pt_avg", "ndcg", "ndcg_cut", "map_cut",
+    "relative_P", "success", "set_P", "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret",
+    "rbp", "rbp_resid", "unj",
+)
+_META = {"runid": _TrecMeasure("runid", "none", kind="meta"), "num_q": _TrecMeasure("num_q", "none", kind="meta")}
+_DECLARED = {
+    trec.name: _TrecMeasure(trec.name, trec.syntax, trec.default, trec.kind, trec, family)
+    for trec, family in trec_names()
+}
+
+
+def _trec_position(name: str) -> int:
+    return _TREC_ORDER.index(name) if name in _TREC_ORDER else len(_TREC_ORDER)
+
+
+# the measures torchrank computes under trec_eval's names, in trec_eval's order (declared names it lacks come last)
+TABLE: list[_TrecMeasure] = sorted([*_META.values(), *_DECLARED.values()], key=lambda m: _trec_position(m.name))
 _BY_NAME = {m.name: m for m in TABLE}
 _ORDER = {m.name: i for i, m in enumerate(TABLE)}
 
@@ -180,96 +169,37 @@ def _hashable(v: object) -> object:
     return id(v) if isinstance(v, Tensor) or callable(v) else v
 
 
-def _column(measure: Callable, ks: tuple, j: int, **params: object) -> Callable[[_Context], Tensor]:
-    return lambda ctx: ctx.run(measure, ks, **params)[:, j]
+def _column(
+    measure: Callable, ks: tuple, j: int, from_batch: tuple[str, ...] = (), **params: object
+) -> Callable[[_Context], Tensor]:
+    """Column ``j`` of a kernel's values at ``ks``; ``from_batch`` names parameters read from the batch."""
 
-
-def _family(name: str) -> tuple[Callable, dict]:
-    family = FAMILIES[name]
-    return family.measure, dict(family.params)
-
-
-def _expand(measure: _TrecMeasure, params: tuple) -> list[_Item]:
-    """The printed items of one trec_eval measure with its (parsed) parameters."""
-    name, kind = measure.name, measure.kind
-    fixed = {
-        "map": ("map", None),
-        "Rprec": ("rprec", None),
-        "recip_rank": ("mrr", None),
-        "rbp": ("rbp", None),
-        "rbp_resid": ("rbp_resid", None),
-    }
-    if name in fixed:
-        kernel, p = _family(fixed[name][0])
-        return [_Item(name, kind, _column(kernel, (None,), 0, **p))]
-    if name in ("num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"):
-        what = name[4:]
-        return [_Item(name, kind, _column(trec_extra._count, (None,), 0, what=what))]
-    if name in ("gm_map", "bpref", "gm_bpref"):
-        if name == "gm_map":
-            kernel, p = _family("map")
-        else:
-            kernel, p = trec_extra._bpref, {"num_judged": "batch"}
-        return [_Item(name, kind, _column_batch(kernel, p))]
-    if name in ("P", "recall", "ndcg_cut", "map_cut", "success", "relative_P", "unj"):
-        family = {"P": "precision", "recall": "recall", "ndcg_cut": "ndcg", "map_cut": "map", "success": "success"}
-        if name in family:
-            kernel, p = _family(family[name])
-        else:
-            kernel, p = (trec_extra._relative_precision if name == "relative_P" else trec_extra._unjudged), {}
-        ks = tuple(params)
-        return [_Item(f"{name}_{k}", kind, _column(kernel, ks, j, **p)) for j, k in enumerate(ks)]
-    if name == "iprec_at_recall":
-        return [
-            _Item(f"{name}_{x:3.2f}", kind, _column(trec_extra._iprec, (None,) * len(params), j, levels=params))
-            for j, x in enumerate(params)
-        ]
-    if name == "Rprec_mult":
-        return [
-            _Item(f"{name}_{x:3.2f}", kind, _column(trec_extra._rprec_mult, (None,) * len(params), j, multiples=params))
-            for j, x in enumerate(params)
-        ]
-    if name in ("utility", "11pt_avg", "set_F"):
-        values, text = params
-        printed = name if text is None else f"{name}_{text}"
-        if name == "utility":
-            return [_Item(printed, kind, _column(trec_extra._utility, (None,), 0, weights=values))]
-        if name == "11pt_avg":
-            return [_Item(printed, kind, _column(trec_extra._eleven_point, (None,), 0, levels=values))]
-        return [_Item(printed, kind, _column(trec_extra._set_measure, (None,), 0, which="F", beta=values[0]))]
-    if name.startswith("set_"):
-        return [_Item(name, kind, _column(trec_extra._set_measure, (None,), 0, which=name[4:]))]
-    if name == "ndcg":
-        gains, text = params
-        kernel, p = _family("ndcg")
-        if gains:
-            p["gain"] = _gain_map(gains)
-        return [_Item(name if text is None else f"{name}_{text}", kind, _column(kernel, (None,), 0, **p))]
-    if name in ("runid", "num_q"):
-        return [_Item(name, "meta")]
-    raise AssertionError(name)  # pragma: no cover - every TABLE entry is handled above
-
-
-def _column_batch(kernel: Callable, params: dict) -> Callable[[_Context], Tensor]:
     def compute(ctx: _Context) -> Tensor:
-        p = dict(params)
-        if p.get("num_judged") == "batch":
-            p["num_judged"] = ctx.batch.num_judged.to(ctx.batch.preds.device)
-        return ctx.run(kernel, (None,), **p)[:, 0]
+        batch_params = {name: getattr(ctx.batch, name).to(ctx.batch.preds.device) for name in from_batch}
+        return ctx.run(measure, ks, **params, **batch_params)[:, j]
 
     return compute
 
 
-def _gain_map(gains: tuple[tuple[float, float], ...]) -> Callable[[Tensor], Tensor]:
-    """trec_eval's ``ndcg.level=gain,...``: listed labels get the given gain, the others their own value."""
-
-    def gain(labels: Tensor) -> Tensor:
-        out = labels.to(torch.float64)
-        for level, g in gains:
-            out = torch.where(labels == level, torch.as_tensor(g, dtype=out.dtype, device=out.device), out)
-        return out
-
-    return gain
+def _expand(measure: _TrecMeasure, params: tuple) -> list[_Item]:
+    """The printed items of one trec_eval measure with its (parsed) parameters, from its declaration."""
+    name, kind, trec, family = measure.name, measure.kind, measure.trec, measure.family
+    if trec is None or family is None:  # runid, num_q
+        return [_Item(name, "meta")]
+    kernel, fixed, batch = family.kernel, {**family.params, **trec.params}, trec.from_batch
+    if measure.params == "cuts":
+        ks = tuple(params)
+        return [_Item(f"{name}_{k}", kind, _column(kernel, ks, j, batch, **fixed)) for j, k in enumerate(ks)]
+    if measure.params == "levels":
+        fixed |= trec.parsed(params)
+        ks = (None,) * len(params)
+        return [_Item(f"{name}_{x:3.2f}", kind, _column(kernel, ks, j, batch, **fixed)) for j, x in enumerate(params)]
+    if measure.params in ("floats", "gains"):
+        values, text = params
+        if values:  # ndcg without gains keeps the family's own
+            fixed |= trec.parsed(values)
+        return [_Item(name if text is None else f"{name}_{text}", kind, _column(kernel, (None,), 0, batch, **fixed))]
+    return [_Item(name, kind, _column(kernel, (None,), 0, batch, **fixed))]
 
 
 def _parse_params(measure: _TrecMeasure, text: str | None, option: str) -> tuple:
@@ -321,7 +251,7 @@ def parse_measures(options: Sequence[str] | None) -> list[_Item]:
                 trec.setdefault(name, _parse_params(_BY_NAME[name], None, name))
             continue
         base, dot, text = option.partition(".")
-        if base in _BY_NAME and not (base in ("rbp", "rbp_resid") and dot):
+        if base in _BY_NAME and not (dot and _takes_suffix(_BY_NAME[base])):
             params = _parse_params(_BY_NAME[base], text if dot else None, option)
             if base in trec and _BY_NAME[base].params == "cuts":
                 params = tuple(sorted(set(trec[base]) | set(params)))
@@ -341,11 +271,15 @@ def parse_measures(options: Sequence[str] | None) -> list[_Item]:
     return items
 
 
+def _takes_suffix(measure: _TrecMeasure) -> bool:
+    """A trec_eval name without parameters whose family reads a suffix (``rbp.95``): the grammar's."""
+    return measure.params == "none" and measure.family is not None and measure.family.suffix_param is not None
+
+
 def _grammar_item(name: str) -> _Item:
     parsed = parse_measure(name)
-    kernel, params = _family(parsed.family)
-    params.update(dict(parsed.params))
-    return _Item(name, "float", _column(kernel, (parsed.k,), 0, **params))
+    family = MEASURES[parsed.family]
+    return _Item(name, "float", _column(family.kernel, (parsed.k,), 0, **{**family.params, **dict(parsed.params)}))
 
 
 @dataclass

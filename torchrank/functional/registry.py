@@ -1,0 +1,392 @@
+"""The measure registry: one declaration per measure family, and everything derived from it.
+
+A :class:`Declaration` says what a family is (its kernel, the parameters it fixes, whether names carry a cut-off,
+its direction, how it treats tied scores, a doc line) and how others name it (aliases of
+:func:`~torchrank.functional.evaluate`'s grammar, trec_eval's names and parameter syntax, the public function and
+the ``torchmetrics`` class). The rest follows from :data:`MEASURES`, a read-only mapping of family name to
+declaration: the grammar of :func:`~torchrank.functional.parse_measure`, the exports of
+:mod:`torchrank.functional`, the classes of :mod:`torchrank.metrics`, the measure table of ``torchrank evaluate``
+(:mod:`torchrank.io.trec_eval`), the direction :mod:`torchrank.compare` reads, and the measure lists the test
+suite runs through its tie oracle and invariance tests.
+
+Adding a measure: its kernel ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])``, optionally its
+public function (a thin call of :func:`~torchrank.functional._pipeline.run_measure`), one :class:`Declaration`
+in :data:`DECLARATIONS` below, and its section in ``docs/measures.md``.
+
+Example:
+    >>> from torchrank.functional import MEASURES
+    >>> spec = MEASURES["ndcg"]
+    >>> spec.takes_k, spec.higher_is_better, spec.ties, spec.aliases
+    (True, True, 'linear', ('ndcg_cut',))
+    >>> MEASURES["mean_rank"].higher_is_better
+    False
+    >>> "gap" in MEASURES and MEASURES["gap"].function.__name__
+    'graded_average_precision'
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import torch
+from torch import Tensor
+
+from torchrank.functional import trec_extra
+from torchrank.functional.average_precision import (
+    _average_precision,
+    _average_recall,
+    average_precision,
+    average_recall,
+)
+from torchrank.functional.dcg import _dcg, _ndcg, _weights, dcg, ndcg
+from torchrank.functional.err import _err, err
+from torchrank.functional.first_relevant import (
+    _first_relevant_position,
+    _hit_rate,
+    _mean_rank,
+    _reciprocal_rank,
+    first_relevant_position,
+    hit_rate,
+    mean_rank,
+    reciprocal_rank,
+)
+from torchrank.functional.gap import _graded_average_precision, graded_average_precision
+from torchrank.functional.kendall import kendall_tau
+from torchrank.functional.precision import _f1, _precision, _r_precision, _recall, f1, precision, r_precision, recall
+from torchrank.functional.rbp import _rbp, rbp
+
+__all__ = ["DECLARATIONS", "MEASURES", "TIE_FORMS", "Declaration", "TrecName", "grammar_names", "public_functions"]
+
+Kernel = Callable[..., tuple[Tensor, Tensor]]
+
+#: How a family treats ``ties="average"``: ``"linear"`` (linear in per-position values: each tie group's mean
+#: gives the exact expectation), ``"closed form"`` (an exact formula or recurrence per tie group) or
+#: ``"refused"`` (no tie-averaged form: the family raises on tied scores under ``"average"``).
+TIE_FORMS = ("linear", "closed form", "refused")
+_TREC_SYNTAX = ("none", "cuts", "levels", "floats", "gains")
+_TREC_KINDS = ("float", "long", "gm")
+CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)  # trec_eval's default cut-offs
+
+
+def _frozen(mapping: Mapping[str, object] | None = None) -> Mapping[str, object]:
+    return MappingProxyType(dict(mapping or {}))
+
+
+@dataclass(frozen=True)
+class TrecName:
+    """A name trec_eval gives a family (``-m`` and its output), with trec_eval's parameter syntax.
+
+    Attributes:
+        name: trec_eval's name (``P``, ``ndcg_cut``, ``set_F``...).
+        syntax: How ``name.params`` reads: ``"none"``, ``"cuts"`` (ints: one printed value per cut-off,
+            ``P_5``), ``"levels"`` (floats: one value per level, ``iprec_at_recall_0.10``), ``"floats"`` (one
+            value, printed ``name_params`` when given) or ``"gains"`` (``ndcg.level=gain,...``).
+        default: The parameters without ``.params``.
+        kind: ``"float"`` (mean over queries), ``"long"`` (a count: summed) or ``"gm"`` (geometric mean).
+        params: Kernel parameters this name fixes, over the family's own.
+        parsed: Maps the parsed parameters (levels, floats, gains) to kernel parameters.
+        from_batch: Kernel parameters read from the evaluated :class:`~torchrank.io.TrecBatch` (``num_judged``).
+    """
+
+    name: str
+    syntax: str = "none"
+    default: tuple = ()
+    kind: str = "float"
+    params: Mapping[str, object] = field(default_factory=_frozen)
+    parsed: Callable[[tuple], dict] | None = None
+    from_batch: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.syntax not in _TREC_SYNTAX or self.kind not in _TREC_KINDS:
+            raise ValueError(f"TrecName {self.name!r}: syntax in {_TREC_SYNTAX}, kind in {_TREC_KINDS}.")
+        object.__setattr__(self, "params", _frozen(self.params))
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """One measure family.
+
+    Attributes:
+        name: The family's name in :func:`~torchrank.functional.evaluate`'s grammar (lower case).
+        doc: One line: what it computes.
+        ties: Its form under ``ties="average"``, one of :data:`TIE_FORMS`.
+        kernel: ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])``; None for a family computed
+            from the inputs rather than a ranking (Kendall tau: its function only).
+        aliases: Other grammar names (lower case; trec_eval's names of the same measure included).
+        takes_k: Whether a name may carry a cut-off (``ndcg@10``).
+        params: The kernel parameters the family fixes (``ndcg_exp``: exponential gain).
+        suffix_param: The parameter a ``.digits`` suffix sets (``rbp.95`` -> ``p = 0.95``), if any.
+        higher_is_better: True, False (mean rank), or None (a count, a residual: no direction).
+        empty_target_action: Whether ``empty_target_action`` scores queries without relevant items (False: the
+            value is defined without them, as RBP's residual).
+        grammar: Whether :func:`~torchrank.functional.evaluate` knows the name (False: trec_eval's own
+            multi-valued or set measures, reached through their trec_eval names).
+        function: The public function computing it, if any.
+        function_params: Arguments of ``function`` that select this family (``ndcg_exp``: ``gain="exponential"``).
+        metric: Name of the ``torchmetrics`` class :mod:`torchrank.metrics` derives, if any.
+        plot_bounds: The class's ``plot_lower_bound`` and ``plot_upper_bound``.
+        trec: trec_eval's names of the family.
+    """
+
+    name: str
+    doc: str
+    ties: str
+    kernel: Kernel | None = None
+    aliases: tuple[str, ...] = ()
+    takes_k: bool = True
+    params: Mapping[str, object] = field(default_factory=_frozen)
+    suffix_param: str | None = None
+    higher_is_better: bool | None = True
+    empty_target_action: bool = True
+    grammar: bool = True
+    function: Callable[..., Tensor] | None = None
+    function_params: Mapping[str, object] = field(default_factory=_frozen)
+    metric: str | None = None
+    plot_bounds: tuple[float | None, float | None] = (0.0, 1.0)
+    trec: tuple[TrecName, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.ties not in TIE_FORMS:
+            raise ValueError(f"Declaration {self.name!r}: `ties` must be one of {TIE_FORMS}, got {self.ties!r}.")
+        if self.name != self.name.lower() or any(a != a.lower() for a in self.aliases):
+            raise ValueError(f"Declaration {self.name!r}: grammar names are lower case.")
+        if self.grammar and self.kernel is None:
+            raise ValueError(f"Declaration {self.name!r}: a grammar name needs a kernel.")
+        object.__setattr__(self, "params", _frozen(self.params))
+        object.__setattr__(self, "function_params", _frozen(self.function_params))
+
+    @property
+    def public_function(self) -> Callable[..., Tensor] | None:
+        """``function`` with ``function_params`` applied (what the class and the test suite call)."""
+        if self.function is None or not self.function_params:
+            return self.function
+        return functools.partial(self.function, **self.function_params)
+
+
+def _persistence(digits: str) -> float:
+    return float("0." + digits)
+
+
+def _gain_map(gains: tuple[tuple[float, float], ...]) -> Callable[[Tensor], Tensor]:
+    """trec_eval's ``ndcg.level=gain,...``: listed labels get the given gain, the others their own value."""
+
+    def gain(labels: Tensor) -> Tensor:
+        out = labels.to(torch.float64)
+        for level, g in gains:
+            out = torch.where(labels == level, torch.as_tensor(g, dtype=out.dtype, device=out.device), out)
+        return out
+
+    return gain
+
+
+_LOG2 = _weights("log", 2.0, 1.0)
+_LINEAR = {"gain": "linear", "weights": _LOG2}
+_EXPONENTIAL = {"gain": "exponential", "weights": _LOG2}
+_RBP = {"p": 0.9, "max_label": None}
+_LOWER = (1.0, None)  # plot bounds of a position: 1 at best, no upper bound
+
+#: Every family, in the order ``evaluate``'s grammar lists them.
+DECLARATIONS: tuple[Declaration, ...] = (
+    Declaration(
+        "precision", "Relevant items in the top k / k (also when the list is shorter).", "linear", _precision,
+        aliases=("p", "set_p"), function=precision, metric="Precision",
+        trec=(TrecName("P", "cuts", CUTS), TrecName("set_P")),
+    ),
+    Declaration(
+        "recall", "Relevant items in the top k / R.", "linear", _recall,
+        aliases=("recall_cut", "set_recall"), function=recall, metric="Recall",
+        trec=(TrecName("recall", "cuts", CUTS), TrecName("set_recall")),
+    ),
+    Declaration("f1", "2PR / (P + R) at k.", "linear", _f1, aliases=("set_f",), function=f1, metric="F1"),
+    Declaration(
+        "success", "1 if a relevant item is in the top k.", "closed form", _hit_rate,
+        aliases=("hit_rate", "hit"), function=hit_rate, metric="HitRate", trec=(TrecName("success", "cuts", (1, 5, 10)),),
+    ),
+    Declaration(
+        "map", "Average precision: P@i summed over relevant ranks i <= k, / R.", "closed form", _average_precision,
+        aliases=("ap", "map_cut", "average_precision"), function=average_precision, metric="MAP",
+        trec=(TrecName("map"), TrecName("gm_map", kind="gm"), TrecName("map_cut", "cuts", CUTS)),
+    ),
+    Declaration(
+        "mar", "Average recall: R@i summed over relevant ranks i <= k, / R.", "closed form", _average_recall,
+        aliases=("average_recall",), function=average_recall, metric="MAR",
+    ),
+    Declaration(
+        "rprec", "Precision at R.", "linear", _r_precision, aliases=("r_precision",), takes_k=False,
+        function=r_precision, metric="RPrecision", trec=(TrecName("Rprec"),),
+    ),
+    Declaration(
+        "ndcg", "DCG@k / ideal DCG@k, linear gain, log2 discount.", "linear", _ndcg, aliases=("ndcg_cut",),
+        params=_LINEAR, function=ndcg, metric="NDCG",
+        trec=(
+            TrecName("ndcg", "gains", parsed=lambda gains: {"gain": _gain_map(gains)}),
+            TrecName("ndcg_cut", "cuts", CUTS),
+        ),
+    ),
+    Declaration(
+        "ndcg_exp", "NDCG with exponential gain 2^label - 1.", "linear", _ndcg, aliases=("ndcg_burges",),
+        params=_EXPONENTIAL, function=ndcg, function_params={"gain": "exponential"},
+    ),
+    Declaration(
+        "dcg", "sum of label / log2(i + 1) over the top k.", "linear", _dcg, params=_LINEAR, function=dcg,
+        metric="DCG", plot_bounds=(0.0, None),
+    ),
+    Declaration(
+        "dcg_exp", "DCG with exponential gain 2^label - 1.", "linear", _dcg, aliases=("dcg_burges",),
+        params=_EXPONENTIAL, function=dcg, function_params={"gain": "exponential"},
+    ),
+    Declaration(
+        "mrr", "1 / rank of the first relevant item (0 past k).", "closed form", _reciprocal_rank,
+        aliases=("rr", "recip_rank", "reciprocal_rank"), function=reciprocal_rank, metric="MRR",
+        trec=(TrecName("recip_rank"),),
+    ),
+    Declaration(
+        "err", "Expected reciprocal rank; exponential utility, top of scale: each query's top label.", "closed form",
+        _err, params={"transform": "exponential", "max_label": None}, function=err, metric="ERR",
+    ),
+    Declaration(
+        "rbp", "Rank-biased precision, p = 0.9 (rbp.95: p = 0.95).", "linear", _rbp,
+        params={**_RBP, "residual": False}, suffix_param="p", function=rbp, metric="RBP", trec=(TrecName("rbp"),),
+    ),
+    Declaration(
+        "rbp_resid", "RBP's residual: the most unjudged and unseen items could add.", "linear", _rbp,
+        params={**_RBP, "residual": True}, suffix_param="p", higher_is_better=None, empty_target_action=False,
+        function=rbp, function_params={"residual": True}, trec=(TrecName("rbp_resid"),),
+    ),
+    Declaration(
+        "mean_rank", "Mean position of the relevant items (k + 1 past the cut-off).", "linear", _mean_rank,
+        higher_is_better=False, function=mean_rank, metric="MeanRank", plot_bounds=_LOWER,
+    ),
+    Declaration(
+        "frp", "Position of the first relevant item (k + 1 if none in the top k).", "closed form",
+        _first_relevant_position, aliases=("first_relevant_position",), higher_is_better=False,
+        function=first_relevant_position, metric="FirstRelevantPosition", plot_bounds=_LOWER,
+    ),
+    Declaration(
+        "gap", "Graded average precision, uniform grade probabilities (Robertson et al. 2010).", "closed form",
+        _graded_average_precision, aliases=("graded_average_precision",), params={"grade_probabilities": None},
+        function=graded_average_precision, metric="GAP",
+    ),
+    Declaration(
+        "bpref", "Binary preference over judged items (trec_eval bpref).", "refused", trec_extra._bpref,
+        takes_k=False, function=trec_extra.bpref,
+        trec=(
+            TrecName("bpref", from_batch=("num_judged",)),
+            TrecName("gm_bpref", kind="gm", from_batch=("num_judged",)),
+        ),
+    ),
+    # computed from the inputs, not from a ranking: a function and classes, no grammar name
+    Declaration(
+        "kendall", "Kendall's tau between the ranking and the label order.", "closed form", takes_k=False,
+        grammar=False, function=kendall_tau, function_params={"distance": False}, metric="KendallTau",
+        plot_bounds=(-1.0, 1.0),
+    ),
+    Declaration(
+        "kendall_distance", "Share of label-ordered pairs ranked wrongly.", "closed form", takes_k=False,
+        grammar=False, higher_is_better=False, function=kendall_tau, function_params={"distance": True},
+        metric="KendallTauDistance",
+    ),
+    # trec_eval's own measures, reached through their trec_eval names
+    Declaration(
+        "relative_p", "Relevant items in the top k / min(k, R).", "linear", trec_extra._relative_precision,
+        grammar=False, trec=(TrecName("relative_P", "cuts", CUTS), TrecName("set_relative_P")),
+    ),
+    Declaration(
+        "set", "Measures of the retrieved set: set_map, set_F.", "linear", trec_extra._set_measure, takes_k=False,
+        grammar=False,
+        trec=(
+            TrecName("set_map", params={"which": "map"}),
+            TrecName("set_F", "floats", (1.0,), params={"which": "F"}, parsed=lambda v: {"beta": v[0]}),
+        ),
+    ),
+    Declaration(
+        "iprec_at_recall", "Interpolated precision at recall levels.", "refused", trec_extra._iprec, takes_k=False,
+        grammar=False,
+        trec=(TrecName("iprec_at_recall", "levels", trec_extra.IPREC_LEVELS, parsed=lambda v: {"levels": v}),),
+    ),
+    Declaration(
+        "11pt_avg", "Mean interpolated precision over recall levels.", "refused", trec_extra._eleven_point,
+        takes_k=False, grammar=False,
+        trec=(TrecName("11pt_avg", "floats", trec_extra.IPREC_LEVELS, parsed=lambda v: {"levels": v}),),
+    ),
+    Declaration(
+        "rprec_mult", "Precision at multiples of R.", "linear", trec_extra._rprec_mult, takes_k=False, grammar=False,
+        trec=(TrecName("Rprec_mult", "levels", trec_extra.RPREC_MULTIPLES, parsed=lambda v: {"multiples": v}),),
+    ),
+    Declaration(
+        "utility", "a rel_ret + b nonrel_ret + c rel_not_ret + d nonrel_not_ret.", "linear", trec_extra._utility,
+        takes_k=False, grammar=False, empty_target_action=False,
+        trec=(TrecName("utility", "floats", (1.0, -1.0, 0.0, 0.0), parsed=lambda v: {"weights": v}),),
+    ),
+    Declaration(
+        "unj", "Share of the top k without a judgment.", "linear", trec_extra._unjudged, grammar=False,
+        higher_is_better=None, empty_target_action=False, trec=(TrecName("unj", "cuts", (5, 10, 20)),),
+    ),
+    Declaration(
+        "count", "Counts: retrieved, relevant, relevant retrieved, judged non-relevant retrieved.", "linear",
+        trec_extra._count, takes_k=False, grammar=False, higher_is_better=None, empty_target_action=False,
+        trec=tuple(
+            TrecName(f"num_{what}", kind="long", params={"what": what})
+            for what in ("ret", "rel", "rel_ret", "nonrel_judged_ret")
+        ),
+    ),
+)
+
+
+def _check_names(declarations: tuple[Declaration, ...]) -> None:
+    """Every family, grammar name, trec_eval name and class name is declared once."""
+    seen: dict[str, str] = {}
+    for spec in declarations:
+        names = [("family", spec.name)]
+        names += [("grammar", n) for n in ((spec.name, *spec.aliases) if spec.grammar else ())]
+        names += [("trec_eval", t.name) for t in spec.trec] + [("class", spec.metric)] * (spec.metric is not None)
+        for kind, name in names:
+            if (kind, name) in seen:
+                raise ValueError(f"The {kind} name {name!r} is declared by {seen[kind, name]!r} and {spec.name!r}.")
+            seen[kind, name] = spec.name
+
+
+_check_names(DECLARATIONS)
+
+#: Read-only mapping of family name to :class:`Declaration`.
+MEASURES: Mapping[str, Declaration] = MappingProxyType({spec.name: spec for spec in DECLARATIONS})
+
+
+def grammar_names() -> Mapping[str, Declaration]:
+    """Every name ``evaluate`` accepts before its cut-off (families and aliases) -> its declaration.
+
+    Example:
+        >>> grammar_names()["recip_rank"].name
+        'mrr'
+    """
+    return _GRAMMAR
+
+
+_GRAMMAR: Mapping[str, Declaration] = MappingProxyType(
+    {name: spec for spec in DECLARATIONS if spec.grammar for name in (spec.name, *spec.aliases)}
+)
+
+
+def public_functions() -> dict[str, Callable[..., Tensor]]:
+    """The declared public functions by name (what :mod:`torchrank.functional` exports).
+
+    Example:
+        >>> sorted(public_functions())[:3]
+        ['average_precision', 'average_recall', 'bpref']
+    """
+    return {spec.function.__name__: spec.function for spec in DECLARATIONS if spec.function is not None}
+
+
+def trec_names() -> Iterator[tuple[TrecName, Declaration]]:
+    """Every trec_eval name with its family, in declaration order."""
+    for spec in DECLARATIONS:
+        for trec in spec.trec:
+            yield trec, spec
+
+
+def parse_suffix(spec: Declaration, digits: str) -> dict[str, object]:
+    """The parameter a ``.digits`` suffix sets (``rbp.95`` -> ``{"p": 0.95}``)."""
+    return {spec.suffix_param: _persistence(digits)} if spec.suffix_param else {}
