@@ -275,3 +275,30 @@ def test_all_line_adds_queries_one_by_one_as_trec_eval():
     scores = RunScores(None, "r", [str(i) for i in range(37)], {"map": torch.tensor(values, dtype=torch.float64)},
                        {"map": "float"})
     assert scores.summary()["map"] == sequential / len(values)
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["evaluate", "--help"]])
+def test_help_answers_without_importing_torch(argv):
+    """`torchrank --help` must not pay torch's start-up (over a second): -X importtime lists every module
+    the process imported."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "torchrank", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: torchrank")
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "torchrank.cli" in imported  # the listing is read right
+    heavy = sorted(m for m in imported if m.split(".")[0] == "torch" or m.startswith("torchrank.functional"))
+    assert heavy == []
+
+
+def test_help_lists_compare_as_compare_itself_does():
+    """The top-level help's stand-in for `compare` (no torch import) reads as the real sub-parser."""
+    from torchrank import cli
+
+    assert cli._parser(None).format_help() == cli._parser("compare").format_help()
+    assert cli._command(["compare", "--help"]) == "compare" and cli._command(["-h"]) is None

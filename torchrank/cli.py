@@ -21,15 +21,20 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-import torch
+# torch and everything built on it are imported only once a command runs: `torchrank --help` and
+# `torchrank evaluate --help` answer without paying torch's start-up (over a second)
+if TYPE_CHECKING:
+    import torch
 
-from torchrank import compare
-from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN, TrecFormatError, load_qrels, load_run
-from torchrank.io.trec_eval import RunScores, format_trec_eval, score_run
+    from torchrank.io.trec_eval import RunScores
 
 __all__ = ["ProgressBar", "add_evaluate_parser", "main", "run_evaluate"]
+
+# `torchrank --help` lists `compare` with this line without importing torchrank.compare (which imports torch);
+# tests check it equals the help that torchrank.compare.add_parser gives
+COMPARE_HELP = "compare runs with paired significance tests"
 
 PROGRESS_MIN_BYTES = 32 << 20  # files smaller than this read in well under a second: no bar
 
@@ -146,15 +151,29 @@ def add_evaluate_parser(commands: argparse._SubParsersAction) -> argparse.Argume
     return ev
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = "compare") -> argparse.ArgumentParser:
+    """The ``torchrank`` parser; ``compare``'s own options (from :mod:`torchrank.compare`, which imports
+    torch) only when ``command`` is ``compare``, else a stand-in that only lists it in the help."""
     parser = argparse.ArgumentParser(prog="torchrank", description="GPU-accelerated ranking evaluation.")
     commands = parser.add_subparsers(dest="command", required=True)
     add_evaluate_parser(commands)
-    compare.add_parser(commands)
+    if command == "compare":
+        from torchrank import compare
+
+        compare.add_parser(commands)
+    else:
+        commands.add_parser("compare", help=COMPARE_HELP)
     return parser
 
 
+def _command(argv: Sequence[str]) -> str | None:
+    """The sub-command named in ``argv``: its first word that is not an option (the top level has only -h)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
 def _device(name: str) -> torch.device:
+    import torch
+
     device = torch.device(name)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda: no CUDA device is available (torch.cuda.is_available() is False)")
@@ -163,6 +182,9 @@ def _device(name: str) -> torch.device:
 
 def run_evaluate(args: argparse.Namespace, stream: TextIO | None = None) -> list[RunScores]:
     """Evaluate ``args.runs`` against ``args.qrels`` and print the result to ``stream`` (stdout)."""
+    from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN, load_qrels, load_run
+    from torchrank.io.trec_eval import score_run
+
     stream = sys.stdout if stream is None else stream
     if args.qrels is not None and not args.runs:
         raise ValueError("give QRELS and at least one RUN, or neither for the bundled sample")
@@ -200,6 +222,8 @@ def run_evaluate(args: argparse.Namespace, stream: TextIO | None = None) -> list
 
 def _render(results: list[RunScores], fmt: str, per_query: bool) -> str:
     if fmt == "trec_eval":
+        from torchrank.io.trec_eval import format_trec_eval
+
         return "".join(format_trec_eval(r, per_query=per_query) + "\n" for r in results)
     if fmt == "json":
         return json.dumps([_as_json(r, per_query) for r in results], indent=2) + "\n"
@@ -247,11 +271,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     Bad input (a malformed file, an unknown measure, a run sharing no query with the qrels) prints one
     ``torchrank <command>: error: ...`` line on stderr and returns 2; never a traceback.
     """
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = _parser(_command(argv)).parse_args(argv)
+    from torchrank.io import TrecFormatError  # a command runs: torch is imported from here on
+
     try:
         if args.command == "evaluate":
             run_evaluate(args)
             return 0
+        from torchrank import compare
+
         return int(compare.run(args))
     except (TrecFormatError, ValueError, OSError, RuntimeError) as error:
         print(f"torchrank {args.command}: error: {error}", file=sys.stderr)
