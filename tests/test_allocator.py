@@ -1,4 +1,4 @@
-"""The allocator warm-up: large CPU batches stop re-faulting their temporaries on every call (glibc)."""
+"""The opt-in allocator warm-up: large CPU batches stop re-faulting their temporaries on every call (glibc)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,16 @@ import sys
 import pytest
 import torch
 
-from torchrank.functional import _allocator
+from torchrank.functional import allocator
 
 # a fresh process evaluates 8 measures on a 200 x 1,000 batch (its temporaries ~1 MB each) and reports the page
 # faults of a typical call (the median of five, after three)
 _PROBE = """
-import json, resource, torch
+import json, resource, sys, torch
 import torchrank.functional as F
+if sys.argv[1] == "1":
+    from torchrank.functional.allocator import warm_cpu_allocator
+    warm_cpu_allocator()
 g = torch.Generator().manual_seed(0)
 preds, target = torch.rand(200, 1000, generator=g), torch.randint(0, 5, (200, 1000), generator=g)
 measures = ["ndcg@5", "ndcg@10", "ndcg@20", "map", "mrr", "P@10", "recall@100", "success@10"]
@@ -32,15 +35,15 @@ print(json.dumps(sorted(faults)[2]))
 
 
 def _faults_per_call(warmup: str) -> float:
-    env = {**os.environ, "TORCHRANK_ALLOCATOR_WARMUP": warmup}
+    env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")])
     for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_"):
         env.pop(name, None)  # glibc's own settings would stop its thresholds adapting, the thing under test
-    out = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", _PROBE, warmup], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or not _allocator._is_glibc(), reason="glibc only")
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not allocator._is_glibc(), reason="glibc only")
 def test_warmup_stops_the_page_faults_of_repeated_large_calls():
     """Without the warm-up each call pages its temporaries in afresh (hundreds of faults); with it, none."""
     cold, warm = _faults_per_call("0"), _faults_per_call("1")
@@ -48,19 +51,11 @@ def test_warmup_stops_the_page_faults_of_repeated_large_calls():
     assert cold > 10 * max(warm, 10), f"{cold} page faults per call without it: the probe no longer shows the churn"
 
 
-def test_warmup_happens_once_and_only_for_large_cpu_batches(monkeypatch):
+def test_torchrank_never_warms_the_allocator_by_itself(monkeypatch):
+    """A process-wide side effect is the caller's choice: evaluating a large batch does not call the warm-up."""
     calls = []
-    monkeypatch.setattr(_allocator, "warm_cpu_allocator", lambda: calls.append(1))
-    _allocator.warm_cpu_allocator_for(torch.zeros(_allocator.WARM_FROM_ITEMS - 1))
+    monkeypatch.setattr(allocator, "warm_cpu_allocator", lambda: calls.append(1))
+    import torchrank.functional as F
+
+    F.evaluate(torch.rand(100, 1000), torch.randint(0, 3, (100, 1000)), ["ndcg@10", "map"])
     assert calls == []
-    _allocator.warm_cpu_allocator_for(torch.zeros(4, _allocator.WARM_FROM_ITEMS // 4))
-    assert calls == [1]
-
-
-def test_warmup_can_be_turned_off(monkeypatch):
-    monkeypatch.setenv("TORCHRANK_ALLOCATOR_WARMUP", "0")
-    _allocator.warm_cpu_allocator.cache_clear()
-    try:
-        assert _allocator.warm_cpu_allocator() is False
-    finally:
-        _allocator.warm_cpu_allocator.cache_clear()

@@ -20,7 +20,7 @@ try:  # numpy's SIMD reductions check CPU labels several times faster than torch
 except ImportError:  # pragma: no cover
     np = None
 
-from torchrank.functional._allocator import warm_cpu_allocator_for
+from torchrank.functional.backends import uses_numpy
 
 TIES = ("average", "optimistic", "pessimistic", "first")
 EMPTY_TARGET_ACTIONS = ("neg", "pos", "skip", "error")
@@ -119,13 +119,13 @@ def format_inputs(
         raise ValueError(f"Argument `preds` must not be empty, got shape {tuple(preds.shape)}.")
     _check_bool_like_preds("mask", mask, preds)
     _check_bool_like_preds("judged", judged, preds)
-    warm_cpu_allocator_for(preds)
     # a ranking reads values only (no measure is differentiable): scores or labels a model still holds a graph
     # for are read without it, and numpy can read them
     preds, target = preds.detach(), target.detach()
     ideal_target = None if ideal_target is None else ideal_target.detach()
 
-    finite_scores = _check_values(preds, target) if validate_args else False
+    finite_scores = _check_values(preds, target) if validate_args and uses_numpy(preds) else False
+    given = (preds, target, ideal_target)
 
     if indexes is not None:
         if ideal_target is not None:
@@ -158,6 +158,8 @@ def format_inputs(
     elif padded or not read_by_blocks(target):  # flat input's padding holds 0 already (_group_flat)
         target = target.to(work)
     ideal = _format_ideal(ideal_target, target, batch_shape, preds.device, work, validate_args)
+    if validate_args and not uses_numpy(preds):  # the device backends: checks on the device, one read of their flags
+        raise_value_problems(value_problems(*given).tolist())
     return RankingInput(
         preds=preds, target=target, mask=mask, ideal_target=ideal, batch_shape=batch_shape, judged=judged,
         padded=padded, padding_last=padding_last, integer_labels=integer_labels, finite_scores=finite_scores,
@@ -167,7 +169,7 @@ def format_inputs(
 def read_by_blocks(x: Tensor) -> bool:
     """Whether the labels ``x`` form a large CPU batch (more than ``LARGE_BATCH_ITEMS``): kept in the caller's
     dtype and read by blocks of rows."""
-    return x.device.type == "cpu" and x.numel() > LARGE_BATCH_ITEMS
+    return uses_numpy(x) and x.numel() > LARGE_BATCH_ITEMS
 
 
 @functools.lru_cache(maxsize=16)
@@ -217,10 +219,44 @@ def _check_values(preds: Tensor, target: Tensor) -> bool:
     return finite
 
 
+# what value_problems flags, in its order: (argument, what is wrong)
+VALUE_PROBLEMS = (
+    ("preds", "contains NaN scores; a NaN has no place in a ranking"),
+    ("target", "contains NaN labels"),
+    ("target", "must hold labels >= 0, got a negative label"),
+    ("ideal_target", "must hold labels >= 0 (pad with 0), got a negative label"),
+)
+
+
+def value_problems(preds: Tensor, target: Tensor, ideal_target: Tensor | None = None) -> Tensor:
+    """The value checks as flags on the device, nothing read to the host ``[4]`` bool, in :data:`VALUE_PROBLEMS`'
+    order: NaN scores, NaN labels, negative labels, negative ideal labels. Padded items count, as on every backend.
+
+    Example:
+        >>> import torch
+        >>> value_problems(torch.tensor([0.5, float("nan")]), torch.tensor([1, -1]), None).tolist()
+        [True, False, True, False]
+    """
+    false = torch.zeros((), dtype=torch.bool, device=preds.device)
+    nan_preds = torch.isnan(preds).any() if preds.is_floating_point() else false
+    nan_target = torch.isnan(target).any() if target.is_floating_point() else false
+    negative = (target < 0).any() if target.dtype != torch.bool else false
+    ideal = ideal_target is not None and ideal_target.dtype != torch.bool
+    negative_ideal = (ideal_target < 0).any() if ideal else false
+    return torch.stack([nan_preds, nan_target, negative, negative_ideal])
+
+
+def raise_value_problems(flags: Sequence[bool], where: str = "") -> None:
+    """Raise ``ValueError`` for the first problem :func:`value_problems` flagged (read to the host), if any."""
+    for (name, problem), flagged in zip(VALUE_PROBLEMS, flags, strict=True):
+        if flagged:
+            raise ValueError(f"Argument `{name}` {problem}{where}.")
+
+
 def _smallest(x: Tensor) -> float:
     """The smallest value of ``x``: one pass, no temporary; by numpy on CPU (0.07 ms on 1M int64 labels, torch's
     min 0.24 ms)."""
-    if x.device.type == "cpu" and np is not None and x.dtype != torch.bfloat16:
+    if uses_numpy(x) and np is not None and x.dtype != torch.bfloat16:
         return x.numpy().min().item()
     return x.min().item()
 
@@ -257,7 +293,7 @@ def _format_ideal(
         raise ValueError(
             f"Argument `ideal_target` must be on the device of `preds` ({device}), got {ideal_target.device}."
         )
-    if validate_args and ideal_target.dtype != torch.bool and bool((ideal_target < 0).any()):
+    if validate_args and uses_numpy(ideal_target) and ideal_target.dtype != torch.bool and (ideal_target < 0).any():
         raise ValueError("Argument `ideal_target` must hold labels >= 0 (pad with 0), got a negative label.")
     return ideal_target.reshape(-1, ideal_target.shape[-1]).to(work)
 
@@ -287,7 +323,7 @@ def _group_flat(
         if indexes.numel() == 0:
             raise ValueError("Argument `mask` leaves no item to rank.")
     # already grouped (each query's items together, ids ascending) is the common case: no sort then
-    grouped = indexes.device.type == "cpu" and bool((indexes[1:] >= indexes[:-1]).all())
+    grouped = uses_numpy(indexes) and bool((indexes[1:] >= indexes[:-1]).all())
     order = None if grouped else torch.sort(indexes, stable=True).indices
     counts = torch.unique_consecutive(indexes if order is None else indexes[order], return_counts=True)[1]
     num_rows, width = counts.numel(), int(counts.max())  # the output shape needs one host read
@@ -305,7 +341,7 @@ def _scatter_rows(x: Tensor, mask: Tensor) -> Tensor:
     """A zero tensor shaped as ``mask`` holding the values ``x`` at its True positions, in row-major order; on CPU by
     numpy's boolean assignment (1M items: 0.6 ms, torch's ``masked_scatter_`` 1.0 ms)."""
     out = x.new_zeros(mask.shape)
-    if x.device.type == "cpu" and np is not None and x.dtype != torch.bfloat16:
+    if uses_numpy(x) and np is not None and x.dtype != torch.bfloat16:
         out.numpy()[mask.numpy()] = x.numpy()
         return out
     return out.masked_scatter_(mask, x)

@@ -29,6 +29,7 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._inputs import RankingInput, read_by_blocks, working_dtype
+from torchrank.functional.backends import uses_numpy
 
 try:  # numpy's SIMD sort ranks on CPU several times faster than torch.sort; torch runs without it
     import numpy as np
@@ -47,10 +48,12 @@ def rank(
     Padded items go last (after real items scored ``-inf``) and never count. ``depth``: the deepest
     position any measure will read (None: the whole list); the ranking may then stop there.
 
-    The tie order only matters for the rows that hold a tie within ``depth`` between items of different labels
-    (or judged flags): every other row is ranked once, ties aside, and those few rows get a ranking of their own
-    that applies ``ties`` exactly (:attr:`Ranking.apart`; :func:`apply_measure` merges them). Finding and planning
-    them reads three small tensors on the host: on a GPU, three synchronisations per call.
+    On the numpy backend (:mod:`torchrank.functional.backends`) the tie order only matters for the rows that hold a
+    tie within ``depth`` between items of different labels (or judged flags): every other row is ranked once, ties
+    aside, and those few rows get a ranking of their own that applies ``ties`` exactly (:attr:`Ranking.apart`;
+    :func:`apply_measure` merges them); finding and planning them reads small tensors on the host. The device
+    backends sort whole rows once (stably where the tie order is a key) and never read the host: every measure then
+    applies ``"average"`` by its closed form per tie group.
 
     Example:
         >>> import torch
@@ -59,9 +62,10 @@ def rank(
         >>> r.labels
         tensor([[2., 1., 0.]])
     """
-    ranked = _rank_tied_rows_apart(inputs, ties, relevance_threshold, depth)
-    if ranked is not None:
-        return ranked
+    if uses_numpy(inputs.preds):
+        ranked = _rank_tied_rows_apart(inputs, ties, relevance_threshold, depth)
+        if ranked is not None:
+            return ranked
     mask = inputs.mask if inputs.padded else None
     order = _ranking_order(inputs.preds, inputs.target, mask, ties, inputs.padding_last)
     return _gather_ranking(inputs, order, ties, relevance_threshold)
@@ -671,10 +675,7 @@ def _fast_order(inputs: RankingInput, depth: int | None, topk: bool = True) -> F
     negated = _negated_scores(preds, mask)
     if negated is None:
         return None
-    if preds.device.type == "cpu":
-        order = torch.from_numpy(np.argsort(negated.numpy(), axis=1))
-    else:
-        order = torch.sort(negated, dim=1).indices  # NaN (padding) last
+    order = torch.from_numpy(np.argsort(negated.numpy(), axis=1))  # NaN (padding) last
     seen = order if depth is None else order[:, : depth + 1]  # one past the cut-off, to see a tie across it
     scores = preds.gather(1, seen)
     tied = scores[:, 1:] == scores[:, :-1]
@@ -685,10 +686,6 @@ def _fast_order(inputs: RankingInput, depth: int | None, topk: bool = True) -> F
     return FastOrder(order, scores, tied, False)
 
 
-# off CPU, the top-k path when the cut-off is at most this fraction of the list: on an H100
-# (benchmarks/results/gpu_floor_h100.json) top-100 of 1,000 costs about a full sort, but leaves the measures 10x
-# smaller tensors
-_GPU_TOPK_RATIO = 10
 # on CPU, torch.topk(k) partially sorts each row while k * 64 <= its length, and past that selects and then sorts
 # the k, several times slower: measured on 1,000 x 1,000, top-15 costs 3 ms and top-16 7 ms, against 3.5 ms for the
 # key sort of whole rows; on rows of 100 every top-k (but top-1) costs twice the key sort
@@ -717,8 +714,6 @@ def _topk_pays(depth: int, preds: Tensor) -> bool:
     """Whether a top-k of ``depth`` + 1 beats the sort of ``preds`` (unpadded): of whole rows, or on CPU the key
     sort's selection of each row's head."""
     n = preds.shape[1]
-    if preds.device.type != "cpu":
-        return _torch_topk_beats_sort(depth, n, preds.device)
     if preds.numel() <= _SMALL_BATCH and depth * _SMALL_BATCH_RATIO <= n:
         return True
     if _packs(preds) and _selects_head(depth + 1, n, preds.numel()):  # the key sort ranks only each row's head
@@ -729,11 +724,6 @@ def _topk_pays(depth: int, preds: Tensor) -> bool:
 def _cpu_topk_is_partial(k: int, n: int) -> bool:
     """Whether torch.topk(k) of rows of ``n`` on CPU takes its partial sort (its fast regime)."""
     return k * _CPU_PARTIAL_TOPK_RATIO <= n
-
-
-def _torch_topk_beats_sort(k: int, n: int, device: torch.device) -> bool:
-    """Whether torch.topk(k) of rows of ``n`` costs less than torch.sort of them on ``device``."""
-    return _cpu_topk_is_partial(k, n) if device.type == "cpu" else k * _GPU_TOPK_RATIO <= n
 
 
 # score dtypes that float32 holds exactly, so that 32 bits of a sort key order them; the keys are built as
@@ -1053,7 +1043,7 @@ def _gather_scores(preds: Tensor, order: Tensor) -> Tensor:
 def _negated_scores(preds: Tensor, mask: Tensor | None) -> Tensor | None:
     """``-preds`` in a float dtype that holds them exactly, NaN at padding (sorted last); None where there
     is none (int64 scores) or, on CPU, numpy is missing."""
-    if np is None and preds.device.type == "cpu":
+    if np is None:
         return None
     if preds.dtype in (torch.float16, torch.bfloat16):
         preds = preds.float()
@@ -1236,7 +1226,7 @@ class Ranking:
         finding out would synchronise the device)."""
         if self.ties != "average":
             return False
-        if self.labels.device.type != "cpu":
+        if not uses_numpy(self.labels):  # the device backends never read the host: closed forms for every row
             return True
         tied = (self.scores[:, 1:] == self.scores[:, :-1]) & self.valid[:, 1:] & self.valid[:, :-1]
         return bool(tied.any())
@@ -1356,7 +1346,11 @@ class Ranking:
 
 def _descending(values: Tensor, depth: int | None) -> Tensor:
     """Each row of ``values`` sorted descending, the first ``depth`` (all for None) ``[Q, <=M]``."""
-    if values.device.type == "cpu" and np is not None and values.dtype in (torch.float32, torch.float64):
+    if not uses_numpy(values):
+        if depth is not None and depth < values.shape[1]:
+            return torch.topk(values, depth, dim=1).values
+        return torch.sort(values, dim=1, descending=True).values
+    if np is not None and values.dtype in (torch.float32, torch.float64):
         head = _nonnegative_head(values.numpy(), depth, select=_partitioned(depth, values.shape[1]))
         if head is not None:
             return torch.from_numpy(head)
@@ -1364,7 +1358,7 @@ def _descending(values: Tensor, depth: int | None) -> Tensor:
         # than torch.topk for any cut-off past a handful
         descending = np.sort(values.numpy(), axis=1)[:, ::-1]
         return torch.from_numpy((descending if depth is None else descending[:, :depth]).copy())
-    if depth is not None and _torch_topk_beats_sort(depth, values.shape[1], values.device):
+    if depth is not None and _cpu_topk_is_partial(depth, values.shape[1]):
         return torch.topk(values, depth, dim=1).values  # cheaper than a full sort for small cut-offs
     ordered = torch.sort(values, dim=1, descending=True).values
     return ordered if depth is None else ordered[:, :depth]
@@ -1407,7 +1401,7 @@ def rows_any(x: Tensor) -> Tensor:
     q, n = x.shape
     if n == 0:
         return torch.zeros(q, dtype=torch.bool, device=x.device)
-    if x.device.type != "cpu" or np is None:
+    if not uses_numpy(x) or np is None:
         return x.view(torch.uint8).amax(1).bool()
     flags = x.view(torch.bool).numpy()
     if n < _SHORT_ROW_ITEMS and np.count_nonzero(flags) <= q:

@@ -19,7 +19,8 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 from torchmetrics.utilities.distributed import gather_all_tensors
 
-from torchrank.functional._inputs import check_choice
+from torchrank.functional._inputs import VALUE_PROBLEMS, check_choice, value_problems
+from torchrank.functional.backends import uses_numpy
 
 AGGREGATIONS = ("mean", "median", "min", "max")
 
@@ -45,7 +46,9 @@ class RankingMetric(Metric):
     plot_lower_bound: float | None = 0.0
     plot_upper_bound: float | None = 1.0
 
-    sums: Tensor  # [2 * num_outputs + 3]: value sums, value counts, then the configuration id
+    # [2 * num_outputs + 4 + 3]: value sums, value counts, the first update with each of VALUE_PROBLEMS (inf: none;
+    # device backends), then the configuration id
+    sums: Tensor
 
     def __init__(
         self,
@@ -64,9 +67,15 @@ class RankingMetric(Metric):
         self.keep_per_query = keep_per_query or aggregation != "mean"
         self._mode: str | None = None  # "dense" or "flat", fixed by the first update until reset
         # few states, as each costs collectives in a sync: sums and counts share one tensor with the
-        # configuration id (which keeps MetricCollection from merging different metrics)
-        sums = torch.cat([torch.zeros(2 * num_outputs, dtype=torch.float64), _config_id(config)])
-        self.add_state("sums", sums, dist_reduce_fx=_add_sums_keep_id)
+        # configuration id (which keeps MetricCollection from merging different metrics); on the device backends a
+        # dense batch's values are checked without reading the host: a bad batch adds nothing, and the first
+        # update with each problem is raised at compute
+        sums = torch.cat([
+            torch.zeros(2 * num_outputs, dtype=torch.float64),
+            torch.full((len(VALUE_PROBLEMS),), torch.inf, dtype=torch.float64),
+            _config_id(config),
+        ])
+        self.add_state("sums", sums, dist_reduce_fx=_reduce_sums)
         if self.keep_per_query:
             self.add_state("per_query", [], dist_reduce_fx="cat")
         # flat input: scores, labels and judged (NaN: not given) as float64 columns; query ids apart, int64
@@ -115,11 +124,38 @@ class RankingMetric(Metric):
             )
         if mode == "flat":
             self._update_flat(preds, target, indexes, mask, ideal_target, judged)
+        elif self._checks_values() and isinstance(preds, Tensor) and not uses_numpy(preds):
+            self._update_dense_unchecked(preds, target, mask, ideal_target, judged)
         else:
             values = self._values(preds, target, mask=mask, ideal_target=ideal_target, judged=judged)
-            values = values.reshape(-1, self.num_outputs)
-            self._add(values)
+            self._add(values.reshape(-1, self.num_outputs))
         self._mode = mode
+
+    def _checks_values(self) -> bool:
+        """Whether the measure checks values (NaN scores, negative labels): its ``validate_args``."""
+        return getattr(self, "_params", {}).get("validate_args", True)
+
+    def _update_dense_unchecked(
+        self, preds: Tensor, target: Tensor, mask: Tensor | None, ideal_target: Tensor | None, judged: Tensor | None
+    ) -> None:
+        """A dense update on a device backend: the value checks run on the device beside the measure, and a batch
+        that fails one adds nothing; :meth:`compute` raises for it (no host read here: the stream never waits)."""
+        values = self._values(preds, target, mask=mask, ideal_target=ideal_target, judged=judged, validate_args=False)
+        problems = value_problems(preds, target, ideal_target)  # after the functional's type, shape and device checks
+        self._add(values.reshape(-1, self.num_outputs), valid=~problems.any())
+        update = torch.tensor(float(self._update_count), dtype=torch.float64, device=problems.device)
+        invalid = self.sums[2 * self.num_outputs : 2 * self.num_outputs + len(VALUE_PROBLEMS)]
+        torch.minimum(invalid, torch.where(problems, update, torch.inf), out=invalid)
+
+    def _raise_for_invalid_updates(self) -> None:
+        """Raise for the first problem a device-checked update found (one host read, at compute)."""
+        first = self.sums[2 * self.num_outputs : 2 * self.num_outputs + len(VALUE_PROBLEMS)].tolist()
+        for (name, problem), update in zip(VALUE_PROBLEMS, first, strict=True):
+            if update != float("inf"):
+                raise ValueError(
+                    f"Argument `{name}` {problem} in update {int(update)} (counted from 1 since the last reset, on "
+                    "the process that saw it); that batch was left out. Fix the input, then `reset()`."
+                )
 
     def _update_flat(
         self,
@@ -142,17 +178,19 @@ class RankingMetric(Metric):
         self.flat_items.append(torch.stack([c.to(torch.float64) for c in columns], 1))
         self.flat_indexes.append(indexes[keep].to(torch.int64))  # one dtype on every process
 
-    def _add(self, values: Tensor) -> None:
+    def _add(self, values: Tensor, valid: Tensor | None = None) -> None:
+        """Add per-query ``values`` ``[Q, num_outputs]``; ``valid`` (a bool on the device) False adds nothing."""
         known = values == values  # not NaN
         # sums and counts in one add: a validation epoch calls this once per batch
-        self.sums[: 2 * self.num_outputs] += torch.cat(
-            [torch.nansum(values, 0, dtype=torch.float64), known.sum(0, dtype=torch.float64)]
-        )
+        added = torch.cat([torch.nansum(values, 0, dtype=torch.float64), known.sum(0, dtype=torch.float64)])
+        self.sums[: 2 * self.num_outputs] += added if valid is None else torch.where(valid, added, 0)
         if self.keep_per_query:
-            self.per_query.append(values.to(torch.float64))
+            kept = values.to(torch.float64)
+            self.per_query.append(kept if valid is None else torch.where(valid, kept, torch.nan))
 
     def compute(self) -> Any:
         """The mean (or ``aggregation``) over every query seen, across updates and processes."""
+        self._raise_for_invalid_updates()
         total, count = self.total.clone(), self.count.clone()
         kept = _concatenated(self.per_query) if self.keep_per_query else None
         per_query = [] if kept is None else [kept]
@@ -220,9 +258,11 @@ def _config_id(config: str) -> Tensor:
                         dtype=torch.float64)
 
 
-def _add_sums_keep_id(stacked: Tensor) -> Tensor:
-    """Reduce ``[processes, 2K + 3]`` sums states: add sums and counts, keep the (equal) configuration id."""
-    return torch.cat([stacked[:, :-_ID_WORDS].sum(0), stacked[:, -_ID_WORDS:].amax(0)])
+def _reduce_sums(stacked: Tensor) -> Tensor:
+    """Reduce ``[processes, 2K + 4 + 3]`` sums states: add sums and counts, the first bad update of each problem (the
+    least), keep the (equal) configuration id."""
+    invalid = slice(-_ID_WORDS - len(VALUE_PROBLEMS), -_ID_WORDS)
+    return torch.cat([stacked[:, : invalid.start].sum(0), stacked[:, invalid].amin(0), stacked[:, -_ID_WORDS:].amax(0)])
 
 
 def _concatenated(state: Tensor | list[Tensor]) -> Tensor | None:

@@ -1,0 +1,134 @@
+"""Which code ranks the lists and computes the measures: one setting, three backends.
+
+- ``"numpy"``: CPU tensors only. numpy's SIMD sorts of packed keys, with host-side planning of tied rows: the
+  fastest route on a CPU, and the reference the others are tested against.
+- ``"torch"``: stock torch ops on any device, with **no host synchronisation** on dense input: one sort per
+  call, ties by closed forms per tie group, argument checks that keep their values on the device.
+- ``"triton"``: fused kernels (one program per list reads its scores and labels once, ranks them in registers
+  and computes every measure asked of it); CUDA tensors, or CPU tensors under ``TRITON_INTERPRET=1``. A request
+  the kernels do not cover (a measure or option without a kernel, lists longer than
+  :data:`TRITON_MAX_ITEMS`) runs on ``"torch"``.
+- ``"auto"`` (default): ``"triton"`` on CUDA where triton imports, ``"torch"`` on any other non-CPU device,
+  ``"numpy"`` on CPU.
+
+Every backend returns the same values (the test suite runs each on CPU). Choose one for the process with
+:func:`set_backend`, for a block with :func:`use_backend`, or with the environment variable
+``TORCHRANK_BACKEND``.
+
+Example:
+    >>> import torch
+    >>> import torchrank
+    >>> from torchrank.functional import ndcg
+    >>> preds, target = torch.tensor([[0.2, 0.9, 0.4]]), torch.tensor([[1, 0, 2]])
+    >>> with torchrank.use_backend("torch"):
+    ...     round(ndcg(preds, target, k=2).item(), 4)
+    0.4796
+    >>> round(ndcg(preds, target, k=2).item(), 4)  # "auto": numpy on CPU, the same value
+    0.4796
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import os
+from collections.abc import Iterator
+
+import torch
+
+BACKENDS = ("auto", "numpy", "torch", "triton")
+# the longest list a fused kernel ranks in registers; longer lists run on the torch backend
+TRITON_MAX_ITEMS = 4096
+
+_ENV = "TORCHRANK_BACKEND"
+_chosen: contextvars.ContextVar[str | None] = contextvars.ContextVar("torchrank_backend", default=None)
+_process_wide: list[str | None] = [None]  # set_backend's choice; None: the environment's, else "auto"
+
+
+def _checked(name: object, source: str) -> str:
+    if name not in BACKENDS:
+        raise ValueError(f"{source} must be one of {BACKENDS}, got {name!r}.")
+    return name  # type: ignore[return-value]
+
+
+def set_backend(name: str) -> None:
+    """Use backend ``name`` (see the module's docstring) from now on, in this process.
+
+    Example:
+        >>> import torchrank
+        >>> torchrank.set_backend("torch"); torchrank.get_backend()
+        'torch'
+        >>> torchrank.set_backend("auto")
+    """
+    _process_wide[0] = _checked(name, "Argument `name` of set_backend")
+
+
+@contextlib.contextmanager
+def use_backend(name: str) -> Iterator[None]:
+    """Use backend ``name`` inside a ``with`` block (this thread or task only), then return to the previous one.
+
+    Example:
+        >>> import torchrank
+        >>> with torchrank.use_backend("numpy"):
+        ...     torchrank.get_backend()
+        'numpy'
+    """
+    token = _chosen.set(_checked(name, "Argument `name` of use_backend"))
+    try:
+        yield
+    finally:
+        _chosen.reset(token)
+
+
+def get_backend() -> str:
+    """The backend in force: :func:`use_backend`'s, else :func:`set_backend`'s, else ``TORCHRANK_BACKEND``, else
+    ``"auto"``."""
+    name = _chosen.get() or _process_wide[0]
+    if name is not None:
+        return name
+    return _checked(os.environ.get(_ENV, "auto").strip().lower() or "auto", f"Environment variable {_ENV}")
+
+
+def backend_for(device: torch.device) -> str:
+    """The concrete backend (``"numpy"``, ``"torch"`` or ``"triton"``) that ranks tensors on ``device``.
+
+    Raises ``ValueError`` for a backend that cannot run there: ``"numpy"`` off the CPU, ``"triton"`` where triton
+    does not import or, on CPU, without ``TRITON_INTERPRET=1``.
+    """
+    name = get_backend()
+    if name == "auto":
+        if device.type == "cpu":
+            return "numpy"
+        return "triton" if device.type == "cuda" and triton_available() else "torch"
+    if name == "numpy" and device.type != "cpu":
+        raise ValueError(f"The 'numpy' backend ranks CPU tensors only, got tensors on {device}; use 'torch' or 'auto'.")
+    if name == "triton":
+        if not triton_available():
+            raise ValueError("The 'triton' backend needs the triton package, which does not import here.")
+        if device.type == "cpu" and not triton_interprets():
+            raise ValueError("The 'triton' backend runs CPU tensors only under TRITON_INTERPRET=1 (Triton's interpreter).")
+        if device.type not in ("cpu", "cuda"):
+            raise ValueError(f"The 'triton' backend runs on CUDA (or the CPU interpreter), got tensors on {device}.")
+    return name
+
+
+def uses_numpy(x: torch.Tensor) -> bool:
+    """Whether ``x`` is ranked by the numpy backend (a CPU tensor while ``"numpy"`` or ``"auto"`` is in force)."""
+    return x.device.type == "cpu" and get_backend() in ("auto", "numpy")
+
+
+@functools.cache
+def triton_available() -> bool:
+    """Whether triton imports (the fused kernels' compiler, or its CPU interpreter)."""
+    try:
+        import triton  # noqa: F401
+        import triton.language  # noqa: F401
+    except Exception:  # ImportError, or a triton build that fails to load on this machine
+        return False
+    return True
+
+
+def triton_interprets() -> bool:
+    """Whether Triton runs kernels in its CPU interpreter (``TRITON_INTERPRET=1``)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
