@@ -1,4 +1,9 @@
-"""Shared fixtures: devices (CUDA cases skip without a GPU) and the measures under test."""
+"""Shared fixtures: devices (CUDA cases skip without a GPU) and the measures under test.
+
+The measure lists come from the registry (``torchrank.functional.MEASURES``): every declared family with a
+public function enters the tie oracle (tests/test_ties.py), the invariance and chunking tests by being
+declared.
+"""
 
 from __future__ import annotations
 
@@ -17,29 +22,29 @@ DEVICES = [
     pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")),
 ]
 
+# options the tests fix for a family, over its defaults: a fixed top of the label scale, a persistence whose powers
+# the short test lists still feel
+TEST_OPTIONS = {"err": {"max_label": 3}, "rbp": {"p": 0.7, "max_label": 3}, "rbp_resid": {"p": 0.7}}
+
+
+def _under_test(spec):
+    """``(name, function, higher_is_better)`` of a declared family, or None where the shared tests do not apply:
+    no public function; no tie-averaged form (``"refused"``: the tests run ``ties="average"``); or values defined
+    without relevant items (``empty_target_action`` does not apply: RBP's residual, the counts)."""
+    if spec.function is None or spec.ties == "refused" or not spec.empty_target_action:
+        return None
+    options = {**spec.function_params, **TEST_OPTIONS.get(spec.name, {})}
+    fn = functools.partial(spec.function, **options) if options else spec.function
+    return spec.name, fn, spec.higher_is_better is not False
+
+
+_TESTED = [(spec, _under_test(spec)) for spec in F.MEASURES.values()]
 # every measure with a cut-off, as (name, function, higher_is_better); partials fix their own parameters
-CUTOFF_MEASURES = [
-    ("precision", F.precision, True),
-    ("recall", F.recall, True),
-    ("f1", F.f1, True),
-    ("hit_rate", F.hit_rate, True),
-    ("average_precision", F.average_precision, True),
-    ("average_recall", F.average_recall, True),
-    ("dcg", F.dcg, True),
-    ("ndcg", F.ndcg, True),
-    ("ndcg_exp", functools.partial(F.ndcg, gain="exponential"), True),
-    ("reciprocal_rank", F.reciprocal_rank, True),
-    ("err", functools.partial(F.err, max_label=3), True),
-    ("rbp", functools.partial(F.rbp, p=0.7, max_label=3), True),
-    ("mean_rank", F.mean_rank, False),
-    ("first_relevant_position", F.first_relevant_position, False),
-]
-WHOLE_LIST_MEASURES = [
-    ("r_precision", F.r_precision, True),
-    ("kendall_tau", F.kendall_tau, True),
-    ("kendall_distance", functools.partial(F.kendall_tau, distance=True), False),
-]
+CUTOFF_MEASURES = [m for spec, m in _TESTED if m is not None and spec.takes_k]
+WHOLE_LIST_MEASURES = [m for spec, m in _TESTED if m is not None and not spec.takes_k]
 ALL_MEASURES = CUTOFF_MEASURES + WHOLE_LIST_MEASURES
+# declared with a public function but left out of the lists above, and why (tests/test_registry.py checks each)
+NOT_IN_SHARED_TESTS = [spec.name for spec, m in _TESTED if m is None and spec.function is not None]
 
 
 @pytest.fixture(params=DEVICES)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from torchrank.functional import evaluate, parse_measure
+from torchrank.functional import MEASURES, evaluate, parse_measure
 from torchrank.io import TrecFile, TrecFormatError, load_qrels, load_run, read_trec
 from torchrank.stats import bootstrap_ci, holm, paired_t_test, randomization_test
 
@@ -46,8 +46,6 @@ __all__ = ["DEFAULT_MEASURES", "add_parser", "run"]
 
 #: Measures compared when ``-m`` is not given: the usual columns of an IR results table.
 DEFAULT_MEASURES = ("map", "ndcg@10", "P@10", "recall@100", "mrr")
-# Families where a smaller value is better (they decide which run a significant difference favours).
-_LOWER_IS_BETTER = {"mean_rank", "frp"}
 _FORMATS = ("table", "markdown", "latex", "csv", "json")
 _CSV_FIELDS = (
     "measure",
@@ -408,16 +406,21 @@ def _better_than(res: _Result) -> list[list[list[int]]]:
             if not res.significant[p, k]:
                 continue
             d = float(res.diff[p, k])
-            run_better = d < 0 if parse_measure(measure).family in _LOWER_IS_BETTER else d > 0
+            run_better = d < 0 if _lower_is_better(measure) else d > 0
             winner, loser = (j, i) if run_better else (i, j)
             if d != 0:
                 wins[winner][k].append(loser)
     return [[sorted(w) for w in row] for row in wins]
 
 
+def _lower_is_better(measure: str) -> bool:
+    """Whether a smaller value of ``measure`` is better (its declaration says; no direction reads as higher)."""
+    return MEASURES[parse_measure(measure).family].higher_is_better is False
+
+
 def _best(res: _Result, k: int) -> set[int]:
     shown = [round(float(v), 4) for v in res.means[:, k]]
-    lower = parse_measure(res.measures[k]).family in _LOWER_IS_BETTER
+    lower = _lower_is_better(res.measures[k])
     top = min(shown) if lower else max(shown)
     return {r for r, v in enumerate(shown) if v == top}
 

@@ -1,15 +1,31 @@
-"""A ``torchmetrics.Metric`` for every measure of :mod:`torchrank.functional`, and :class:`RankingMetrics`.
+"""A ``torchmetrics.Metric`` for every declared measure of :mod:`torchrank.functional`, and :class:`RankingMetrics`.
 
-Each class is its functional plus accumulation: keyword arguments the functional takes (``k``, ``ties``,
-``gain``, ``p``, ...) configure the measure, the others (``sync_on_compute``, ``compute_on_cpu``, ...)
-go to ``torchmetrics.Metric``.
+The classes are derived from the measure registry (:data:`torchrank.functional.MEASURES`): each declaration
+with a class name gives a :class:`FunctionalMetric` over its public function, with its direction
+(``higher_is_better``) and plot bounds. Each class is its functional plus accumulation: keyword arguments the
+functional takes (``k``, ``ties``, ``gain``, ``p``, ...) configure the measure, the others
+(``sync_on_compute``, ``compute_on_cpu``, ...) go to ``torchmetrics.Metric``.
+
+Example:
+    >>> import torch
+    >>> metric = Precision(k=2)
+    >>> metric.update(torch.tensor([[0.9, 0.8, 0.1]]), torch.tensor([[1, 0, 1]]))
+    >>> metric.update(torch.tensor([[0.2, 0.7, 0.1]]), torch.tensor([[0, 1, 1]]))
+    >>> metric.compute()
+    tensor(0.5000)
+    >>> metric = NDCG(k=[1, 3])
+    >>> metric.update(torch.tensor([[0.9, 0.5, 0.1]]), torch.tensor([[0, 2, 1]]))
+    >>> metric.compute()
+    tensor([0.0000, 0.6697])
+    >>> MeanRank.higher_is_better, GAP.higher_is_better
+    (False, True)
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import torch
@@ -18,6 +34,7 @@ from torch import Tensor
 import torchrank.functional as F
 from torchrank.functional._inputs import normalize_k
 from torchrank.functional.measures import parse_measure
+from torchrank.functional.registry import MEASURES, Declaration
 from torchrank.metrics._base import RankingMetric, metric_config
 
 _INPUTS = ("preds", "target", "indexes", "mask", "ideal_target", "judged", "reduction")
@@ -77,136 +94,49 @@ class FunctionalMetric(RankingMetric):
         return type(self)._function(preds, target, reduction="none", **(self._params | given))
 
 
-class Precision(FunctionalMetric):
-    """Precision@k over queries (:func:`torchrank.functional.precision`).
-
-    Example:
-        >>> import torch
-        >>> metric = Precision(k=2)
-        >>> metric.update(torch.tensor([[0.9, 0.8, 0.1]]), torch.tensor([[1, 0, 1]]))
-        >>> metric.update(torch.tensor([[0.2, 0.7, 0.1]]), torch.tensor([[0, 1, 1]]))
-        >>> metric.compute()
-        tensor(0.5000)
-    """
-
-    _function = staticmethod(F.precision)
-
-
-class Recall(FunctionalMetric):
-    """Recall@k (:func:`torchrank.functional.recall`)."""
-
-    _function = staticmethod(F.recall)
+def _check_fixed(name: str, fixed: Mapping[str, object], kwargs: dict[str, Any]) -> None:
+    """A class whose declaration fixes an argument of its functional (Kendall's ``distance``) refuses another
+    value, naming the class that has it."""
+    for param, value in fixed.items():
+        if param not in kwargs:
+            continue
+        given = kwargs.pop(param)
+        if given != value:
+            others = [s.metric for s in MEASURES.values() if s.metric and param in s.function_params
+                      and s.function_params[param] == given]
+            hint = f"use `{others[0]}`" if others else "call the functional"
+            raise ValueError(f"{name} always has `{param}={value!r}`; for `{param}={given!r}` {hint}.")
 
 
-class F1(FunctionalMetric):
-    """F1@k (:func:`torchrank.functional.f1`)."""
+def _derive(spec: Declaration) -> type[FunctionalMetric]:
+    """The ``torchmetrics`` class of a declared family: its public function, direction and plot bounds."""
+    function = spec.function
+    fixed = dict(spec.function_params)
 
-    _function = staticmethod(F.f1)
+    def __init__(self: FunctionalMetric, k: int | Sequence[int] | None = None, **kwargs: Any) -> None:
+        _check_fixed(type(self).__name__, fixed, kwargs)
+        FunctionalMetric.__init__(self, k, **kwargs)
 
-
-class HitRate(FunctionalMetric):
-    """Hit rate / success@k (:func:`torchrank.functional.hit_rate`)."""
-
-    _function = staticmethod(F.hit_rate)
-
-
-class MAP(FunctionalMetric):
-    """Mean average precision at k: AP over all R relevant items (:func:`torchrank.functional.average_precision`)."""
-
-    _function = staticmethod(F.average_precision)
-
-
-class RPrecision(FunctionalMetric):
-    """R-precision (:func:`torchrank.functional.r_precision`); takes no ``k``."""
-
-    _function = staticmethod(F.r_precision)
-
-
-class MAR(FunctionalMetric):
-    """Mean average recall at k (:func:`torchrank.functional.average_recall`)."""
-
-    _function = staticmethod(F.average_recall)
+    return type(
+        spec.metric,
+        (FunctionalMetric,),
+        {
+            "__doc__": f"{spec.doc} Over queries (:func:`torchrank.functional.{function.__name__}`"
+            + "".join(f", ``{p}={v!r}``" for p, v in fixed.items()) + ").",
+            "__module__": __name__,
+            "__qualname__": spec.metric,
+            "__init__": __init__,
+            "_function": staticmethod(spec.public_function),
+            "higher_is_better": spec.higher_is_better,
+            "plot_lower_bound": spec.plot_bounds[0],
+            "plot_upper_bound": spec.plot_bounds[1],
+        },
+    )
 
 
-class DCG(FunctionalMetric):
-    """DCG@k (:func:`torchrank.functional.dcg`; ``gain``, ``discount``, ``log_base``, ``power``)."""
-
-    _function = staticmethod(F.dcg)
-    plot_upper_bound = None
-
-
-class NDCG(FunctionalMetric):
-    """NDCG@k (:func:`torchrank.functional.ndcg`; ``gain``, ``discount``, ``log_base``, ``power``).
-
-    Example:
-        >>> import torch
-        >>> metric = NDCG(k=[1, 3])
-        >>> metric.update(torch.tensor([[0.9, 0.5, 0.1]]), torch.tensor([[0, 2, 1]]))
-        >>> metric.compute()
-        tensor([0.0000, 0.6697])
-    """
-
-    _function = staticmethod(F.ndcg)
-
-
-class MRR(FunctionalMetric):
-    """Mean reciprocal rank at k (:func:`torchrank.functional.reciprocal_rank`)."""
-
-    _function = staticmethod(F.reciprocal_rank)
-
-
-class ERR(FunctionalMetric):
-    """Expected reciprocal rank at k (:func:`torchrank.functional.err`; ``transform``, ``max_label``)."""
-
-    _function = staticmethod(F.err)
-
-
-class RBP(FunctionalMetric):
-    """Rank-biased precision (:func:`torchrank.functional.rbp`; ``p``, ``max_label``, ``residual``)."""
-
-    _function = staticmethod(F.rbp)
-
-
-class MeanRank(FunctionalMetric):
-    """Mean rank of the relevant items (:func:`torchrank.functional.mean_rank`); lower is better."""
-
-    _function = staticmethod(F.mean_rank)
-    higher_is_better = False
-    plot_lower_bound = 1.0
-    plot_upper_bound = None
-
-
-class FirstRelevantPosition(FunctionalMetric):
-    """First relevant position, FRP@k (:func:`torchrank.functional.first_relevant_position`); lower is better."""
-
-    _function = staticmethod(F.first_relevant_position)
-    higher_is_better = False
-    plot_lower_bound = 1.0
-    plot_upper_bound = None
-
-
-class KendallTau(FunctionalMetric):
-    """Kendall's tau between the ranking and the labels (:func:`torchrank.functional.kendall_tau`)."""
-
-    _function = staticmethod(F.kendall_tau)
-    plot_lower_bound = -1.0
-
-    def __init__(self, **kwargs: Any) -> None:
-        if kwargs.pop("distance", False):
-            raise ValueError("For the tau distance (lower is better) use `KendallTauDistance`.")
-        super().__init__(**kwargs)
-
-
-class KendallTauDistance(FunctionalMetric):
-    """Normalised Kendall tau distance: the share of label-ordered pairs ranked wrongly; lower is better."""
-
-    _function = staticmethod(functools.partial(F.kendall_tau, distance=True))
-    higher_is_better = False
-
-    def __init__(self, **kwargs: Any) -> None:
-        if "distance" in kwargs:
-            raise ValueError("`KendallTauDistance` always gives the distance; for the correlation use `KendallTau`.")
-        super().__init__(**kwargs)
+# one class per declared family with a class name: declaring a measure gives it its class
+_DERIVED = {spec.metric: _derive(spec) for spec in MEASURES.values() if spec.metric is not None}
+globals().update(_DERIVED)
 
 
 class RankingMetrics(RankingMetric):
