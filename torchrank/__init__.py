@@ -7,15 +7,19 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from torchrank import functional
+    from torchrank.functional.backends import get_backend, set_backend, use_backend
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "functional"]
+__all__ = ["__version__", "functional", "get_backend", "set_backend", "use_backend"]
 
 # Names imported on first use, not with the package: `torchrank --help` (torchrank.cli) then answers without
 # importing torch (tests/test_cli.py checks it)
 _LAZY = {
     "functional": ("torchrank.functional", None),
+    "get_backend": ("torchrank.functional.backends", "get_backend"),
+    "set_backend": ("torchrank.functional.backends", "set_backend"),
+    "use_backend": ("torchrank.functional.backends", "use_backend"),
 }
 
 
