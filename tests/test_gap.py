@@ -1,0 +1,184 @@
+"""Graded average precision against the paper's formula written out pair by pair, against AP, and under ties."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+
+import torchrank.functional as F
+import torchrank.metrics.classes as classes
+from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN
+from torchrank.io.trec_eval import score_run
+
+
+def _cumulative(g: list[float], grade: int) -> float:
+    return sum(g[: max(grade, 0)])
+
+
+def _gap_by_pairs(ranked: list[float], judged: list[float], g: list[float] | None, k: int | None) -> float:
+    """Robertson, Kanoulas and Yilmaz (2010), eq. for GAP, term by term: ``ranked`` labels in rank order,
+    ``judged`` the labels of every judged item; None when no judged item has a grade with g > 0."""
+    grades = [math.floor(x) for x in ranked]
+    if g is None:  # the documented default: uniform over grades 1..c, c the query's top grade
+        top = max([math.floor(x) for x in judged + ranked] + [0])
+        g = [1 / top] * top if top else []
+    depth = len(grades) if k is None else min(k, len(grades))
+    numerator = 0.0
+    for n in range(1, depth + 1):
+        if grades[n - 1] > 0:
+            numerator += sum(_cumulative(g, min(grades[m - 1], grades[n - 1])) for m in range(1, n + 1)) / n
+    denominator = sum(_cumulative(g, math.floor(x)) for x in judged)
+    return None if denominator <= 0 else numerator / denominator
+
+
+def _random_lists(seed: int, q: int = 30, n: int = 9, grades: int = 4) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    preds = torch.randn(q, n, generator=g, dtype=torch.float64)  # distinct scores
+    target = torch.randint(0, grades, (q, n), generator=g).to(torch.float64)
+    target[0] = 0  # no relevant item
+    target[1, :] = 0
+    target[1, 4] = grades - 1  # one item, of the top grade
+    return preds, target
+
+
+@pytest.mark.parametrize("probabilities", [None, (0.5, 0.3, 0.2), (0.0, 0.0, 1.0), (0.1, 0.9, 0.0)])
+@pytest.mark.parametrize("k", [None, 1, 3, 20])
+def test_equals_the_formula_pair_by_pair(probabilities, k):
+    preds, target = _random_lists(0)
+    got = F.graded_average_precision(
+        preds, target, grade_probabilities=probabilities, k=k, reduction="none", empty_target_action="skip"
+    )
+    order = preds.argsort(1, descending=True)
+    for row in range(len(preds)):
+        ranked = target[row, order[row]].tolist()
+        expected = _gap_by_pairs(ranked, target[row].tolist(), None if probabilities is None else list(probabilities), k)
+        if expected is None:
+            assert math.isnan(got[row])
+        else:
+            assert got[row].item() == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+def test_judged_items_outside_the_list_count_in_the_denominator():
+    preds, target = _random_lists(1, q=6)
+    extra = torch.tensor([[2.0, 1.0, 0.0]] * 6, dtype=torch.float64)  # judged, never retrieved
+    ideal = torch.cat([target, extra], 1)
+    got = F.graded_average_precision(preds, target, ideal_target=ideal, reduction="none")
+    order = preds.argsort(1, descending=True)
+    for row in range(6):
+        expected = _gap_by_pairs(target[row, order[row]].tolist(), ideal[row].tolist(), None, None)
+        assert got[row].item() == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("ties", ["average", "first", "optimistic", "pessimistic"])
+def test_one_grade_is_average_precision(ties):
+    preds, target = _random_lists(2, grades=2)  # labels 0 and 1
+    preds = torch.round(preds * 2) / 2  # with ties
+    ks = [1, 4, 9]
+    expected = F.average_precision(preds, target, k=ks, ties=ties, reduction="none")
+    for probabilities in (None, (1.0,)):
+        got = F.graded_average_precision(preds, target, grade_probabilities=probabilities, k=ks, ties=ties,
+                                         reduction="none")
+        torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("threshold", [1, 2, 3])
+def test_all_weight_on_one_grade_is_average_precision_at_that_threshold(threshold):
+    preds, target = _random_lists(3)
+    probabilities = tuple(float(j == threshold) for j in (1, 2, 3))
+    got = F.graded_average_precision(preds, target, grade_probabilities=probabilities, k=[2, 5], reduction="none",
+                                     empty_target_action="skip")
+    expected = F.average_precision(preds, target, k=[2, 5], relevance_threshold=threshold, reduction="none",
+                                   empty_target_action="skip")
+    torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+def _every_order_mean(preds: list[float], target: list[float], **kwargs: object) -> torch.Tensor:
+    perms = torch.tensor(list(itertools.permutations(range(len(preds)))))
+    all_preds = torch.tensor(preds, dtype=torch.float64)[perms]
+    all_target = torch.tensor(target, dtype=torch.float64)[perms]
+    return F.graded_average_precision(all_preds, all_target, ties="first", reduction="none", **kwargs).mean(0)
+
+
+@pytest.mark.parametrize("probabilities", [None, (0.2, 0.5, 0.3)])
+@pytest.mark.parametrize(
+    ("preds", "target"),
+    [
+        ([1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], [3, 0, 2, 1, 0, 3, 1]),  # one group, every grade
+        ([2.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0], [1, 3, 3, 0, 2, 2, 1]),  # groups across the cut-offs
+        ([5.0, 5.0, 4.0, 4.0, 4.0, 3.0, 3.0], [0, 2, 2, 2, 1, 0, 3]),  # equal grades inside a group
+    ],
+)
+def test_average_ties_equal_the_mean_over_every_order(preds, target, probabilities):
+    kwargs = {"k": [1, 2, 3, 5, 7], "grade_probabilities": probabilities}
+    one = F.graded_average_precision(torch.tensor(preds, dtype=torch.float64), torch.tensor(target, dtype=torch.float64),
+                                     reduction="none", **kwargs)
+    torch.testing.assert_close(one, _every_order_mean(preds, target, **kwargs), rtol=1e-12, atol=1e-12)
+
+
+def test_a_tied_row_in_an_untied_batch_equals_the_row_alone():
+    """Tied rows of a mostly untied batch are ranked apart (closed forms or enumerated orders): the same values."""
+    g = torch.Generator().manual_seed(4)
+    preds = torch.randn(40, 30, generator=g)
+    target = torch.randint(0, 4, (40, 30), generator=g).float()
+    preds[3, :2] = preds[3, 0]  # a tied pair (enumerated orders)
+    preds[9, :6] = preds[9, 0]  # a group of six (closed form)
+    batch = F.graded_average_precision(preds, target, k=[1, 3, 10, 30], reduction="none")
+    for row in (3, 9, 11):
+        alone = F.graded_average_precision(preds[row : row + 1].double(), target[row : row + 1], k=[1, 3, 10, 30],
+                                           reduction="none")
+        torch.testing.assert_close(batch[row : row + 1].double(), alone, rtol=1e-6, atol=1e-7)
+
+
+def test_a_query_does_not_depend_on_the_batch():
+    """The default's grades run to each query's own top: a batch holding higher grades changes nothing."""
+    preds, target = _random_lists(5, q=4, grades=3)
+    high = torch.tensor([[9.0] * 9], dtype=torch.float64)  # a query of grade 9 items
+    alone = F.graded_average_precision(preds, target, reduction="none")
+    with_high = F.graded_average_precision(torch.cat([preds, preds[:1]]), torch.cat([target, high]), reduction="none")
+    assert torch.equal(with_high[:4], alone)
+
+
+def test_evaluate_and_the_class_give_the_function():
+    preds, target = _random_lists(6)
+    out = F.evaluate(preds, target, ["gap", "gap@3", "graded_average_precision_5", "map"], reduction="none")
+    torch.testing.assert_close(out["gap"], F.graded_average_precision(preds, target, reduction="none"))
+    torch.testing.assert_close(out["gap@3"], F.graded_average_precision(preds, target, k=3, reduction="none"))
+    torch.testing.assert_close(out["graded_average_precision_5"],
+                               F.graded_average_precision(preds, target, k=5, reduction="none"))
+    metric = classes.GAP(k=3, grade_probabilities=(0.5, 0.25, 0.25))
+    metric.update(preds[:10], target[:10])
+    metric.update(preds[10:], target[10:])
+    expected = F.graded_average_precision(preds, target, k=3, grade_probabilities=(0.5, 0.25, 0.25))
+    torch.testing.assert_close(metric.compute(), expected, check_dtype=False)
+
+
+def test_the_command_line_table_computes_gap():
+    scores = score_run(SAMPLE_QRELS, SAMPLE_RUN, ["gap", "map"])
+    assert list(scores.values) == ["map", "gap"]
+    gap = scores.values["gap"]
+    assert gap.shape == (3,) and bool(((gap >= 0) & (gap <= 1)).all())
+
+
+@pytest.mark.parametrize(
+    ("probabilities", "error", "match"),
+    [
+        ((0.5, 0.4), ValueError, "sum to 1"),
+        ((1.5, -0.5), ValueError, "probabilities >= 0"),
+        ((), TypeError, "nonempty"),
+        ("0.5", TypeError, "sequence of numbers"),
+        ((float("nan"), 1.0), ValueError, "grade_probabilities"),
+    ],
+)
+def test_bad_probabilities_are_refused(probabilities, error, match):
+    with pytest.raises(error, match=match):
+        F.graded_average_precision(torch.rand(2, 4), torch.ones(2, 4), grade_probabilities=probabilities)
+
+
+def test_labels_above_the_grades_are_refused():
+    with pytest.raises(ValueError, match="grade above 2"):
+        F.graded_average_precision(torch.rand(4), torch.tensor([0, 1, 3, 2]), grade_probabilities=(0.5, 0.5))
+    # a fraction below the next grade is still grade 2
+    F.graded_average_precision(torch.rand(4), torch.tensor([0, 1, 2.5, 2]), grade_probabilities=(0.5, 0.5))
