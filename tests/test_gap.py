@@ -54,7 +54,8 @@ def test_equals_the_formula_pair_by_pair(probabilities, k):
     order = preds.argsort(1, descending=True)
     for row in range(len(preds)):
         ranked = target[row, order[row]].tolist()
-        expected = _gap_by_pairs(ranked, target[row].tolist(), None if probabilities is None else list(probabilities), k)
+        g = None if probabilities is None else list(probabilities)
+        expected = _gap_by_pairs(ranked, target[row].tolist(), g, k)
         if expected is None:
             assert math.isnan(got[row])
         else:
@@ -113,8 +114,9 @@ def _every_order_mean(preds: list[float], target: list[float], **kwargs: object)
 )
 def test_average_ties_equal_the_mean_over_every_order(preds, target, probabilities):
     kwargs = {"k": [1, 2, 3, 5, 7], "grade_probabilities": probabilities}
-    one = F.graded_average_precision(torch.tensor(preds, dtype=torch.float64), torch.tensor(target, dtype=torch.float64),
-                                     reduction="none", **kwargs)
+    one = F.graded_average_precision(
+        torch.tensor(preds, dtype=torch.float64), torch.tensor(target, dtype=torch.float64), reduction="none", **kwargs
+    )
     torch.testing.assert_close(one, _every_order_mean(preds, target, **kwargs), rtol=1e-12, atol=1e-12)
 
 

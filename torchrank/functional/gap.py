@@ -47,7 +47,8 @@ def check_grade_probabilities(grade_probabilities: object) -> Probabilities | No
         grade_probabilities = grade_probabilities.tolist()
     if isinstance(grade_probabilities, str | bytes) or not isinstance(grade_probabilities, Sequence):
         raise TypeError(
-            f"Argument `grade_probabilities` must be a sequence of numbers (g_1, ..., g_c), got {grade_probabilities!r}."
+            "Argument `grade_probabilities` must be a sequence of numbers (g_1, ..., g_c), "
+            f"got {grade_probabilities!r}."
         )
     values = tuple(grade_probabilities)
     if not values or not all(isinstance(g, int | float) and not isinstance(g, bool) for g in values):

@@ -31,7 +31,8 @@ def _f1(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
 
 
 def _r_precision(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
-    index = (r.num_relevant - 1).clamp(0, r.list_size - 1).long().unsqueeze(1)
+    # one column per cut-off asked for (all None: evaluate groups 'rprec' and 'r_precision' in one call)
+    index = (r.num_relevant - 1).clamp(0, r.list_size - 1).long().unsqueeze(1).expand(-1, len(ks))
     return at_cutoffs(r.hits, index) / r.num_relevant.clamp_min(1).unsqueeze(1), no_relevant_item(r)
 
 

@@ -203,7 +203,8 @@ DECLARATIONS: tuple[Declaration, ...] = (
     Declaration("f1", "2PR / (P + R) at k.", "linear", _f1, aliases=("set_f",), function=f1, metric="F1"),
     Declaration(
         "success", "1 if a relevant item is in the top k.", "closed form", _hit_rate,
-        aliases=("hit_rate", "hit"), function=hit_rate, metric="HitRate", trec=(TrecName("success", "cuts", (1, 5, 10)),),
+        aliases=("hit_rate", "hit"), function=hit_rate, metric="HitRate",
+        trec=(TrecName("success", "cuts", (1, 5, 10)),),
     ),
     Declaration(
         "map", "Average precision: P@i summed over relevant ranks i <= k, / R.", "closed form", _average_precision,
