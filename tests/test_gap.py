@@ -134,6 +134,19 @@ def test_a_tied_row_in_an_untied_batch_equals_the_row_alone():
         torch.testing.assert_close(batch[row : row + 1].double(), alone, rtol=1e-6, atol=1e-7)
 
 
+def test_empty_lists_and_no_grades():
+    """Fully padded rows, and lists whose labels are all below grade 1, score as queries without relevant items."""
+    preds, target = torch.rand(3, 4), torch.tensor([[0, 1, 2, 0], [0.5, 0.2, 0, 0], [1, 0, 0, 0]])
+    mask = torch.tensor([[True] * 4, [True] * 4, [False] * 4])
+    got = F.graded_average_precision(preds, target, mask=mask, ideal_target=target, empty_target_action="skip",
+                                     reduction="none")
+    assert not got[0].isnan() and got[1].isnan()
+    assert got[2] == 0  # a judged relevant item, none retrieved (the ideal labels hold it)
+    alone = F.graded_average_precision(preds, target, mask=mask, empty_target_action="skip", reduction="none")
+    assert alone[2].isnan()  # without ideal_target, a padded item is not judged
+    assert F.graded_average_precision(preds[1], target[1], empty_target_action="pos") == 1
+
+
 def test_a_query_does_not_depend_on_the_batch():
     """The default's grades run to each query's own top: a batch holding higher grades changes nothing."""
     preds, target = _random_lists(5, q=4, grades=3)
@@ -182,5 +195,8 @@ def test_bad_probabilities_are_refused(probabilities, error, match):
 def test_labels_above_the_grades_are_refused():
     with pytest.raises(ValueError, match="grade above 2"):
         F.graded_average_precision(torch.rand(4), torch.tensor([0, 1, 3, 2]), grade_probabilities=(0.5, 0.5))
+    with pytest.raises(ValueError, match="`ideal_target` holds a label of grade above 2"):
+        F.graded_average_precision(torch.rand(2), torch.tensor([0, 1]), ideal_target=torch.tensor([0, 1, 3]),
+                                   grade_probabilities=(0.5, 0.5))
     # a fraction below the next grade is still grade 2
     F.graded_average_precision(torch.rand(4), torch.tensor([0, 1, 2.5, 2]), grade_probabilities=(0.5, 0.5))

@@ -65,7 +65,8 @@ def _grade_weights(r: Ranking, grade_probabilities: Probabilities | None) -> Pro
     """``g_j`` for the grades j = 1, 2, ... to visit; the default's ``1/c`` is left out (it cancels)."""
     if grade_probabilities is not None:
         return grade_probabilities
-    top = torch.maximum(r.labels.amax(), r.ideal_labels.amax().to(r.dtype)) if r.labels.numel() else 0
+    tops = [labels.amax().to(r.dtype) for labels in (r.labels, r.ideal_labels) if labels.numel()]
+    top = torch.stack(tops).amax() if tops else 0
     return (1.0,) * int(top)  # one host read: the number of grades sets how many passes run
 
 
@@ -104,14 +105,16 @@ def _graded_average_precision(
     return total / torch.where(no_relevant, 1, denominator).unsqueeze(1), no_relevant
 
 
-def _check_grades(grade_probabilities: Probabilities | None, target: Tensor, validate_args: bool) -> None:
-    if grade_probabilities is None or not validate_args or not isinstance(target, Tensor):
+def _check_grades(grade_probabilities: Probabilities | None, labels: dict[str, object], validate_args: bool) -> None:
+    """With explicit probabilities, no label may have a grade above theirs (a value check: one host read)."""
+    if grade_probabilities is None or not validate_args:
         return
     top = len(grade_probabilities)
-    if target.numel() and bool((target.to(torch.float64) >= top + 1).any()):
-        raise ValueError(
-            f"Argument `target` holds a label of grade above {top}, the number of `grade_probabilities`."
-        )
+    for name, values in labels.items():
+        if isinstance(values, Tensor) and values.numel() and bool((values.to(torch.float64) >= top + 1).any()):
+            raise ValueError(
+                f"Argument `{name}` holds a label of grade above {top}, the number of `grade_probabilities`."
+            )
 
 
 @with_common_args
@@ -151,7 +154,7 @@ def graded_average_precision(
         tensor(0.8056)
     """
     probabilities = check_grade_probabilities(grade_probabilities)
-    _check_grades(probabilities, target, validate_args)
+    _check_grades(probabilities, {"target": target, "ideal_target": ideal_target}, validate_args)
     return run_measure(
         _graded_average_precision, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target,
         ties=ties, empty_target_action=empty_target_action, reduction=reduction,
