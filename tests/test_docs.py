@@ -219,3 +219,23 @@ def test_measures_doc_lists_trec_eval_measures_as_the_code_has_them():
         if name != "evaluate":
             with pytest.raises(ValueError, match="not supported"):
                 evaluate_batch(batch, [name])
+
+
+def test_readme_names_every_declared_function_and_class():
+    """README's lists of measure functions and metric classes follow the registry, and name nothing else."""
+    import torchrank.metrics
+    import torchrank.metrics.classes
+    from torchrank.functional import MEASURES
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    functions_par = readme[readme.index("Measures: `precision`") :].split("\n\n")[0]
+    classes_par = readme[readme.index("A `torchmetrics.Metric` per measure") :].split("\n\n")[0]
+    functions = {spec.function.__name__ for spec in MEASURES.values() if spec.function is not None}
+    classes = {spec.metric for spec in MEASURES.values() if spec.metric}
+    functions_par = functions_par.split("`torchrank.functional.MEASURES`")[0]
+    listed_functions = set(re.findall(r"`([a-z_][a-z0-9_]*)`", functions_par))
+    listed_classes = set(re.findall(r"`([A-Z][A-Za-z0-9]+)`", classes_par.split(")")[0]))
+    assert listed_functions == functions
+    assert classes <= listed_classes
+    for name in listed_classes:
+        assert hasattr(torchrank.metrics, name) or hasattr(torchrank.metrics.classes, name), name
