@@ -1,9 +1,12 @@
-"""GPU: NDCG@10, MAP@100 and ``evaluate`` of 8 measures on Q x N against the memory-traffic floor.
+"""GPU: NDCG@10, MAP@100 and ``evaluate`` of 8 measures on Q x N against the memory-traffic floor, per backend.
 
 The floor is the time to read the input once (scores and labels, in the dtypes given) at the bandwidth a
-large device-to-device copy reaches on the same GPU in the same run. Usage (on a CUDA machine)::
+large device-to-device copy reaches on the same GPU in the same run. Each case runs on the triton backend (fused
+kernel) and the torch backend; torchmetrics' RetrievalNormalizedDCG runs on the same input in the same run, and a
+validation-loop update (``NDCG(k=10).update`` on [256, 100]) is timed on the host under
+``torch.cuda.set_sync_debug_mode("error")`` (any synchronisation raises). Usage (on a CUDA machine)::
 
-    python -m benchmarks.gpu_floor --queries 100000 --items 1000 --out benchmarks/results/gpu_floor_h100.json
+    python -m benchmarks.gpu_floor --queries 100000 --items 1000 --out benchmarks/results/gpu_floor_h200.json
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from pathlib import Path
 import torch
 from torch.utils import benchmark
 
+import torchrank
 import torchrank.functional as F
+from torchrank.metrics import NDCG, RankingMetrics
 
 EIGHT = ["ndcg@5", "ndcg@10", "ndcg@20", "map@100", "mrr@10", "P@10", "recall@100", "err@20"]
 
@@ -47,6 +52,58 @@ def peak_extra_bytes(fn, device: torch.device) -> int:
     return torch.cuda.max_memory_allocated(device) - base
 
 
+def torchmetrics_ndcg(preds: torch.Tensor, target: torch.Tensor, min_run_time: float) -> dict[str, float]:
+    """torchmetrics' RetrievalNormalizedDCG(top_k=10) on the same input (flat, with query indexes), same GPU."""
+    from torchmetrics.retrieval import RetrievalNormalizedDCG
+
+    q, n = preds.shape
+    metric = RetrievalNormalizedDCG(top_k=10).to(preds.device)
+    indexes = torch.arange(q, device=preds.device).repeat_interleave(n)
+    flat_preds, flat_target = preds.reshape(-1), target.reshape(-1)
+
+    def run() -> torch.Tensor:
+        metric.reset()
+        metric.update(flat_preds, flat_target, indexes=indexes)
+        return metric.compute()
+
+    run()
+    r = timed(run, min_run_time)
+    print(f"torchmetrics RetrievalNormalizedDCG(top_k=10) {r['median_s'] * 1e3:9.1f} ms", flush=True)
+    return r
+
+
+def update_host_time(device: torch.device, backend: str, steps: int = 500) -> dict[str, float]:
+    """Host seconds per ``NDCG(k=10).update`` and a ``RankingMetrics`` update on dense [256, 100], with no
+    synchronisation (``set_sync_debug_mode("error")`` raises on any)."""
+    import time
+
+    g = torch.Generator(device=device).manual_seed(1)
+    batches = [(torch.randn(256, 100, device=device, generator=g), torch.randint(0, 5, (256, 100), device=device,
+                generator=g)) for _ in range(8)]
+    out = {}
+    with torchrank.use_backend(backend):
+        # ERR under tied scores reads the host once (its dynamic program): the set here leaves it out
+        seven = [m for m in EIGHT if not m.startswith("err")]
+        for name, metric in (("ndcg@10", NDCG(k=10)), ("evaluate 7 (no err)", RankingMetrics(seven))):
+            metric = metric.to(device)
+            for p, t in batches:
+                metric.update(p, t)  # compile / warm up
+            metric.reset()
+            torch.cuda.synchronize(device)
+            torch.cuda.set_sync_debug_mode("error")
+            try:
+                start = time.perf_counter()
+                for step in range(steps):
+                    metric.update(*batches[step % len(batches)])
+                host = (time.perf_counter() - start) / steps
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+            torch.cuda.synchronize(device)
+            out[name] = {"host_s_per_update": host, "synchronisations": 0}
+            print(f"{backend} {name} update [256, 100]: {host * 1e6:.1f} us host, no synchronisation", flush=True)
+    return out
+
+
 def sort_versus_topk(preds: torch.Tensor, min_run_time: float) -> dict[str, float]:
     """Median seconds of a full sort and of top-k for a few k: where the top-k path pays on this GPU."""
     out = {"sort": timed(lambda: torch.sort(preds, dim=1), min_run_time)["median_s"]}
@@ -71,29 +128,46 @@ def main() -> None:
     bandwidth = copy_bandwidth(device)
     floor = input_bytes / bandwidth
 
-    # correctness first: the GPU values equal the CPU values on a slice of the queries
+    # correctness first: on each backend the GPU values equal the CPU values (numpy backend) on a slice of the
+    # queries, untied and with ties (scores rounded), padded and not
     head = slice(0, 2000)
-    for name, gpu in F.evaluate(preds[head], target[head], EIGHT, reduction="none").items():
-        cpu = F.evaluate(preds[head].cpu(), target[head].cpu(), [name], reduction="none")[name]
-        torch.testing.assert_close(gpu.cpu(), cpu, rtol=1e-5, atol=1e-6, msg=name)
+    tied = (preds[head] * 4).round()
+    padding = torch.rand(tied.shape, device=device, generator=g) > 0.2
+    for backend in ("triton", "torch"):
+        for scores, mask in ((preds[head], None), (tied, None), (tied, padding)):
+            with torchrank.use_backend(backend):
+                gpu = F.evaluate(scores, target[head], EIGHT, mask=mask, reduction="none")
+            for name, values in gpu.items():
+                cpu = F.evaluate(scores.cpu(), target[head].cpu(), [name], reduction="none",
+                                 mask=None if mask is None else mask.cpu())[name]
+                torch.testing.assert_close(values.cpu(), cpu, rtol=1e-4, atol=1e-5, msg=f"{backend} {name}")
+    print("GPU values equal the CPU's on both backends (ties, padding)", flush=True)
 
-    cases = {
-        "ndcg@10": lambda: F.ndcg(preds, target, k=10),
-        "map@100": lambda: F.average_precision(preds, target, k=100),
-        "evaluate 8": lambda: F.evaluate(preds, target, EIGHT),
-        "ndcg@10 validate_args=False": lambda: F.ndcg(preds, target, k=10, validate_args=False),
-        "evaluate 8 validate_args=False": lambda: F.evaluate(preds, target, EIGHT, validate_args=False),
-    }
+    cases = {}
+    for backend in ("triton", "torch"):
+        cases[f"{backend} ndcg@10"] = (backend, lambda: F.ndcg(preds, target, k=10))
+        cases[f"{backend} map@100"] = (backend, lambda: F.average_precision(preds, target, k=100))
+        cases[f"{backend} evaluate 8"] = (backend, lambda: F.evaluate(preds, target, EIGHT))
+        cases[f"{backend} ndcg@10 validate_args=False"] = (
+            backend, lambda: F.ndcg(preds, target, k=10, validate_args=False))
+        cases[f"{backend} evaluate 8 validate_args=False"] = (
+            backend, lambda: F.evaluate(preds, target, EIGHT, validate_args=False))
     results = {}
-    for name, fn in cases.items():
-        fn()
-        r = timed(fn, args.min_run_time)
-        r["peak_extra_bytes"] = peak_extra_bytes(fn, device)
+    for name, (backend, fn) in cases.items():
+        with torchrank.use_backend(backend):
+            fn()
+            r = timed(fn, args.min_run_time)
+            r["peak_extra_bytes"] = peak_extra_bytes(fn, device)
         r["peak_extra_over_input"] = r["peak_extra_bytes"] / input_bytes
         r["over_floor"] = r["median_s"] / floor
         results[name] = r
-        print(f"{name:34s} {r['median_s'] * 1e3:9.3f} ms  {r['over_floor']:6.1f}x floor  "
+        print(f"{name:44s} {r['median_s'] * 1e3:9.3f} ms  {r['over_floor']:6.1f}x floor  "
               f"peak extra {r['peak_extra_over_input']:.2f}x input", flush=True)
+    results["torchmetrics RetrievalNormalizedDCG(top_k=10)"] = torchmetrics_ndcg(preds, target, args.min_run_time)
+    tm = results["torchmetrics RetrievalNormalizedDCG(top_k=10)"]["median_s"]
+    for backend in ("triton", "torch"):
+        print(f"torchmetrics / {backend} ndcg@10: {tm / results[f'{backend} ndcg@10']['median_s']:.0f}x", flush=True)
+    updates = {backend: update_host_time(device, backend) for backend in ("triton", "torch")}
 
     if args.profile:
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
@@ -117,6 +191,7 @@ def main() -> None:
         "floor_s": floor,
         "measures_8": EIGHT,
         "results": results,
+        "update_256x100": updates,
         "sort_versus_topk_s": sort_versus_topk(preds, args.min_run_time),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

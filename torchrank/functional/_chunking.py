@@ -59,6 +59,11 @@ def memory_budget(num_bytes: int | None) -> Iterator[None]:
         _BUDGET.reset(token)
 
 
+@torch.compiler.assume_constant_result  # torch.compile reads the setting once, at tracing, as a constant
+def _budget() -> int | None:
+    return _BUDGET.get()
+
+
 def _default_budget(device: torch.device) -> int:
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
@@ -86,7 +91,7 @@ def query_chunks(preds: Tensor, tensors: dict[str, Tensor | None]) -> list[slice
     ideal = tensors.get("ideal_target")
     items = preds.shape[-1] + (0 if ideal is None else ideal.shape[-1])
     per_query = items * BYTES_PER_ITEM
-    budget = _BUDGET.get()
+    budget = _budget()
     if budget is None:
         if num_queries * per_query <= _ALWAYS_FITS:
             return None  # spare the query of free memory (a read of /proc/meminfo) for small inputs

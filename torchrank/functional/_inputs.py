@@ -103,20 +103,7 @@ def format_inputs(
         >>> x.preds.shape, x.batch_shape
         (torch.Size([1, 3]), ())
     """
-    _check_tensor("preds", preds)
-    _check_tensor("target", target)
-    if preds.dtype == torch.bool or preds.is_complex():
-        raise TypeError(f"Argument `preds` must hold real scores (float or int), got dtype {preds.dtype}.")
-    if target.is_complex():
-        raise TypeError(f"Argument `target` must hold real labels (bool, int or float), got {target.dtype}.")
-    if preds.shape != target.shape:
-        raise ValueError(
-            f"Arguments `preds` and `target` must have the same shape, got {tuple(preds.shape)} "
-            f"and {tuple(target.shape)}."
-        )
-    _check_same_device("target", target, preds)
-    if preds.numel() == 0:
-        raise ValueError(f"Argument `preds` must not be empty, got shape {tuple(preds.shape)}.")
+    _check_scores_and_labels(preds, target)
     _check_bool_like_preds("mask", mask, preds)
     _check_bool_like_preds("judged", judged, preds)
     # a ranking reads values only (no measure is differentiable): scores or labels a model still holds a graph
@@ -164,6 +151,45 @@ def format_inputs(
         preds=preds, target=target, mask=mask, ideal_target=ideal, batch_shape=batch_shape, judged=judged,
         padded=padded, padding_last=padding_last, integer_labels=integer_labels, finite_scores=finite_scores,
     )
+
+
+def _check_scores_and_labels(preds: Tensor, target: Tensor) -> None:
+    """The checks of ``preds`` and ``target`` that read no value: types, dtypes, shapes, device."""
+    _check_tensor("preds", preds)
+    _check_tensor("target", target)
+    if preds.dtype == torch.bool or preds.is_complex():
+        raise TypeError(f"Argument `preds` must hold real scores (float or int), got dtype {preds.dtype}.")
+    if target.is_complex():
+        raise TypeError(f"Argument `target` must hold real labels (bool, int or float), got {target.dtype}.")
+    if preds.shape != target.shape:
+        raise ValueError(
+            f"Arguments `preds` and `target` must have the same shape, got {tuple(preds.shape)} "
+            f"and {tuple(target.shape)}."
+        )
+    _check_same_device("target", target, preds)
+    if preds.numel() == 0:
+        raise ValueError(f"Argument `preds` must not be empty, got shape {tuple(preds.shape)}.")
+
+
+def check_dense_inputs(
+    preds: Tensor, target: Tensor, *, mask: Tensor | None, ideal_target: Tensor | None, validate_args: bool
+) -> None:
+    """Every check :func:`format_inputs` runs on dense input, without formatting it (for kernels that read the
+    caller's tensors as they are); the value checks on the device, read once (``validate_args``).
+
+    Example:
+        >>> import torch
+        >>> check_dense_inputs(torch.zeros(2, 3), torch.zeros(2, 4), mask=None, ideal_target=None, validate_args=True)
+        Traceback (most recent call last):
+        ...
+        ValueError: Arguments `preds` and `target` must have the same shape, got (2, 3) and (2, 4).
+    """
+    _check_scores_and_labels(preds, target)
+    _check_bool_like_preds("mask", mask, preds)
+    if ideal_target is not None:
+        _check_ideal(ideal_target, tuple(preds.shape[:-1]), preds.device)
+    if validate_args:
+        raise_value_problems(value_problems(preds, target, ideal_target).tolist())
 
 
 def read_by_blocks(x: Tensor) -> bool:
@@ -283,6 +309,13 @@ def _format_ideal(
 ) -> Tensor:
     if ideal_target is None:
         return target
+    _check_ideal(ideal_target, batch_shape, device)
+    if validate_args and uses_numpy(ideal_target) and ideal_target.dtype != torch.bool and (ideal_target < 0).any():
+        raise ValueError("Argument `ideal_target` must hold labels >= 0 (pad with 0), got a negative label.")
+    return ideal_target.reshape(-1, ideal_target.shape[-1]).to(work)
+
+
+def _check_ideal(ideal_target: Tensor, batch_shape: tuple[int, ...], device: torch.device) -> None:
     _check_tensor("ideal_target", ideal_target)
     if tuple(ideal_target.shape[:-1]) != batch_shape or ideal_target.ndim == 0 or ideal_target.shape[-1] == 0:
         raise ValueError(
@@ -293,9 +326,6 @@ def _format_ideal(
         raise ValueError(
             f"Argument `ideal_target` must be on the device of `preds` ({device}), got {ideal_target.device}."
         )
-    if validate_args and uses_numpy(ideal_target) and ideal_target.dtype != torch.bool and (ideal_target < 0).any():
-        raise ValueError("Argument `ideal_target` must hold labels >= 0 (pad with 0), got a negative label.")
-    return ideal_target.reshape(-1, ideal_target.shape[-1]).to(work)
 
 
 def _group_flat(

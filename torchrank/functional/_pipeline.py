@@ -20,10 +20,12 @@ from torchrank.functional._inputs import (
     TIES,
     RankingInput,
     check_choice,
+    check_dense_inputs,
     format_inputs,
     normalize_k,
 )
 from torchrank.functional._ranking import Ranking, apply_measure, rank
+from torchrank.functional.backends import backend_for
 
 Measure = Callable[..., tuple[Tensor, Tensor]]
 
@@ -88,6 +90,14 @@ def run_measure(
 ) -> Tensor:
     """Validate and rank the input, apply ``measure`` and reduce its per-query values."""
     ks, k_is_sequence = normalize_k(k)
+    fused = fused_per_query(  # the triton backend's kernel, where it covers the request
+        [(measure, ks, params)], preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged,
+        ties=ties, empty_target_action=empty_target_action, reduction=reduction,
+        relevance_threshold=relevance_threshold, validate_args=validate_args,
+    )
+    if fused is not None:
+        out = fused if reduction == "none" else reduce_columns(fused.reshape(-1, fused.shape[-1]), reduction)
+        return out if k_is_sequence else out[..., 0]
     if indexes is None:  # dense input past the memory budget: chunks of queries, same result
         check_options(ties, empty_target_action, reduction, relevance_threshold)
         reduced = evaluate_in_chunks(
@@ -166,19 +176,110 @@ def finalize(
     ``k`` was a single int or ``None``.
     """
     if empty_target_action == "error" and bool(no_relevant.any()):
-        raise ValueError(
-            "A query has no relevant item and `empty_target_action='error'`; pass 'neg', 'pos' or 'skip' "
-            "to score such queries."
-        )
+        raise ValueError(_EMPTY_ERROR)
     fill = {"neg": 0.0, "pos": 1.0, "skip": float("nan"), "error": 0.0}[empty_target_action]
     values = values.masked_fill(no_relevant.unsqueeze(1) if no_relevant.ndim == 1 else no_relevant, fill)
     if reduction == "none":
         out = values.reshape(*inputs.batch_shape, values.shape[-1])
-    elif reduction == "sum":
-        out = torch.nansum(values, 0)
     else:
-        out = torch.nanmean(values, 0)
+        out = reduce_columns(values, reduction)
     return out if k_is_sequence else out[..., 0]
+
+
+def reduce_columns(values: Tensor, reduction: str) -> Tensor:
+    """The ``"mean"`` or ``"sum"`` over queries of per-query values ``[Q, K]``, skipped queries (NaN) left out."""
+    return torch.nansum(values, 0) if reduction == "sum" else torch.nanmean(values, 0)
+
+
+def fused_per_query(
+    requests: Sequence[tuple[Measure, Sequence[int | None], dict]],
+    preds: Tensor,
+    target: Tensor,
+    *,
+    indexes: Tensor | None,
+    mask: Tensor | None,
+    ideal_target: Tensor | None,
+    judged: Tensor | None,
+    ties: str,
+    empty_target_action: str,
+    reduction: str,
+    relevance_threshold: float,
+    validate_args: bool,
+) -> Tensor | None:
+    """Per-query values ``[..., K]`` of ``requests`` (``(measure, cut-offs, params)``, columns in that order), empty
+    queries filled, from the triton backend's fused kernel; None where it does not run (another backend, flat
+    input, a measure, option or input it does not cover): the caller then ranks as usual."""
+    from torchrank.functional import _fused
+
+    if indexes is not None or judged is not None or not isinstance(preds, Tensor) or not isinstance(target, Tensor):
+        return None
+    if backend_for(preds.device) != "triton":
+        return None
+    columns = []
+    for measure, ks, params in requests:
+        found = _fused.fused_columns(measure, ks, params)
+        if found is None:
+            return None
+        columns += found
+    if preds.ndim == 0 or not _fused.fits(preds, target, ideal_target):
+        return None
+    check_options(ties, empty_target_action, reduction, relevance_threshold)
+    check_dense_inputs(preds, target, mask=mask, ideal_target=ideal_target, validate_args=validate_args)
+    values, empty, mixed = _fused.fused_values(
+        preds, target, columns, mask=mask, ideal_target=ideal_target, ties=ties,
+        relevance_threshold=relevance_threshold, empty_target_action=empty_target_action,
+    )
+    if empty is not None and bool(empty.any()):
+        raise ValueError(_EMPTY_ERROR)
+    if mixed is not None:  # ERR of lists whose tie groups hold different labels: their rows by the torch backend
+        values = _err_of_mixed_ties(values, mixed, requests, preds, target, mask, ideal_target, empty_target_action,
+                                    relevance_threshold)
+    return values.reshape(*preds.shape[:-1], len(columns))
+
+
+def _err_of_mixed_ties(
+    values: Tensor,
+    mixed: Tensor,
+    requests: Sequence[tuple[Measure, Sequence[int | None], dict]],
+    preds: Tensor,
+    target: Tensor,
+    mask: Tensor | None,
+    ideal_target: Tensor | None,
+    empty_target_action: str,
+    relevance_threshold: float,
+) -> Tensor:
+    """``values`` with the ERR columns of the ``mixed`` rows computed by the torch backend under ``"average"``: one
+    host read (which rows), the documented exception to the device backends' no-read rule."""
+    from torchrank.functional import _fused
+    from torchrank.functional.backends import use_backend
+
+    rows = mixed.nonzero().squeeze(1)
+    if rows.numel() == 0:
+        return values
+    n = preds.shape[-1]
+    sub_mask = None if mask is None else mask.reshape(-1, n)[rows]
+    sub_ideal = None if ideal_target is None else ideal_target.reshape(-1, ideal_target.shape[-1])[rows]
+    column = 0
+    for measure, ks, params in requests:
+        width = len(ks)
+        if _fused.fused_columns(measure, ks, params)[0].code == _fused.ERR:
+            with use_backend("torch"):
+                inputs, ranking = prepare(
+                    preds.reshape(-1, n)[rows], target.reshape(-1, n)[rows], indexes=None, mask=sub_mask,
+                    ideal_target=sub_ideal, judged=None, ties="average", empty_target_action=empty_target_action,
+                    reduction="none", relevance_threshold=relevance_threshold, validate_args=False,
+                    depth=deepest(list(ks)),
+                )
+                err, no_relevant = apply_measure(measure, ranking, list(ks), **params)
+                err = finalize(err, no_relevant, inputs, empty_target_action, "none", True)
+            values[rows, column : column + width] = err.reshape(len(rows), width).to(values.dtype)
+        column += width
+    return values
+
+
+_EMPTY_ERROR = (
+    "A query has no relevant item and `empty_target_action='error'`; pass 'neg', 'pos' or 'skip' to score such queries."
+)
 
 
 def check_max_label(max_label: float | None, target: Tensor, validate_args: bool) -> None:

@@ -81,6 +81,7 @@ def use_backend(name: str) -> Iterator[None]:
         _chosen.reset(token)
 
 
+@torch.compiler.assume_constant_result  # torch.compile reads the setting once, at tracing, as a constant
 def get_backend() -> str:
     """The backend in force: :func:`use_backend`'s, else :func:`set_backend`'s, else ``TORCHRANK_BACKEND``, else
     ``"auto"``."""

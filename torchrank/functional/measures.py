@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._chunking import evaluate_in_chunks, reduce_queries
-from torchrank.functional._pipeline import check_options, deepest, finalize, prepare
+from torchrank.functional._pipeline import check_options, deepest, finalize, fused_per_query, prepare
 from torchrank.functional._ranking import apply_measure
 from torchrank.functional.registry import DECLARATIONS, Declaration, grammar_names, parse_suffix
 
@@ -120,6 +120,14 @@ def evaluate(
     if isinstance(measures, str):
         raise TypeError("Argument `measures` must be a sequence of names, got a single string.")
     groups, depth = _plan(tuple(measures))
+    fused = fused_per_query(  # the triton backend's kernel, where it covers the request
+        [(family.kernel, [m.k for m in members], params) for family, params, members in groups], preds, target,
+        indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
+        empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
+        validate_args=validate_args,
+    )
+    if fused is not None:
+        return _named_columns(fused, groups, measures, reduction)
     if indexes is None:  # dense input past the memory budget: chunks of queries, same result
         check_options(ties, empty_target_action, reduction, relevance_threshold)
         reduced = evaluate_in_chunks(
@@ -144,6 +152,11 @@ def evaluate(
         empty.append(no_relevant.unsqueeze(1).expand_as(family_values))
     # every family's columns filled at once: per-family calls cost more than the work on small batches
     per_query = finalize(torch.cat(values, 1), torch.cat(empty, 1), inputs, empty_target_action, "none", True)
+    return _named_columns(per_query, groups, measures, reduction)
+
+
+def _named_columns(per_query: Tensor, groups: list, measures: Sequence[str], reduction: str) -> dict[str, Tensor]:
+    """``evaluate``'s dict: the per-query columns ``[..., K]`` (in the order of ``groups``' members), reduced."""
     columns = per_query.unbind(-1)
     if reduction != "none":  # each column alone, as the chunked path reduces it: the same sums, bit for bit
         columns = tuple(reduce_queries(c.reshape(-1).contiguous(), reduction, c.shape) for c in columns)

@@ -143,9 +143,9 @@ class RankingMetric(Metric):
         values = self._values(preds, target, mask=mask, ideal_target=ideal_target, judged=judged, validate_args=False)
         problems = value_problems(preds, target, ideal_target)  # after the functional's type, shape and device checks
         self._add(values.reshape(-1, self.num_outputs), valid=~problems.any())
-        update = torch.tensor(float(self._update_count), dtype=torch.float64, device=problems.device)
         invalid = self.sums[2 * self.num_outputs : 2 * self.num_outputs + len(VALUE_PROBLEMS)]
-        torch.minimum(invalid, torch.where(problems, update, torch.inf), out=invalid)
+        # the update number as a Python scalar: a kernel argument, not a host-to-device copy
+        torch.minimum(invalid, torch.where(problems, float(self._update_count), torch.inf), out=invalid)
 
     def _raise_for_invalid_updates(self) -> None:
         """Raise for the first problem a device-checked update found (one host read, at compute)."""

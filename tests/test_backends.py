@@ -1,0 +1,334 @@
+"""The backends: selection, equal values on every backend, no host reads on the device backends.
+
+The torch backend runs on CPU exactly the code a GPU runs; the triton backend runs on CPU under Triton's
+interpreter (``TRITON_INTERPRET=1``, set here for a subprocess-free check: the interpreter is chosen per call).
+CUDA cases skip without a GPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import torchrank
+import torchrank.functional as F
+from torchrank.functional import backends
+from torchrank.metrics import ERR, MAP, MRR, NDCG, RankingMetrics
+
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+TRITON = pytest.mark.skipif(not backends.triton_available(), reason="triton does not import here")
+# every measure the fused kernel computes, at cut-offs and whole lists, both gains
+FUSED_MEASURES = [
+    "ndcg@3", "ndcg", "ndcg_exp@5", "dcg@4", "dcg_exp", "P@3", "P", "recall@4", "f1@3", "success@2", "map",
+    "map@5", "mrr", "mrr@3", "err@4", "err",
+]
+TIES = ["average", "first", "optimistic", "pessimistic"]
+
+
+@pytest.fixture
+def interpreted():
+    """Triton's CPU interpreter (tests/conftest.py sets TRITON_INTERPRET=1 before triton defines any kernel)."""
+    if not backends.triton_interprets():
+        pytest.skip("TRITON_INTERPRET=1 was not set before the kernels were defined")
+
+
+def _batch(seed: int, q: int = 6, n: int = 13, tied: bool = True, padded: bool = True, ideal: bool = False):
+    g = torch.Generator().manual_seed(seed)
+    preds = torch.randn(q, n, generator=g)
+    if tied:
+        preds = (preds * 1.5).round()  # groups of equal scores holding different labels
+    target = torch.randint(0, 4, (q, n), generator=g)
+    target[0] = 0  # a query with no relevant item
+    mask = torch.rand(q, n, generator=g) > 0.3 if padded else None
+    ideal_target = torch.randint(0, 4, (q, n + 4), generator=g) if ideal else None
+    return preds, target, mask, ideal_target
+
+
+# ------------------------------------------------------------------------------------------------ selection
+def test_selection_by_call_context_and_environment(monkeypatch):
+    monkeypatch.setattr(backends, "_process_wide", [None])  # this test's set_backend stays in this test
+    monkeypatch.delenv("TORCHRANK_BACKEND", raising=False)
+    assert torchrank.get_backend() == "auto"
+    monkeypatch.setenv("TORCHRANK_BACKEND", "torch")
+    assert torchrank.get_backend() == "torch"
+    with torchrank.use_backend("numpy"):
+        assert torchrank.get_backend() == "numpy"
+    torchrank.set_backend("torch")
+    monkeypatch.setenv("TORCHRANK_BACKEND", "numpy")
+    assert torchrank.get_backend() == "torch"  # the call beats the environment
+    torchrank.set_backend("auto")
+    monkeypatch.delenv("TORCHRANK_BACKEND")
+    assert backends.backend_for(torch.device("cpu")) == "numpy"
+
+
+@pytest.mark.parametrize("call", [backends.set_backend, backends.use_backend])
+def test_unknown_backend_is_a_clear_error(call):
+    with pytest.raises(ValueError, match="must be one of .*'numpy'.*got 'cuda'"):
+        with contextlib.ExitStack() as stack:
+            result = call("cuda")
+            if hasattr(result, "__enter__"):
+                stack.enter_context(result)
+
+
+def test_unknown_backend_in_the_environment(monkeypatch):
+    monkeypatch.setattr(backends, "_process_wide", [None])
+    monkeypatch.setenv("TORCHRANK_BACKEND", "fast")
+    with pytest.raises(ValueError, match="TORCHRANK_BACKEND must be one of"):
+        F.ndcg(torch.rand(2, 3), torch.ones(2, 3))
+
+
+def test_triton_on_cpu_needs_the_interpreter(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    monkeypatch.setattr(backends, "triton_available", lambda: True)
+    with torchrank.use_backend("triton"), pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
+        F.ndcg(torch.rand(2, 3), torch.ones(2, 3))
+
+
+@CUDA
+def test_numpy_backend_refuses_gpu_tensors():
+    with torchrank.use_backend("numpy"), pytest.raises(ValueError, match="CPU tensors only"):
+        F.ndcg(torch.rand(2, 3, device="cuda"), torch.ones(2, 3, device="cuda"))
+
+
+# ------------------------------------------------------------------------------------------------ equal values
+def _evaluate(backend: str, preds, target, mask, ideal, **options) -> dict[str, torch.Tensor]:
+    with torchrank.use_backend(backend):
+        return F.evaluate(preds, target, FUSED_MEASURES, mask=mask, ideal_target=ideal, reduction="none", **options)
+
+
+def _assert_equal(got: dict, expected: dict, context: str) -> None:
+    for name in expected:
+        torch.testing.assert_close(got[name].cpu(), expected[name], rtol=1e-5, atol=1e-5, equal_nan=True,
+                                   msg=lambda m, name=name: f"{context} {name}: {m}")
+
+
+@pytest.mark.parametrize("ties", TIES)
+@pytest.mark.parametrize("seed", range(3))
+def test_torch_backend_equals_numpy(ties, seed):
+    preds, target, mask, ideal = _batch(seed, padded=seed != 1, ideal=seed == 2)
+    for empty in ("neg", "skip"):
+        options = {"ties": ties, "empty_target_action": empty}
+        _assert_equal(_evaluate("torch", preds, target, mask, ideal, **options),
+                      _evaluate("numpy", preds, target, mask, ideal, **options), f"torch {ties} {empty}")
+
+
+@TRITON
+@pytest.mark.parametrize("ties", TIES)
+def test_triton_backend_equals_numpy(interpreted, ties, monkeypatch):
+    from torchrank.functional import _fused
+
+    launched = []
+    real = _fused.fused_values
+    monkeypatch.setattr(_fused, "fused_values", lambda *a, **k: launched.append(1) or real(*a, **k))
+    for seed, (tied, padded, ideal) in enumerate([(True, True, False), (True, False, True), (False, True, False)]):
+        preds, target, mask, ideal_target = _batch(seed, q=4, n=9 + 4 * seed, tied=tied, padded=padded, ideal=ideal)
+        options = {"ties": ties, "empty_target_action": "skip" if seed else "neg"}
+        _assert_equal(_evaluate("triton", preds, target, mask, ideal_target, **options),
+                      _evaluate("numpy", preds, target, mask, ideal_target, **options), f"triton {ties} {seed}")
+    assert len(launched) == 3  # the fused kernel ran, no fallback
+
+
+@TRITON
+def test_triton_backend_single_functions_and_fallbacks(interpreted):
+    preds, target, mask, _ = _batch(7, q=3, n=8)
+    with torchrank.use_backend("triton"):
+        got = [F.ndcg(preds, target, k=[2, 5], mask=mask), F.average_precision(preds, target, mask=mask),
+               F.ndcg(preds, target, k=3, discount="power"),  # no kernel for this discount: the torch backend
+               F.reciprocal_rank(preds.double(), target)]  # float64 scores: the torch backend
+    expected = [F.ndcg(preds, target, k=[2, 5], mask=mask), F.average_precision(preds, target, mask=mask),
+                F.ndcg(preds, target, k=3, discount="power"), F.reciprocal_rank(preds.double(), target)]
+    for g, e in zip(got, expected, strict=True):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-6)
+
+
+@TRITON
+def test_triton_backend_checks_values_and_empty_queries(interpreted):
+    preds, target = torch.rand(2, 4), torch.tensor([[1, 0, 0, 0], [0, 0, 0, 0]])
+    with torchrank.use_backend("triton"):
+        with pytest.raises(ValueError, match="`preds` contains NaN"):
+            F.ndcg(torch.tensor([[0.1, float("nan")]]), torch.tensor([[1, 0]]))
+        with pytest.raises(ValueError, match="labels >= 0"):
+            F.ndcg(torch.rand(1, 2), torch.tensor([[1, -1]]))
+        with pytest.raises(ValueError, match="no relevant item"):
+            F.ndcg(preds, target, empty_target_action="error")
+        with pytest.raises(ValueError, match="same shape"):
+            F.ndcg(preds, target[:, :3])
+
+
+# ------------------------------------------------------------------------------------------------ no host reads
+_READS = {"_local_scalar_dense", "nonzero", "masked_select", "is_nonzero", "item"}
+
+
+class HostReads(TorchDispatchMode):
+    """Counts the operations that read a tensor's values on the host (on a GPU: a synchronisation), and the aten
+    operations run; ``Tensor.tolist`` and ``numpy`` bypass dispatch and are counted by :func:`counting`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[str] = []
+        self.ops = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func._overloadpacket.__name__
+        self.ops += 1
+        if name in _READS:
+            self.reads.append(name)
+        if name in ("index", "index_put", "index_put_") and len(args) > 1:
+            if any(i is not None and i.dtype == torch.bool for i in args[1]):
+                self.reads.append(f"{name} by a bool mask")
+        return func(*args, **(kwargs or {}))
+
+
+@contextlib.contextmanager
+def counting(monkeypatch):
+    mode = HostReads()
+    for method in ("tolist", "numpy", "item", "__bool__"):
+        real = getattr(torch.Tensor, method)
+
+        def read(self, *a, _real=real, _method=method, **k):
+            mode.reads.append(_method)
+            return _real(self, *a, **k)
+
+        monkeypatch.setattr(torch.Tensor, method, read)
+    with mode:
+        yield mode
+    monkeypatch.undo()
+
+
+METRICS = {
+    "NDCG": lambda: NDCG(k=10), "MAP": lambda: MAP(), "MRR": lambda: MRR(k=10),
+    "ERR": lambda: ERR(k=10, ties="first"),  # under "average" ERR reads once (its tie groups' dynamic program)
+    "RankingMetrics": lambda: RankingMetrics(["ndcg@10", "map@100", "mrr", "P@5", "recall@20", "err@20"],
+                                             ties="optimistic"),
+}
+
+
+@pytest.mark.parametrize("backend", ["torch", pytest.param("triton", marks=TRITON)])
+@pytest.mark.parametrize("name", list(METRICS))
+@pytest.mark.parametrize("tied", [False, True])
+@pytest.mark.parametrize("padded", [False, True])
+def test_metric_updates_read_nothing_on_the_device_backends(backend, name, tied, padded, monkeypatch):
+    if backend == "triton" and not torch.cuda.is_available() and not backends.triton_interprets():
+        pytest.skip("no CUDA device and no Triton interpreter")
+    preds, target, mask, _ = _batch(3, q=8, n=24, tied=tied, padded=padded)
+    metric = METRICS[name]()
+    with torchrank.use_backend(backend):
+        metric.update(preds, target, mask=mask)  # first call: caches, compilation
+        with counting(monkeypatch) as mode:
+            metric.update(preds, target, mask=mask)
+        assert mode.reads == [], f"{name} update read the host: {mode.reads}"
+        value = metric.compute()
+    with torchrank.use_backend("numpy"):
+        reference = METRICS[name]()
+        reference.update(preds, target, mask=mask)
+        reference.update(preds, target, mask=mask)
+        expected = reference.compute()
+    if isinstance(value, dict):
+        for key in value:
+            torch.testing.assert_close(value[key], expected[key], rtol=1e-5, atol=1e-6)
+    else:
+        torch.testing.assert_close(value, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_functional_reads_once_to_check_values_and_never_without(monkeypatch):
+    preds, target, mask, _ = _batch(4, tied=True)
+    with torchrank.use_backend("torch"):
+        F.ndcg(preds, target, k=5, mask=mask)
+        with counting(monkeypatch) as checked:
+            F.evaluate(preds, target, ["ndcg@5", "map", "mrr@10", "P@3"], mask=mask)
+        with counting(monkeypatch) as unchecked:
+            F.evaluate(preds, target, ["ndcg@5", "map", "mrr@10", "P@3"], mask=mask, validate_args=False)
+    assert checked.reads == ["tolist"]
+    assert unchecked.reads == []
+
+
+def test_a_bad_batch_is_left_out_and_raised_at_compute():
+    preds, target, _, _ = _batch(5, padded=False)
+    bad = preds.clone()
+    bad[1, 2] = float("nan")
+    with torchrank.use_backend("torch"):
+        metric = NDCG(k=5)
+        metric.update(preds, target)
+        metric.update(bad, target)
+        metric.update(preds, torch.where(target > 2, -1, target))
+        with pytest.raises(ValueError, match=r"`preds` contains NaN scores.* in update 2"):
+            metric.compute()
+        assert metric.count[0] == preds.shape[0]  # only the first batch counted
+        metric.reset()
+        metric.update(preds, target)
+        torch.testing.assert_close(metric.compute(), F.ndcg(preds, target, k=5))
+
+
+def test_torch_backend_update_op_count():
+    """A validation-loop update on the torch backend is a few dozen aten operations, not hundreds (the op budget
+    grows only with a new kind of quantity)."""
+    preds, target = torch.randn(256, 100), torch.randint(0, 5, (256, 100))
+    metric = NDCG(k=10)
+    with torchrank.use_backend("torch"):
+        metric.update(preds, target)
+        with HostReads() as mode:
+            metric.update(preds, target)
+    assert mode.ops <= 80, mode.ops
+
+
+# ------------------------------------------------------------------------------------------------ CUDA
+@CUDA
+@pytest.mark.parametrize("backend", ["torch", pytest.param("triton", marks=TRITON)])
+@pytest.mark.parametrize("ties", TIES)
+def test_cuda_backends_equal_the_cpu(backend, ties):
+    for seed, (tied, padded, ideal) in enumerate([(True, True, False), (True, False, True), (False, False, False)]):
+        preds, target, mask, ideal_target = _batch(seed, q=64, n=50 + 300 * seed, tied=tied, padded=padded,
+                                                   ideal=ideal)
+        cuda = [None if x is None else x.cuda() for x in (preds, target, mask, ideal_target)]
+        _assert_equal(_evaluate(backend, *cuda, ties=ties), _evaluate("numpy", preds, target, mask, ideal_target,
+                                                                      ties=ties), f"cuda {backend} {ties}")
+
+
+@CUDA
+@pytest.mark.parametrize("backend", ["torch", pytest.param("triton", marks=TRITON)])
+def test_cuda_metric_updates_never_synchronise(backend):
+    preds, target = torch.randn(256, 100, device="cuda"), torch.randint(0, 5, (256, 100), device="cuda")
+    tied = (preds * 2).round()
+    with torchrank.use_backend(backend):
+        metrics = [NDCG(k=10).cuda(), MAP().cuda(), MRR().cuda(),
+                   RankingMetrics(["ndcg@10", "map@100", "P@5", "recall@20"]).cuda()]
+        for metric in metrics:
+            metric.update(preds, target)
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            for metric in metrics:
+                metric.update(preds, target)
+                metric.update(tied, target)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        values = [metric.compute() for metric in metrics]
+    with torchrank.use_backend("numpy"):
+        for metric, value in zip([NDCG(k=10), MAP(), MRR()], values, strict=False):
+            for p in (preds, preds, tied):
+                metric.update(p.cpu(), target.cpu())
+            torch.testing.assert_close(value.cpu(), metric.compute(), rtol=1e-5, atol=1e-6)
+
+
+@CUDA
+def test_cuda_metric_update_is_capturable_in_a_graph():
+    preds, target = torch.randn(256, 100, device="cuda"), torch.randint(0, 5, (256, 100), device="cuda")
+    with torchrank.use_backend("torch"):
+        metric = NDCG(k=10).cuda()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(3):
+                metric.update(preds, target)
+        torch.cuda.current_stream().wait_stream(stream)
+        metric.reset()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            metric.update(preds, target)
+        metric.reset()
+        for _ in range(3):
+            graph.replay()
+        torch.testing.assert_close(metric.sums[1], torch.tensor(3 * 256.0, dtype=torch.float64, device="cuda"))

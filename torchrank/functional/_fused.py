@@ -1,0 +1,358 @@
+"""The triton backend: one fused kernel ranks each list in registers and computes every measure asked of it.
+
+One program per list reads its scores and labels once, sorts one 64-bit key per item (the score's bits, ordered
+as integers, then the label's bits, or the item's index for ``ties="first"``), sorts the labels (or the
+``ideal_target`` row) for the ideal, and writes each requested measure at each cut-off, with the empty-query fill
+applied: per-query values ready to reduce. ``ties="average"`` takes the closed forms per tie group of the torch
+backend (group means for the gains and the hits, McSherry and Najork's expectations for AP and RR), computed only in
+the lists that hold a tie. The result equals the torch backend's (the test suite runs both under
+``TRITON_INTERPRET=1`` on CPU).
+
+:func:`fused_columns` says whether a request is covered; what is not (other measures or options, float64 scores,
+flat input, lists past :data:`~torchrank.functional.backends.TRITON_MAX_ITEMS`) runs on the torch backend.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+from torchrank.functional.backends import TRITON_MAX_ITEMS
+
+# what a column of the kernel's output holds (the kernel's constexpr codes)
+PRECISION, RECALL, F1, SUCCESS, AP, RR, DCG, DCG_EXP, NDCG, NDCG_EXP, ERR = range(11)
+TIE_CODES = {"first": 0, "average": 1, "optimistic": 2, "pessimistic": 3}
+SCORE_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+_FILL = {"neg": 0.0, "pos": 1.0, "skip": float("nan")}
+
+
+class Column(NamedTuple):
+    """One output column: a measure code and its cut-off (0: the whole list)."""
+
+    code: int
+    k: int
+
+
+def fused_columns(measure: object, ks: Sequence[int | None], params: dict) -> list[Column] | None:
+    """The kernel's columns for ``measure`` (a kernel of :mod:`torchrank.functional`) at cut-offs ``ks`` with
+    ``params``; None where the fused kernel does not compute it."""
+    code = _code_of(measure, params)
+    if code is None:
+        return None
+    return [Column(code, 0 if k is None else k) for k in ks]
+
+
+def _code_of(measure: object, params: dict) -> int | None:
+    from torchrank.functional.average_precision import _average_precision
+    from torchrank.functional.dcg import _dcg, _ndcg
+    from torchrank.functional.err import _err
+    from torchrank.functional.first_relevant import _hit_rate, _reciprocal_rank
+    from torchrank.functional.precision import _f1, _precision, _recall
+
+    simple = {
+        _precision: PRECISION, _recall: RECALL, _f1: F1, _hit_rate: SUCCESS, _average_precision: AP,
+        _reciprocal_rank: RR,
+    }
+    if measure in simple:
+        return simple[measure] if not params else None
+    if measure in (_dcg, _ndcg):
+        weights, gain = params.get("weights"), params.get("gain")
+        if set(params) != {"gain", "weights"} or gain not in ("linear", "exponential") or not _log2(weights):
+            return None
+        exponential = gain == "exponential"
+        if measure is _dcg:
+            return DCG_EXP if exponential else DCG
+        return NDCG_EXP if exponential else NDCG
+    if measure is _err and params == {"transform": "exponential", "max_label": None}:
+        return ERR
+    return None
+
+
+def _log2(weights: object) -> bool:
+    """Whether ``weights`` are the default discount, ``1 / log2(i + 1)``."""
+    from torchrank.functional.dcg import _named_weights
+
+    return isinstance(weights, functools.partial) and weights.func is _named_weights and weights.args == ("log", 2.0, 1.0)
+
+
+def fits(preds: Tensor, target: Tensor, ideal_target: Tensor | None) -> bool:
+    """Whether the kernel takes this input: dense rows of at most TRITON_MAX_ITEMS, scores it ranks exactly."""
+    n = preds.shape[-1]
+    m = n if ideal_target is None else ideal_target.shape[-1]
+    if preds.dtype not in SCORE_DTYPES or target.dtype == torch.float64 or not 0 < n <= TRITON_MAX_ITEMS:
+        return False
+    if not 0 < m <= TRITON_MAX_ITEMS or (ideal_target is not None and ideal_target.dtype == torch.float64):
+        return False
+    return True
+
+
+def fused_values(
+    preds: Tensor,
+    target: Tensor,
+    columns: list[Column],
+    *,
+    mask: Tensor | None,
+    ideal_target: Tensor | None,
+    ties: str,
+    relevance_threshold: float,
+    empty_target_action: str,
+) -> tuple[Tensor, Tensor | None, Tensor | None]:
+    """Per-query values ``[Q, len(columns)]`` (float32) of dense ``[..., N]`` input, queries without a relevant item
+    filled as ``empty_target_action`` says; for ``"error"``, also the flags ``[Q, len(columns)]`` of those queries
+    (the caller reads them), else None; and for ERR under ``"average"``, the lists ``[Q]`` (bool) whose ERR the
+    kernel left to the caller: a tie group there holds different labels, whose expectation is a dynamic program over
+    the group (the torch backend's), else None."""
+    n = preds.shape[-1]
+    preds2 = preds.reshape(-1, n)
+    target2 = target.reshape(-1, n)
+    mask2 = None if mask is None else mask.reshape(-1, n)
+    ideal2 = None if ideal_target is None else ideal_target.reshape(-1, ideal_target.shape[-1])
+    q = preds2.shape[0]
+    if preds2.stride(-1) != 1:
+        preds2 = preds2.contiguous()
+    if target2.stride(-1) != 1:
+        target2 = target2.contiguous()
+    if target2.dtype == torch.bool:
+        target2 = target2.view(torch.uint8)
+    if mask2 is not None and mask2.stride(-1) != 1:
+        mask2 = mask2.contiguous()
+    if ideal2 is not None:
+        ideal2 = ideal2.contiguous() if ideal2.stride(-1) != 1 else ideal2
+        if ideal2.dtype == torch.bool:
+            ideal2 = ideal2.view(torch.uint8)
+    m = n if ideal2 is None else ideal2.shape[1]
+    block = triton.next_power_of_2(n)
+    ideal_block = triton.next_power_of_2(m)
+    out = torch.empty(q, len(columns), dtype=torch.float32, device=preds.device)
+    flags = torch.empty(q, len(columns), dtype=torch.uint8, device=preds.device) if empty_target_action == "error" else out
+    cuts = _cuts(tuple(c.k for c in columns), preds.device)
+    codes = tuple(c.code for c in columns)
+    fill = _FILL.get(empty_target_action, 0.0)
+    err_ties = ties == "average" and ERR in codes
+    mixed = torch.empty(q, dtype=torch.uint8, device=preds.device) if err_ties else out
+    _fused_kernel[(q,)](
+        preds2, target2, preds2 if mask2 is None else mask2, preds2 if ideal2 is None else ideal2, cuts, out, flags,
+        mixed,
+        n, m, preds2.stride(0), target2.stride(0), 0 if mask2 is None else mask2.stride(0),
+        0 if ideal2 is None else ideal2.stride(0), float(relevance_threshold), fill,
+        CODES=_pack(codes), NUM_COLS=len(columns), BLOCK=block, IDEAL_BLOCK=ideal_block,
+        HAS_MASK=mask2 is not None, HAS_IDEAL=ideal2 is not None, TIES=TIE_CODES[ties],
+        NEED_GAIN=any(c in (DCG, NDCG) for c in codes), NEED_EXP=any(c in (DCG_EXP, NDCG_EXP) for c in codes),
+        NEED_AP=AP in codes, NEED_RR=RR in codes or SUCCESS in codes, NEED_ERR=ERR in codes,
+        WRITE_FLAGS=empty_target_action == "error", WRITE_MIXED=err_ties,
+        num_warps=4 if block <= 1024 else 8,
+    )
+    return out, (flags.bool() if empty_target_action == "error" else None), (mixed.bool() if err_ties else None)
+
+
+def _pack(codes: tuple[int, ...]) -> int:
+    """The column codes as one integer, four bits each (a constexpr the kernel unpacks at compile time)."""
+    return sum(code << (4 * j) for j, code in enumerate(codes))
+
+
+@functools.lru_cache(maxsize=64)
+def _cuts(ks: tuple[int, ...], device: torch.device) -> Tensor:
+    return torch.tensor(ks, dtype=torch.int32, device=device)
+
+
+try:  # the triton backend's compiler (or its CPU interpreter); the other backends run without it
+    import triton
+    import triton.language as tl
+except ImportError:  # pragma: no cover - checked by backends.triton_available before any use
+    triton = None
+
+if triton is not None:
+
+    @triton.jit
+    def _max_combine(a, b):
+        return tl.maximum(a, b)
+
+    @triton.jit
+    def _min_combine(a, b):
+        return tl.minimum(a, b)
+
+    @triton.jit
+    def _ordered(bits):
+        # float bits as integers that order as the floats (negative floats: every bit but the sign flipped)
+        return bits ^ ((bits >> 31) & 0x7FFFFFFF)
+
+    @triton.jit
+    def _group_sum(values, cumulative, start, end):
+        # the sum of values over each position's tie group, from their running sum
+        return tl.gather(cumulative, end, 0) - tl.gather(cumulative, start, 0) + tl.gather(values, start, 0)
+
+    @triton.jit
+    def _read(cum, pos, k, last):
+        # a cumulative quantity at cut-off k (0: the whole list, read at the last position)
+        at = tl.where(k > 0, tl.minimum(k, last + 1) - 1, last)
+        return tl.sum(tl.where(pos == at, cum, 0.0), 0)
+
+    @triton.jit
+    def _fused_kernel(
+        preds_ptr, target_ptr, mask_ptr, ideal_ptr, cuts_ptr, out_ptr, flags_ptr, mixed_ptr,
+        n, m, preds_stride, target_stride, mask_stride, ideal_stride, threshold, fill,
+        CODES: tl.constexpr, NUM_COLS: tl.constexpr, BLOCK: tl.constexpr, IDEAL_BLOCK: tl.constexpr,
+        HAS_MASK: tl.constexpr, HAS_IDEAL: tl.constexpr, TIES: tl.constexpr,
+        NEED_GAIN: tl.constexpr, NEED_EXP: tl.constexpr, NEED_AP: tl.constexpr, NEED_RR: tl.constexpr,
+        NEED_ERR: tl.constexpr, WRITE_FLAGS: tl.constexpr, WRITE_MIXED: tl.constexpr,
+    ):
+        row = tl.program_id(0).to(tl.int64)
+        pos = tl.arange(0, BLOCK)
+        inside = pos < n
+        real = inside
+        if HAS_MASK:
+            real = inside & (tl.load(mask_ptr + row * mask_stride + pos, mask=inside, other=0) != 0)
+        scores = tl.load(preds_ptr + row * preds_stride + pos, mask=inside, other=0.0).to(tl.float32) + 0.0  # -0.0 ties 0.0
+        labels = tl.load(target_ptr + row * target_stride + pos, mask=inside, other=0).to(tl.float32)
+        labels = tl.where(real, labels, 0.0)
+
+        # one key per item: ordered score bits high, then the tie-break: the label's ordered bits (ties that
+        # "average" averages whole, or orders by label) or the reversed index ("first": input order)
+        high = _ordered(scores.to(tl.int32, bitcast=True)).to(tl.int64) << 32
+        if TIES == 0:
+            low = (BLOCK - 1 - pos).to(tl.int64)
+        elif TIES == 3:
+            low = (0x7FFFFFFF - _ordered(labels.to(tl.int32, bitcast=True))).to(tl.int64) + 0x80000000
+        else:
+            low = _ordered(labels.to(tl.int32, bitcast=True)).to(tl.int64) + 0x80000000
+        keys = tl.where(real, high | low, -0x7FFFFFFFFFFFFFFF - 1)  # padding: the least key, sorted last
+        keys = tl.sort(keys, 0, descending=True)
+        valid = keys != -0x7FFFFFFFFFFFFFFF - 1
+        num_valid = tl.sum(valid.to(tl.int32), 0)
+        if TIES == 0:
+            index = (BLOCK - 1 - (keys & 0xFFFFFFFF)).to(tl.int32)
+            ranked = tl.load(target_ptr + row * target_stride + index, mask=valid, other=0).to(tl.float32)
+        else:
+            lab = ((keys & 0xFFFFFFFF) - 0x80000000).to(tl.int32)
+            if TIES == 3:
+                lab = 0x7FFFFFFF - lab
+            ranked = _ordered(lab).to(tl.float32, bitcast=True)
+        ranked = tl.where(valid, ranked, 0.0)
+        rank = (pos + 1).to(tl.float32)
+        relevant = tl.where(ranked >= threshold, 1.0, 0.0)
+
+        # tie groups ("average" only, and only in lists holding a tie): where each position's group starts and
+        # ends, its size, and sums over it; elsewhere every position is a group of its own
+        hits_cum = tl.cumsum(relevant, 0)
+        start = pos
+        end = pos
+        size = tl.full([BLOCK], 1.0, tl.float32)
+        group_relevant = relevant
+        tied = False
+        if TIES == 1:
+            score_bits = keys >> 32
+            previous = tl.gather(score_bits, tl.maximum(pos - 1, 0), 0)
+            starts_group = (pos == 0) | (previous != score_bits) | ~valid
+            tied = tl.sum((~starts_group).to(tl.int32), 0) > 0
+        if tied:
+            start = tl.associative_scan(tl.where(starts_group, pos, 0), 0, _max_combine)
+            following = tl.gather(starts_group.to(tl.int32), tl.minimum(pos + 1, BLOCK - 1), 0)
+            ends_group = (following != 0) | (pos == BLOCK - 1)
+            end = tl.associative_scan(tl.where(ends_group, pos, BLOCK - 1), 0, _min_combine, reverse=True)
+            size = (end - start + 1).to(tl.float32)
+            group_relevant = _group_sum(relevant, hits_cum, start, end)
+        hits = tl.cumsum(group_relevant / size, 0)  # expected relevant items in the top i
+
+        # the judged labels: R, the top of the label scale, and (for NDCG) their descending order
+        if HAS_IDEAL:
+            ipos = tl.arange(0, IDEAL_BLOCK)
+            ideal = tl.load(ideal_ptr + row * ideal_stride + ipos, mask=ipos < m, other=0).to(tl.float32)
+        else:
+            ipos = pos
+            ideal = labels
+        num_relevant = tl.sum(tl.where(ideal >= threshold, 1.0, 0.0), 0)
+        top_ideal = tl.max(ideal, 0)
+        discount = 0.6931471805599453 / tl.log(rank + 1.0)  # 1 / log2(i + 1)
+
+        if NEED_GAIN:
+            gains = ranked
+            if tied:
+                gains = _group_sum(gains, tl.cumsum(gains, 0), start, end) / size
+            dcg = tl.cumsum(gains * discount, 0)
+        if NEED_EXP:
+            gains_exp = tl.where(valid, tl.exp2(ranked) - 1.0, 0.0)
+            if tied:
+                gains_exp = _group_sum(gains_exp, tl.cumsum(gains_exp, 0), start, end) / size
+            dcg_exp = tl.cumsum(gains_exp * discount, 0)
+        if NEED_GAIN or NEED_EXP:
+            ideal_sorted = tl.sort(ideal, 0, descending=True)
+            ideal_discount = 0.6931471805599453 / tl.log((ipos + 2).to(tl.float32))
+            if NEED_GAIN:
+                ideal_dcg = tl.cumsum(ideal_sorted * ideal_discount, 0)
+            if NEED_EXP:
+                ideal_dcg_exp = tl.cumsum((tl.exp2(ideal_sorted) - 1.0) * ideal_discount, 0)
+        if NEED_AP:
+            precision_terms = relevant * hits_cum / rank
+            if tied:  # E[rel_i * hits_i] in a group of m holding r, C relevant before it (McSherry and Najork)
+                before = tl.gather(hits_cum - relevant, start, 0)
+                offset = (pos - start).to(tl.float32)
+                within = tl.where(size > 1, offset * (group_relevant - 1) / tl.maximum(size - 1, 1.0), 0.0)
+                precision_terms = group_relevant / size * (before + 1 + within) / rank
+            ap = tl.cumsum(precision_terms, 0)
+        if NEED_RR:
+            first_probability = tl.where((relevant > 0) & (hits_cum == 1.0), 1.0, 0.0)
+            if tied:  # P(first relevant at i): only the first group holding one; prod (m-r-t)/(m-t) above, r/(m-t)
+                before = tl.gather(hits_cum - relevant, start, 0)
+                first_group = (before == 0) & (group_relevant > 0)
+                t = (pos - start).to(tl.float32)
+                none_above = tl.maximum((size - group_relevant - t) / (size - t), 0.0)
+                survive = tl.cumprod(tl.where(first_group, none_above, 1.0), 0)
+                survive_before = tl.where(pos == start, 1.0, tl.gather(survive, tl.maximum(pos - 1, 0), 0))
+                first_probability = tl.where(first_group, survive_before * group_relevant / (size - t), 0.0)
+            found = tl.cumsum(first_probability, 0)
+            rr = tl.cumsum(first_probability / rank, 0)
+        if WRITE_MIXED:  # a tie group of different labels: ERR's expectation there is left to the caller
+            mixed = tl.sum((pos < 0).to(tl.int32), 0) > 0  # False, as a tensor both branches can assign
+            if tied:
+                label_sum = _group_sum(ranked, tl.cumsum(ranked, 0), start, end)
+                mixed = tl.sum((label_sum != ranked * size).to(tl.int32), 0) > 0
+            tl.store(mixed_ptr + row, mixed.to(tl.uint8))
+        if NEED_ERR:  # the value of the order as sorted: exact where no tie group holds different labels
+            top = tl.maximum(top_ideal, tl.max(ranked, 0))
+            stop = tl.where(valid, (tl.exp2(ranked) - 1.0) / tl.exp2(tl.where(top > 0, top, 1.0)), 0.0)
+            reach = tl.cumprod(1.0 - stop, 0) / (1.0 - stop)  # exclusive product: a stop probability is below 1
+            err = tl.cumsum(reach * stop / rank, 0)
+
+        last = BLOCK - 1
+        r_clamped = tl.maximum(num_relevant, 1.0)
+        for j in tl.static_range(NUM_COLS):
+            code: tl.constexpr = (CODES >> (4 * j)) & 15
+            k = tl.load(cuts_ptr + j)
+            k_eff = tl.where(k > 0, k.to(tl.float32), num_valid.to(tl.float32))
+            if code == 0:
+                value = _read(hits, pos, k, last) / tl.maximum(k_eff, 1.0)
+            elif code == 1:
+                value = _read(hits, pos, k, last) / r_clamped
+            elif code == 2:
+                value = 2 * _read(hits, pos, k, last) / tl.maximum(k_eff + num_relevant, 1.0)
+            elif code == 3:
+                value = _read(found, pos, k, last)
+            elif code == 4:
+                value = _read(ap, pos, k, last) / r_clamped
+            elif code == 5:
+                value = _read(rr, pos, k, last)
+            elif code == 6:
+                value = _read(dcg, pos, k, last)
+            elif code == 7:
+                value = _read(dcg_exp, pos, k, last)
+            elif code == 8:
+                ideal_value = _read(ideal_dcg, ipos, k, IDEAL_BLOCK - 1)
+                value = _read(dcg, pos, k, last) / tl.where(ideal_value > 0, ideal_value, 1.0)
+            elif code == 9:
+                ideal_value = _read(ideal_dcg_exp, ipos, k, IDEAL_BLOCK - 1)
+                value = _read(dcg_exp, pos, k, last) / tl.where(ideal_value > 0, ideal_value, 1.0)
+            else:
+                value = _read(err, pos, k, last)
+            if code <= 5:
+                empty = num_relevant == 0
+            else:
+                empty = top_ideal <= 0
+            value = tl.where(empty, fill, value)
+            tl.store(out_ptr + row * NUM_COLS + j, value)
+            if WRITE_FLAGS:
+                tl.store(flags_ptr + row * NUM_COLS + j, empty.to(tl.uint8))
+
