@@ -200,3 +200,29 @@ def test_labels_above_the_grades_are_refused():
                                    grade_probabilities=(0.5, 0.5))
     # a fraction below the next grade is still grade 2
     F.graded_average_precision(torch.rand(4), torch.tensor([0, 1, 2.5, 2]), grade_probabilities=(0.5, 0.5))
+
+
+def test_every_device_gives_the_cpu_values(device):
+    preds, target = _random_lists(7, q=50, n=20)
+    preds = torch.round(preds * 2) / 2  # tie groups
+    for probabilities in (None, (0.2, 0.3, 0.5)):
+        kwargs = {"k": [1, 5, 20], "grade_probabilities": probabilities, "reduction": "none"}
+        cpu = F.graded_average_precision(preds, target, **kwargs)
+        got = F.graded_average_precision(preds.to(device), target.to(device), **kwargs)
+        assert got.device.type == torch.device(device).type
+        torch.testing.assert_close(got.cpu(), cpu)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_explicit_probabilities_never_wait_on_the_gpu():
+    """With explicit probabilities (no grade count to read) and value checks off, GAP never synchronises."""
+    preds, target = _random_lists(8, q=50, n=20)
+    preds, target = (torch.round(preds * 2) / 2).cuda(), target.cuda()
+    kwargs = {"k": [1, 5], "grade_probabilities": (0.2, 0.3, 0.5), "validate_args": False}
+    F.graded_average_precision(preds, target, **kwargs)  # the engine's constants (cut-off rows) built once, cached
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        F.graded_average_precision(preds, target, **kwargs)
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
