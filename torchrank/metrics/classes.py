@@ -137,6 +137,7 @@ def _derive(spec: Declaration) -> type[FunctionalMetric]:
 # one class per declared family with a class name: declaring a measure gives it its class
 _DERIVED = {spec.metric: _derive(spec) for spec in MEASURES.values() if spec.metric is not None}
 globals().update(_DERIVED)
+__all__ = sorted(["FunctionalMetric", "RankingMetrics", *_DERIVED])
 
 
 class RankingMetrics(RankingMetric):
