@@ -45,6 +45,8 @@ def test_declarations_are_checked():
         Declaration("x", "doc", "linear")
     with pytest.raises(ValueError, match="syntax"):
         TrecName("x", "commas")
+    with pytest.raises(ValueError, match="derives `params`"):
+        Declaration("x", "doc", "linear", F.MEASURES["rbp"].kernel, options=F.MEASURES["rbp"].options)
     twin = dataclasses.replace(F.MEASURES["precision"], name="precision2", metric=None, trec=())
     with pytest.raises(ValueError, match="grammar name 'p' is declared by 'precision' and 'precision2'"):
         _check_names((*DECLARATIONS, twin))
@@ -75,6 +77,28 @@ def test_suffix_parameters():
     torch.testing.assert_close(out["rbp.95"], F.rbp(preds, target, p=0.95, reduction="none"))
     torch.testing.assert_close(out["rbp_resid.8"], F.rbp(preds, target, p=0.8, residual=True, reduction="none"))
     torch.testing.assert_close(out["rbp_95"], F.rbp(preds, target, k=95, reduction="none"))
+    with pytest.raises(ValueError, match=r"`p` must lie in \(0, 1\), got 0.0"):  # checked as the function checks it
+        F.evaluate(preds, target, ["rbp.0"])
+
+
+def _comparable(params: dict) -> dict:
+    """Partials (DCG's discount weights) compare by what they call and with what."""
+    return {k: (v.func, v.args, v.keywords) if isinstance(v, functools.partial) else v for k, v in params.items()}
+
+
+def test_grammar_parameters_are_the_functions_defaults():
+    """A family with ``options`` takes its name's kernel parameters from its function's signature."""
+    import inspect
+
+    for spec in F.MEASURES.values():
+        if spec.options is None:
+            continue
+        signature = inspect.signature(spec.function).parameters
+        taken = inspect.signature(spec.options).parameters
+        defaults = {name: signature[name].default for name in taken}
+        derived = spec.options(**{**defaults, **spec.function_params})
+        assert _comparable(dict(spec.params)) == _comparable(derived)
+    assert F.MEASURES["ndcg_exp"].params["gain"] == "exponential" and F.MEASURES["ndcg"].params["gain"] == "linear"
 
 
 def test_functions_and_classes_are_derived():

@@ -45,6 +45,13 @@ def check_gain_discount(gain: Gain, discount: Discount, log_base: float) -> None
 Weights = Callable[[int, torch.dtype, torch.device], Tensor]
 
 
+def _dcg_options(*, gain: Gain, discount: Discount, log_base: float, power: float) -> dict[str, object]:
+    """The kernel parameters of DCG's and NDCG's options, checked (the functions and ``evaluate``'s names share
+    it; the registry reads the defaults from the functions' signatures)."""
+    check_gain_discount(gain, discount, log_base)
+    return {"gain": gain, "weights": _weights(discount, log_base, power)}
+
+
 def _dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> Tensor:
     index, _ = cutoff_index(r, ks)
     depth = None if None in ks else min(max(ks), r.list_size)  # the cut-offs read no further
@@ -133,11 +140,10 @@ def dcg(
         >>> dcg(torch.arange(5, 0, -1.0), labels, k=5)
         tensor(6.9585)
     """
-    check_gain_discount(gain, discount, log_base)
     return run_measure(
         _dcg, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
         empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
-        validate_args=validate_args, gain=gain, weights=_weights(discount, log_base, power),
+        validate_args=validate_args, **_dcg_options(gain=gain, discount=discount, log_base=log_base, power=power),
     )
 
 
@@ -173,9 +179,8 @@ def ndcg(
         >>> ndcg(torch.arange(5, 0, -1.0), labels, k=5)
         tensor(0.9592)
     """
-    check_gain_discount(gain, discount, log_base)
     return run_measure(
         _ndcg, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
         empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
-        validate_args=validate_args, gain=gain, weights=_weights(discount, log_base, power),
+        validate_args=validate_args, **_dcg_options(gain=gain, discount=discount, log_base=log_base, power=power),
     )

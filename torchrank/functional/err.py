@@ -89,6 +89,14 @@ def _subset_product_means(keep: Tensor, group_id: Tensor, offset: Tensor, size: 
     return above, here
 
 
+def _err_options(*, transform: Transform, max_label: float | None) -> dict[str, object]:
+    """ERR's kernel parameters, checked (shared with ``evaluate``'s ``err@k``)."""
+    if not callable(transform):
+        check_choice("transform", transform, TRANSFORMS)
+    check_max_label(max_label, None, validate_args=False)
+    return {"transform": transform, "max_label": max_label}
+
+
 @with_common_args
 def err(
     preds: Tensor,
@@ -123,11 +131,10 @@ def err(
         >>> err(torch.arange(5, 0, -1.0), labels, max_label=3)
         tensor(0.9215)
     """
-    if not callable(transform):
-        check_choice("transform", transform, TRANSFORMS)
+    options = _err_options(transform=transform, max_label=max_label)
     check_max_label(max_label, target, validate_args)
     return run_measure(
         _err, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
         empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
-        validate_args=validate_args, transform=transform, max_label=max_label,
+        validate_args=validate_args, **options,
     )

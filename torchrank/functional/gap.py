@@ -105,6 +105,11 @@ def _graded_average_precision(
     return total / torch.where(no_relevant, 1, denominator).unsqueeze(1), no_relevant
 
 
+def _gap_options(*, grade_probabilities: Sequence[float] | None) -> dict[str, object]:
+    """GAP's kernel parameters, checked (shared with ``evaluate``'s ``gap``)."""
+    return {"grade_probabilities": check_grade_probabilities(grade_probabilities)}
+
+
 def _check_grades(grade_probabilities: Probabilities | None, labels: dict[str, object], validate_args: bool) -> None:
     """With explicit probabilities, no label may have a grade above theirs (a value check: one host read)."""
     if grade_probabilities is None or not validate_args:
@@ -153,10 +158,10 @@ def graded_average_precision(
         >>> graded_average_precision(preds, labels, grade_probabilities=[1.0, 0.0])  # AP of grades >= 1
         tensor(0.8056)
     """
-    probabilities = check_grade_probabilities(grade_probabilities)
-    _check_grades(probabilities, {"target": target, "ideal_target": ideal_target}, validate_args)
+    options = _gap_options(grade_probabilities=grade_probabilities)
+    _check_grades(options["grade_probabilities"], {"target": target, "ideal_target": ideal_target}, validate_args)
     return run_measure(
         _graded_average_precision, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target,
         ties=ties, empty_target_action=empty_target_action, reduction=reduction,
-        relevance_threshold=relevance_threshold, validate_args=validate_args, grade_probabilities=probabilities,
+        relevance_threshold=relevance_threshold, validate_args=validate_args, **options,
     )

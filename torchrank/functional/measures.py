@@ -175,7 +175,7 @@ def _plan(measures: tuple[str, ...]) -> tuple[list[tuple[Declaration, dict, list
     for m in parsed:
         groups.setdefault((m.family, m.params), []).append(m)
     plan = [
-        (FAMILIES[family], {**FAMILIES[family].params, **dict(params)}, members)
+        (FAMILIES[family], FAMILIES[family].kernel_params(**dict(params)), members)
         for (family, params), members in groups.items()
     ]
     return plan, deepest([m.k for m in parsed])

@@ -35,6 +35,14 @@ def _rbp(
     return at_cutoffs(torch.cumsum(r.expected(gains) * weights, 1), index), ~r.has_positive_label
 
 
+def _rbp_options(*, p: float, max_label: float | None, residual: bool) -> dict[str, object]:
+    """RBP's kernel parameters, checked (shared with ``evaluate``'s ``rbp.95``)."""
+    if isinstance(p, bool) or not isinstance(p, int | float) or not 0 < p < 1:
+        raise ValueError(f"Argument `p` must lie in (0, 1), got {p}.")
+    check_max_label(max_label, None, validate_args=False)
+    return {"p": p, "max_label": max_label, "residual": bool(residual)}
+
+
 @with_common_args
 def rbp(
     preds: Tensor,
@@ -73,12 +81,10 @@ def rbp(
         >>> rbp(torch.tensor([0.9, 0.8, 0.7]), torch.tensor([1, 0, 1]), p=0.5, residual=True)  # 0.5 ** 3
         tensor(0.1250)
     """
-    if not 0 < p < 1:
-        raise ValueError(f"Argument `p` must lie in (0, 1), got {p}.")
+    options = _rbp_options(p=p, max_label=max_label, residual=residual)
     check_max_label(max_label, target, validate_args)
     return run_measure(
         _rbp, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged,
         ties=ties, empty_target_action=empty_target_action, reduction=reduction,
-        relevance_threshold=relevance_threshold, validate_args=validate_args,
-        p=p, max_label=max_label, residual=residual,
+        relevance_threshold=relevance_threshold, validate_args=validate_args, **options,
     )

@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -41,8 +42,8 @@ from torchrank.functional.average_precision import (
     average_precision,
     average_recall,
 )
-from torchrank.functional.dcg import _dcg, _ndcg, _weights, dcg, ndcg
-from torchrank.functional.err import _err, err
+from torchrank.functional.dcg import _dcg, _dcg_options, _ndcg, dcg, ndcg
+from torchrank.functional.err import _err, _err_options, err
 from torchrank.functional.first_relevant import (
     _first_relevant_position,
     _hit_rate,
@@ -53,10 +54,10 @@ from torchrank.functional.first_relevant import (
     mean_rank,
     reciprocal_rank,
 )
-from torchrank.functional.gap import _graded_average_precision, graded_average_precision
+from torchrank.functional.gap import _gap_options, _graded_average_precision, graded_average_precision
 from torchrank.functional.kendall import kendall_tau
 from torchrank.functional.precision import _f1, _precision, _r_precision, _recall, f1, precision, r_precision, recall
-from torchrank.functional.rbp import _rbp, rbp
+from torchrank.functional.rbp import _rbp, _rbp_options, rbp
 
 __all__ = ["DECLARATIONS", "MEASURES", "TIE_FORMS", "Declaration", "TrecName", "grammar_names", "public_functions"]
 
@@ -117,7 +118,11 @@ class Declaration:
             from the inputs rather than a ranking (Kendall tau: its function only).
         aliases: Other grammar names (lower case; trec_eval's names of the same measure included).
         takes_k: Whether a name may carry a cut-off (``ndcg@10``).
-        params: The kernel parameters the family fixes (``ndcg_exp``: exponential gain).
+        options: Maps the function's own options (keywords) to kernel parameters, checking them: the function
+            calls it, and the registry with the function's defaults (and ``function_params``) gives ``params``,
+            so a grammar name and the function with its defaults cannot drift apart.
+        params: The kernel parameters of the family's name (``ndcg_exp``: exponential gain); derived from
+            ``options`` where it is given.
         suffix_param: The parameter a ``.digits`` suffix sets (``rbp.95`` -> ``p = 0.95``), if any.
         higher_is_better: True, False (mean rank), or None (a count, a residual: no direction).
         empty_target_action: Whether ``empty_target_action`` scores queries without relevant items (False: the
@@ -137,6 +142,7 @@ class Declaration:
     kernel: Kernel | None = None
     aliases: tuple[str, ...] = ()
     takes_k: bool = True
+    options: Callable[..., dict[str, object]] | None = None
     params: Mapping[str, object] = field(default_factory=_frozen)
     suffix_param: str | None = None
     higher_is_better: bool | None = True
@@ -155,8 +161,21 @@ class Declaration:
             raise ValueError(f"Declaration {self.name!r}: grammar names are lower case.")
         if self.grammar and self.kernel is None:
             raise ValueError(f"Declaration {self.name!r}: a grammar name needs a kernel.")
-        object.__setattr__(self, "params", _frozen(self.params))
+        if self.options is not None and (self.params or self.function is None):
+            raise ValueError(f"Declaration {self.name!r}: `options` derives `params` from `function`'s defaults.")
         object.__setattr__(self, "function_params", _frozen(self.function_params))
+        object.__setattr__(self, "params", _frozen(self.kernel_params() if self.options else self.params))
+
+    def kernel_params(self, **overrides: object) -> dict[str, object]:
+        """The kernel parameters of the family with some options changed (``rbp.95``: ``p=0.95``), checked.
+
+        Example:
+            >>> MEASURES["rbp"].kernel_params(p=0.95)
+            {'p': 0.95, 'max_label': None, 'residual': False}
+        """
+        if self.options is None:
+            return {**self.params, **overrides}
+        return self.options(**{**_option_defaults(self.function, self.options), **self.function_params, **overrides})
 
     @property
     def public_function(self) -> Callable[..., Tensor] | None:
@@ -164,6 +183,13 @@ class Declaration:
         if self.function is None or not self.function_params:
             return self.function
         return functools.partial(self.function, **self.function_params)
+
+
+@functools.cache
+def _option_defaults(function: Callable[..., Tensor], options: Callable[..., dict]) -> dict[str, object]:
+    """The defaults ``function``'s signature gives the options ``options`` takes (read once)."""
+    taken = inspect.signature(options).parameters
+    return {n: p.default for n, p in inspect.signature(function).parameters.items() if n in taken}
 
 
 def _persistence(digits: str) -> float:
@@ -182,10 +208,6 @@ def _gain_map(gains: tuple[tuple[float, float], ...]) -> Callable[[Tensor], Tens
     return gain
 
 
-_LOG2 = _weights("log", 2.0, 1.0)
-_LINEAR = {"gain": "linear", "weights": _LOG2}
-_EXPONENTIAL = {"gain": "exponential", "weights": _LOG2}
-_RBP = {"p": 0.9, "max_label": None}
 _LOWER = (1.0, None)  # plot bounds of a position: 1 at best, no upper bound
 
 #: Every family, in the order ``evaluate``'s grammar lists them.
@@ -221,7 +243,7 @@ DECLARATIONS: tuple[Declaration, ...] = (
     ),
     Declaration(
         "ndcg", "DCG@k / ideal DCG@k, linear gain, log2 discount.", "linear", _ndcg, aliases=("ndcg_cut",),
-        params=_LINEAR, function=ndcg, metric="NDCG",
+        function=ndcg, options=_dcg_options, metric="NDCG",
         trec=(
             TrecName("ndcg", "gains", parsed=lambda gains: {"gain": _gain_map(gains)}),
             TrecName("ndcg_cut", "cuts", CUTS),
@@ -229,15 +251,15 @@ DECLARATIONS: tuple[Declaration, ...] = (
     ),
     Declaration(
         "ndcg_exp", "NDCG with exponential gain 2^label - 1.", "linear", _ndcg, aliases=("ndcg_burges",),
-        params=_EXPONENTIAL, function=ndcg, function_params={"gain": "exponential"},
+        function=ndcg, options=_dcg_options, function_params={"gain": "exponential"},
     ),
     Declaration(
-        "dcg", "sum of label / log2(i + 1) over the top k.", "linear", _dcg, params=_LINEAR, function=dcg,
+        "dcg", "sum of label / log2(i + 1) over the top k.", "linear", _dcg, function=dcg, options=_dcg_options,
         metric="DCG", plot_bounds=(0.0, None),
     ),
     Declaration(
         "dcg_exp", "DCG with exponential gain 2^label - 1.", "linear", _dcg, aliases=("dcg_burges",),
-        params=_EXPONENTIAL, function=dcg, function_params={"gain": "exponential"},
+        function=dcg, options=_dcg_options, function_params={"gain": "exponential"},
     ),
     Declaration(
         "mrr", "1 / rank of the first relevant item (0 past k).", "closed form", _reciprocal_rank,
@@ -246,16 +268,16 @@ DECLARATIONS: tuple[Declaration, ...] = (
     ),
     Declaration(
         "err", "Expected reciprocal rank; exponential utility, top of scale: each query's top label.", "closed form",
-        _err, params={"transform": "exponential", "max_label": None}, function=err, metric="ERR",
+        _err, function=err, options=_err_options, metric="ERR",
     ),
     Declaration(
         "rbp", "Rank-biased precision, p = 0.9 (rbp.95: p = 0.95).", "linear", _rbp,
-        params={**_RBP, "residual": False}, suffix_param="p", function=rbp, metric="RBP", trec=(TrecName("rbp"),),
+        suffix_param="p", function=rbp, options=_rbp_options, metric="RBP", trec=(TrecName("rbp"),),
     ),
     Declaration(
         "rbp_resid", "RBP's residual: the most unjudged and unseen items could add.", "linear", _rbp,
-        params={**_RBP, "residual": True}, suffix_param="p", higher_is_better=None, empty_target_action=False,
-        function=rbp, function_params={"residual": True}, trec=(TrecName("rbp_resid"),),
+        suffix_param="p", higher_is_better=None, empty_target_action=False, function=rbp, options=_rbp_options,
+        function_params={"residual": True}, trec=(TrecName("rbp_resid"),),
     ),
     Declaration(
         "mean_rank", "Mean position of the relevant items (k + 1 past the cut-off).", "linear", _mean_rank,
@@ -268,8 +290,8 @@ DECLARATIONS: tuple[Declaration, ...] = (
     ),
     Declaration(
         "gap", "Graded average precision, uniform grade probabilities (Robertson et al. 2010).", "closed form",
-        _graded_average_precision, aliases=("graded_average_precision",), params={"grade_probabilities": None},
-        function=graded_average_precision, metric="GAP",
+        _graded_average_precision, aliases=("graded_average_precision",), function=graded_average_precision,
+        options=_gap_options, metric="GAP",
     ),
     Declaration(
         "bpref", "Binary preference over judged items (trec_eval bpref).", "refused", trec_extra._bpref,

@@ -279,7 +279,7 @@ def _takes_suffix(measure: _TrecMeasure) -> bool:
 def _grammar_item(name: str) -> _Item:
     parsed = parse_measure(name)
     family = MEASURES[parsed.family]
-    return _Item(name, "float", _column(family.kernel, (parsed.k,), 0, **{**family.params, **dict(parsed.params)}))
+    return _Item(name, "float", _column(family.kernel, (parsed.k,), 0, **family.kernel_params(**dict(parsed.params))))
 
 
 @dataclass
