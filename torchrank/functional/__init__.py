@@ -18,4 +18,5 @@ from torchrank.functional.registry import MEASURES, public_functions
 # every declared measure's public function under its own name: declaring a measure exports it
 globals().update(public_functions())
 
-__all__ = sorted(["MEASURES", "evaluate", "memory_budget", "parse_measure", *public_functions()])
+__all__ = ["MEASURES", "evaluate", "memory_budget", "parse_measure"]
+__all__ += sorted(public_functions())
