@@ -361,7 +361,7 @@ DECLARATIONS: tuple[Declaration, ...] = (
 
 def _check_names(declarations: tuple[Declaration, ...]) -> None:
     """Every family, grammar name, trec_eval name and class name is declared once."""
-    seen: dict[str, str] = {}
+    seen: dict[tuple[str, str], str] = {}
     for spec in declarations:
         names = [("family", spec.name)]
         names += [("grammar", n) for n in ((spec.name, *spec.aliases) if spec.grammar else ())]
