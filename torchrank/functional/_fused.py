@@ -242,12 +242,12 @@ if triton is not None:
         end = pos
         size = tl.full([BLOCK], 1.0, tl.float32)
         group_relevant = relevant
-        tied = False
+        starts_group = pos >= 0
         if TIES == 1:
             score_bits = keys >> 32
             previous = tl.gather(score_bits, tl.maximum(pos - 1, 0), 0)
             starts_group = (pos == 0) | (previous != score_bits) | ~valid
-            tied = tl.sum((~starts_group).to(tl.int32), 0) > 0
+        tied = tl.sum((~starts_group).to(tl.int32), 0) > 0  # False but under "average"
         if tied:
             start = tl.associative_scan(tl.where(starts_group, pos, 0), 0, _max_combine)
             following = tl.gather(starts_group.to(tl.int32), tl.minimum(pos + 1, BLOCK - 1), 0)
@@ -268,6 +268,16 @@ if triton is not None:
         top_ideal = tl.max(ideal, 0)
         discount = 0.6931471805599453 / tl.log(rank + 1.0)  # 1 / log2(i + 1)
 
+        # every quantity a column may read, defined whatever is asked: some triton versions compile each column's
+        # branches even where its code (a constexpr) rules them out
+        dcg = hits
+        dcg_exp = hits
+        ap = hits
+        found = hits
+        rr = hits
+        err = hits
+        ideal_dcg = tl.zeros([IDEAL_BLOCK], tl.float32)
+        ideal_dcg_exp = ideal_dcg
         if NEED_GAIN:
             gains = ranked
             if tied:
@@ -320,7 +330,7 @@ if triton is not None:
         last = BLOCK - 1
         r_clamped = tl.maximum(num_relevant, 1.0)
         for j in tl.static_range(NUM_COLS):
-            code: tl.constexpr = (CODES >> (4 * j)) & 15
+            code = (CODES >> (4 * j)) & 15  # a constexpr: each column compiles its own branch
             k = tl.load(cuts_ptr + j)
             k_eff = tl.where(k > 0, k.to(tl.float32), num_valid.to(tl.float32))
             if code == 0:

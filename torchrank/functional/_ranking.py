@@ -1459,9 +1459,9 @@ def cutoff_index(ranking: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Te
     if key not in ranking.cutoffs:  # measures of one evaluate() often share their cut-offs
         q, n = ranking.num_queries, ranking.list_size
         if None in ks:
-            fixed = [float("nan") if k is None else float(k) for k in ks]
-            k_eff = torch.tensor(fixed, dtype=ranking.dtype, device=ranking.labels.device).expand(q, len(ks))
-            k_eff = torch.where(torch.isnan(k_eff), ranking.num_valid.unsqueeze(1), k_eff)
+            # filled on the device from Python numbers: no host-to-device copy (a synchronisation)
+            valid = ranking.num_valid
+            k_eff = torch.stack([valid if k is None else torch.full_like(valid, k) for k in ks], 1)
             index = (k_eff - 1).clamp(0, n - 1).long()
         else:  # the same for every query: two small constant rows, broadcast
             index, k_eff = fixed_cutoffs(key, n, ranking.dtype, ranking.labels.device)

@@ -7,7 +7,7 @@
 - ``"triton"``: fused kernels (one program per list reads its scores and labels once, ranks them in registers
   and computes every measure asked of it); CUDA tensors, or CPU tensors under ``TRITON_INTERPRET=1``. A request
   the kernels do not cover (a measure or option without a kernel, lists longer than
-  :data:`TRITON_MAX_ITEMS`) runs on ``"torch"``.
+  :data:`TRITON_MAX_ITEMS`, tensors on another device or on CPU without the interpreter) runs on ``"torch"``.
 - ``"auto"`` (default): ``"triton"`` on CUDA where triton imports, ``"torch"`` on any other non-CPU device,
   ``"numpy"`` on CPU.
 
@@ -95,7 +95,8 @@ def backend_for(device: torch.device) -> str:
     """The concrete backend (``"numpy"``, ``"torch"`` or ``"triton"``) that ranks tensors on ``device``.
 
     Raises ``ValueError`` for a backend that cannot run there: ``"numpy"`` off the CPU, ``"triton"`` where triton
-    does not import or, on CPU, without ``TRITON_INTERPRET=1``.
+    does not import. ``"triton"`` on tensors no kernel runs on (CPU without ``TRITON_INTERPRET=1``, other devices)
+    is ``"torch"``.
     """
     name = get_backend()
     if name == "auto":
@@ -107,10 +108,8 @@ def backend_for(device: torch.device) -> str:
     if name == "triton":
         if not triton_available():
             raise ValueError("The 'triton' backend needs the triton package, which does not import here.")
-        if device.type == "cpu" and not triton_interprets():
-            raise ValueError("The 'triton' backend runs CPU tensors only under TRITON_INTERPRET=1 (Triton's interpreter).")
-        if device.type not in ("cpu", "cuda"):
-            raise ValueError(f"The 'triton' backend runs on CUDA (or the CPU interpreter), got tensors on {device}.")
+        if device.type != "cuda" and not (device.type == "cpu" and triton_interprets()):
+            return "torch"  # no kernel runs there: the torch backend, as for any request the kernels do not cover
     return name
 
 
