@@ -1,45 +1,21 @@
-"""Stateful ranking metrics (``torchmetrics.Metric`` subclasses) over :mod:`torchrank.functional`."""
+"""Stateful ranking metrics (``torchmetrics.Metric`` subclasses) over :mod:`torchrank.functional`.
 
+Every class :mod:`torchrank.metrics.classes` derives from the measure registry is exported here under its own
+name, so declaring a measure with a class name exports its class (``GAP`` included).
+
+Example:
+    >>> import torchrank.metrics
+    >>> from torchrank.metrics import classes
+    >>> all(getattr(torchrank.metrics, name) is getattr(classes, name) for name in classes.__all__)
+    True
+"""
+
+from torchrank.metrics import classes as _classes
 from torchrank.metrics._base import RankingMetric
-from torchrank.metrics.classes import (
-    DCG,
-    ERR,
-    F1,
-    MAP,
-    MAR,
-    MRR,
-    NDCG,
-    RBP,
-    FirstRelevantPosition,
-    FunctionalMetric,
-    HitRate,
-    KendallTau,
-    KendallTauDistance,
-    MeanRank,
-    Precision,
-    RankingMetrics,
-    Recall,
-    RPrecision,
-)
+from torchrank.metrics.classes import FunctionalMetric, RankingMetrics
 
-__all__ = [
-    "DCG",
-    "ERR",
-    "F1",
-    "MAP",
-    "MAR",
-    "MRR",
-    "NDCG",
-    "RBP",
-    "FirstRelevantPosition",
-    "FunctionalMetric",
-    "HitRate",
-    "KendallTau",
-    "KendallTauDistance",
-    "MeanRank",
-    "Precision",
-    "RPrecision",
-    "RankingMetric",
-    "RankingMetrics",
-    "Recall",
-]
+# every derived class under its own name (as torchrank.functional exports the declared functions)
+globals().update({name: getattr(_classes, name) for name in _classes.__all__})
+
+__all__ = ["FunctionalMetric", "RankingMetric", "RankingMetrics"]  # a literal list first: linters see these
+__all__ += sorted(set(_classes.__all__) - set(__all__))
