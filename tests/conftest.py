@@ -54,3 +54,14 @@ NOT_IN_SHARED_TESTS = [spec.name for spec, m in _TESTED if m is None and spec.fu
 @pytest.fixture(params=DEVICES)
 def device(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+def patch_engine(monkeypatch: pytest.MonkeyPatch, name: str, value: object) -> None:
+    """Set a ranking-engine name (a tuning constant or a function to spy on) in every engine module that binds it:
+    the numpy backend's modules import each other's names, so one module's binding alone may not be the one read."""
+    from torchrank.functional import _compact_keys, _numpy_keys, _numpy_order, _ranking, _tied_rows
+
+    modules = [m for m in (_ranking, _tied_rows, _numpy_keys, _compact_keys, _numpy_order) if hasattr(m, name)]
+    assert modules, f"no engine module binds {name}"
+    for module in modules:
+        monkeypatch.setattr(module, name, value)

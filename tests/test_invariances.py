@@ -179,14 +179,16 @@ def test_label_dtypes_and_row_blocks_agree(name, fn, _, label_dtype, monkeypatch
     """Unpadded labels of large CPU batches (here: past 50 items) stay in the caller's dtype until read: the ranked
     labels are converted after the gather, the ideal labels by blocks of rows (here of 4 rows); every dtype gives
     the float64 labels' values."""
-    from torchrank.functional import _inputs, _ranking
+    from conftest import patch_engine
+
+    from torchrank.functional import _inputs
 
     preds, target = _data()
     target = target > 0 if label_dtype == torch.bool else target
     kw = _kwargs(name, fn) | {"reduction": "none"}
     expected = fn(preds, target.to(torch.float64), **kw)
     monkeypatch.setattr(_inputs, "LARGE_BATCH_ITEMS", 50)
-    monkeypatch.setattr(_ranking, "_ROW_BLOCK_ITEMS", 50)
+    patch_engine(monkeypatch, "_ROW_BLOCK_ITEMS", 50)
     torch.testing.assert_close(fn(preds, target.to(label_dtype), **kw), expected)
     if name == "ndcg":  # a callable gain maps the labels before their order is read
         square = {"gain": lambda labels: labels**2, "reduction": "none"}

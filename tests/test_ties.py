@@ -11,7 +11,9 @@ import itertools
 
 import pytest
 import torch
-from conftest import ALL_MEASURES, CUTOFF_MEASURES
+from conftest import ALL_MEASURES, CUTOFF_MEASURES, patch_engine
+
+from torchrank.functional import _compact_keys, _numpy_keys, _numpy_order, _ranking
 
 # small lists with tie groups of several sizes, graded labels, padding and cut-offs inside groups
 CASES = [
@@ -167,13 +169,12 @@ def test_only_tied_rows_get_their_own_ranking():
 def test_tied_rows_of_a_whole_sort_reuse_its_order_under_average(padded, monkeypatch):
     """Under "average" the tied rows of a whole-list sort take the batch's order (every tie group is contiguous in
     it): no sort of their own. Their values are checked against each row alone above."""
-    from torchrank.functional import _ranking
     from torchrank.functional._inputs import format_inputs
 
     def no_second_sort(*args, **kwargs):
         raise AssertionError("the tied rows were sorted again")
 
-    monkeypatch.setattr(_ranking, "_ranking_order", no_second_sort)
+    patch_engine(monkeypatch, "_ranking_order", no_second_sort)
     preds, target, mask = _batch_with_some_tied_rows(padded)
     ranking = _ranking.rank(format_inputs(preds, target, mask=mask if padded else None), ties="average")
     (rows, exact, *_), = [a for a in ranking.apart if a.owner is None]
@@ -184,21 +185,19 @@ def _route_head(monkeypatch, head: str) -> None:
     """Route the CPU key sort's ranking of a head, even of short rows: ``"whole-sort"`` (every row sorted whole),
     ``"keys-partitioned"`` (every item's key built, the head selected among them) or ``"items-selected"`` (only the
     items that can make the head get keys, :func:`_head_items`)."""
-    from torchrank.functional import _ranking
 
-    monkeypatch.setattr(_ranking, "_PARTITION_RATIO", 1)
-    monkeypatch.setattr(_ranking, "_PARTITION_MIN_ITEMS", 10**9 if head == "whole-sort" else 1)
+    patch_engine(monkeypatch, "_PARTITION_RATIO", 1)
+    patch_engine(monkeypatch, "_PARTITION_MIN_ITEMS", 10**9 if head == "whole-sort" else 1)
     selects = 1 if head == "items-selected" else 10**9
-    monkeypatch.setattr(_ranking, "_SELECTION_MIN_ITEMS", selects)
-    monkeypatch.setattr(_ranking, "_SELECTION_MIN_ITEMS_LARGE_BATCH", selects)
+    patch_engine(monkeypatch, "_SELECTION_MIN_ITEMS", selects)
+    patch_engine(monkeypatch, "_SELECTION_MIN_ITEMS_LARGE_BATCH", selects)
 
 
 def _whole_sorts_only(monkeypatch) -> None:
     """Every CPU key sort sorts whole rows: no head selected, of keys or of items."""
-    from torchrank.functional import _ranking
 
     for name in ("_PARTITION_MIN_ITEMS", "_SELECTION_MIN_ITEMS", "_SELECTION_MIN_ITEMS_LARGE_BATCH"):
-        monkeypatch.setattr(_ranking, name, 10**9)
+        patch_engine(monkeypatch, name, 10**9)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16])
@@ -210,10 +209,9 @@ def test_packed_key_sort_is_a_stable_descending_sort(dtype, depth, block_items, 
     0.0, infinities at the ends, padding last) and flags exactly the equal neighbours, whether its keys are
     built in one block of rows or in many, and whether it sorts whole rows, selects and sorts their head of keys, or
     keys only the items that can make the head."""
-    from torchrank.functional import _ranking
-    from torchrank.functional._ranking import _packed_sort
+    from torchrank.functional._numpy_keys import _packed_sort
 
-    monkeypatch.setattr(_ranking, "_ROW_BLOCK_ITEMS", block_items)
+    patch_engine(monkeypatch, "_ROW_BLOCK_ITEMS", block_items)
     _route_head(monkeypatch, head)
 
     g = torch.Generator().manual_seed(3)
@@ -266,10 +264,10 @@ def test_label_keys_give_the_labels_in_rank_order(ties, depth, labels, block_ite
     many, whole rows sorted or their head selected and sorted (whole rows then sorted for the tied rows that
     average whole rows), or only the items that can make the head keyed (most of these rows tie too widely: they
     hand over); its scores must tie where the scores do."""
-    from torchrank.functional import _inputs, _ranking
+    from torchrank.functional import _inputs
     from torchrank.functional._inputs import format_inputs
 
-    monkeypatch.setattr(_ranking, "_ROW_BLOCK_ITEMS", block_items)
+    patch_engine(monkeypatch, "_ROW_BLOCK_ITEMS", block_items)
     _route_head(monkeypatch, head)
     g = torch.Generator().manual_seed(11)
     preds = torch.randint(-4, 5, (40, 12), generator=g).float() / 4  # many ties
@@ -284,7 +282,7 @@ def test_label_keys_give_the_labels_in_rank_order(ties, depth, labels, block_ite
     mask = torch.rand(40, 12, generator=g) > 0.2
     for m in (None, mask):
         inputs = format_inputs(preds, target, mask=m, validate_args=False)
-        ranking = _ranking._rank_by_label_keys(inputs, ties, 1, depth)
+        ranking = _numpy_order._rank_by_label_keys(inputs, ties, 1, depth)
         valid = torch.ones_like(preds, dtype=torch.bool) if m is None else m
         scores = torch.where(valid, preds.double(), -float("inf"))
         tie_break = {"optimistic": -1.0, "pessimistic": 1.0, "average": 1.0}[ties] * target.double()
@@ -384,10 +382,9 @@ def _pin_key_width(monkeypatch, preds: torch.Tensor, keys: str) -> tuple[torch.T
     """Pin the CPU key sort of whole unpadded rows to ``keys``: ``"64-bit"`` (score and label halves) or ``"32-bit"``
     (:func:`_compact_keys`, on ``preds`` mapped into [0.125, 0.875] in the same order, where 32-bit keys hold every
     score whole). The scores to rank, and the compact keys built (to check that they were)."""
-    from torchrank.functional import _ranking
 
     if keys == "64-bit":
-        monkeypatch.setattr(_ranking, "_compact_key_ranking", lambda *args, **kwargs: None)
+        patch_engine(monkeypatch, "_compact_key_ranking", lambda *args, **kwargs: None)
         return preds, []
     return (preds - preds.min()) / (preds.max() - preds.min()) * 0.75 + 0.125, _compact_spy(monkeypatch)
 
@@ -485,14 +482,13 @@ def test_many_tied_pairs_skip_the_plan_and_give_the_same_values(keys, monkeypatc
     """Past ``_MAX_PLANNED_PAIRS`` tied pairs every tied row gets the closed forms, unplanned (no host loop over
     the pairs): the same values as planned enumeration, from both key sorts."""
     import torchrank.functional as F
-    from torchrank.functional import _ranking
     from torchrank.functional._inputs import format_inputs
 
     preds, target, _ = _batch_with_tied_pairs(padded=False)
     preds, built = _pin_key_width(monkeypatch, preds, keys)
     names = ["ndcg@10", "map", "mrr", "P@5", "recall@10", "err@10", "rbp"]
     planned = F.evaluate(preds, target, names, reduction="none")
-    monkeypatch.setattr(_ranking, "_MAX_PLANNED_PAIRS", 2)
+    patch_engine(monkeypatch, "_MAX_PLANNED_PAIRS", 2)
     ranking = _ranking.rank(format_inputs(preds, target), ties="average")
     (apart,) = ranking.apart
     assert apart.owner is None and set(apart.rows.tolist()) == {r for r, (p, _, _) in enumerate(PAIR_ROWS) if p}
@@ -545,7 +541,6 @@ def test_mostly_tied_top_k_hands_over_to_the_whole_row_key_sort(ties, monkeypatc
     key sort of whole rows (one exact pass) rather than the generic sorts: the values equal those of the top-k
     with every tied row ranked apart, and of the key sort alone."""
     import torchrank.functional as F
-    from torchrank.functional import _ranking
 
     g = torch.Generator().manual_seed(8)
     # 2,000 items on ~40 values: all tied; a small batch (a validation step), which takes the top-k
@@ -553,18 +548,18 @@ def test_mostly_tied_top_k_hands_over_to_the_whole_row_key_sort(ties, monkeypatc
     target = torch.randint(0, 4, (9, 2000), generator=g)
     measures = ["ndcg@2", "map@2", "P@1", "mrr@2", "err@2", "rbp@2"]  # depth 2: a top-k of 3 of 2,000
     calls = []
-    original = _ranking._rank_tied_rows_apart
+    original = _numpy_order._rank_tied_rows_apart
 
     def spy(*args, **kwargs):
         calls.append(kwargs.get("topk", True))
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(_ranking, "_rank_tied_rows_apart", spy)
+    patch_engine(monkeypatch, "_rank_tied_rows_apart", spy)
     got = F.evaluate(preds, target, measures, ties=ties, reduction="none")
     assert calls[:2] == [True, False]  # the top-k first, then the whole rows
-    monkeypatch.setattr(_ranking, "_MAX_TIED_SHARE", 2.0)  # never "mostly": each tied row ranked apart
+    patch_engine(monkeypatch, "_MAX_TIED_SHARE", 2.0)  # never "mostly": each tied row ranked apart
     apart = F.evaluate(preds, target, measures, ties=ties, reduction="none")
-    monkeypatch.setattr(_ranking, "_SMALL_BATCH", 0)  # no top-k: the key sort straight away
+    patch_engine(monkeypatch, "_SMALL_BATCH", 0)  # no top-k: the key sort straight away
     keys = F.evaluate(preds, target, measures, ties=ties, reduction="none")
     for name in measures:
         torch.testing.assert_close(got[name], apart[name], rtol=0, atol=1e-6)
@@ -577,7 +572,6 @@ def test_selected_head_ranks_as_the_whole_sort(ties, padded, monkeypatch):
     """Cut-offs far inside long CPU lists select and sort only the head of each row's keys: every measure then
     equals its value from the sort of whole rows, with rows that tie inside, across and past the cut-off."""
     import torchrank.functional as F
-    from torchrank.functional import _ranking
 
     g = torch.Generator().manual_seed(9)
     preds = torch.rand(40, 800, generator=g)
@@ -588,7 +582,7 @@ def test_selected_head_ranks_as_the_whole_sort(ties, padded, monkeypatch):
     preds[5:9] = (preds[5:9] * 8).round()  # rows of a few values: tied everywhere
     mask = torch.rand(40, 800, generator=g) > 0.1 if padded else None
     measures = ["ndcg@10", "ndcg@20", "map@10", "P@5", "mrr@20", "err@10", "rbp@20", "recall@20", "frp@10"]
-    monkeypatch.setattr(_ranking, "_SMALL_BATCH", 0)  # never a top-k: the key sort, head or whole
+    patch_engine(monkeypatch, "_SMALL_BATCH", 0)  # never a top-k: the key sort, head or whole
     head = F.evaluate(preds, target, measures, mask=mask, ties=ties, reduction="none")
     _whole_sorts_only(monkeypatch)
     whole = F.evaluate(preds, target, measures, mask=mask, ties=ties, reduction="none")
@@ -628,31 +622,29 @@ def test_ndcg_with_negative_unvalidated_labels_keeps_the_sorted_ideal(monkeypatc
     """NDCG@k of long rows with negative labels (allowed unvalidated) equals its value when every ideal is sorted
     whole: the ideal's head selection must not reorder negative labels."""
     import torchrank.functional as F
-    from torchrank.functional import _ranking
 
     g = torch.Generator().manual_seed(6)
     preds = torch.rand(20, 600, generator=g)
     target = -torch.randint(1, 4, (20, 600), generator=g).float()
     target[:, :5] = torch.randint(0, 3, (20, 5), generator=g).float()  # a few labels >= 0: the head holds negatives
     got = F.ndcg(preds, target, k=[10, 50], reduction="none", validate_args=False)
-    monkeypatch.setattr(_ranking, "_PARTITION_MIN_ITEMS", 10**9)
+    patch_engine(monkeypatch, "_PARTITION_MIN_ITEMS", 10**9)
     want = F.ndcg(preds, target, k=[10, 50], reduction="none", validate_args=False)
     torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
 
 
 def _head_items_spy(monkeypatch):
     """Record what each call of ``_head_items`` returned (None: it handed over to the key sort of every item)."""
-    from torchrank.functional import _ranking
 
     found = []
-    original = _ranking._head_items
+    original = _numpy_keys._head_items
 
     def spy(*args):
         out = original(*args)
         found.append(out)
         return out
 
-    monkeypatch.setattr(_ranking, "_head_items", spy)
+    patch_engine(monkeypatch, "_head_items", spy)
     return found
 
 
@@ -662,7 +654,7 @@ def test_head_items_hold_every_item_that_can_make_the_head(dtype):
     whether found by a bound on groups of items first (heads of 1 and 11 in 600) or by selecting over every item (100):
     with ties at that score, -0.0 and 0.0 there, negative and infinite scores, scores laid out column by column;
     None with a NaN, with both infinities, and with ties too many (rows past a quarter of their length)."""
-    from torchrank.functional._ranking import _head_items
+    from torchrank.functional._numpy_keys import _head_items
 
     g = torch.Generator().manual_seed(12)
     preds = torch.randn(50, 600, generator=g).to(dtype)
@@ -707,7 +699,6 @@ def test_head_of_selected_items_ranks_as_the_whole_sort(ties, mostly_tied, dtype
     it (the selected items then hold each tie group whole), for float32 scores and for the half-precision scores
     read as float32 (bfloat16: ties everywhere)."""
     import torchrank.functional as F
-    from torchrank.functional import _ranking
 
     g = torch.Generator().manual_seed(13)
     preds = torch.randn(40, 800, generator=g).to(dtype)
@@ -719,7 +710,7 @@ def test_head_of_selected_items_ranks_as_the_whole_sort(ties, mostly_tied, dtype
         preds[row, order[row, at + 1]] = preds[row, order[row, at]]
     measures = ["ndcg@10", "map@10", "P@5", "mrr@10", "err@10", "rbp@10", "recall@10", "frp@10"]
     found = _head_items_spy(monkeypatch)
-    monkeypatch.setattr(_ranking, "_SMALL_BATCH", 0)  # never a top-k
+    patch_engine(monkeypatch, "_SMALL_BATCH", 0)  # never a top-k
     head = F.evaluate(preds, target, measures, ties=ties, reduction="none")
     assert found and all(f is not None for f in found)  # the selection ranked the batch
     assert found[0][1] is not None  # a row tied at the selection's edge holds more than the head
@@ -730,7 +721,7 @@ def test_head_of_selected_items_ranks_as_the_whole_sort(ties, mostly_tied, dtype
         rankings = [ranking] if ranking.averages_ties else [a.ranking for a in ranking.apart if a.owner is None]
         assert rankings
         for r in rankings:
-            padding = r.scores == _ranking._INT32_MAX
+            padding = r.scores == _numpy_keys._INT32_MAX
             assert r.labels.shape[1] > 11 and padding.any()
             assert torch.equal(r.valid, ~padding) and not r.labels[padding].any()
     _whole_sorts_only(monkeypatch)
@@ -741,16 +732,15 @@ def test_head_of_selected_items_ranks_as_the_whole_sort(ties, mostly_tied, dtype
 
 def _compact_spy(monkeypatch) -> list:
     """Record what each call of :func:`_compact_keys` returns (None where it refused)."""
-    from torchrank.functional import _ranking
 
     built = []
-    compact_keys = _ranking._compact_keys
+    compact_keys = _compact_keys._compact_keys
 
     def spy(*args, **kwargs):
         built.append(compact_keys(*args, **kwargs))
         return built[-1]
 
-    monkeypatch.setattr(_ranking, "_compact_keys", spy)
+    patch_engine(monkeypatch, "_compact_keys", spy)
     return built
 
 
@@ -858,7 +848,6 @@ def test_compact_keys_that_drop_bits_rank_again_only_rows_where_equal_keys_hold_
     items have different labels (and only they) are ranked again by 64-bit keys, and every value is exact; scores
     so close that most rows need it take the 64-bit keys throughout."""
     import torchrank.functional as F
-    from torchrank.functional import _ranking
 
     g = torch.Generator().manual_seed(23)
     preds = torch.randn(40, 30, generator=g)
@@ -872,8 +861,8 @@ def test_compact_keys_that_drop_bits_rank_again_only_rows_where_equal_keys_hold_
     preds[12, 2:] = torch.linspace(3, -3, 28)
     preds[12, 2 + 8 : 2 + 11], target[12, 2 + 8 : 2 + 11] = preds[12, 2 + 8], torch.tensor([1, 3, 1])
     again = []
-    rank_rows_again = _ranking._rank_rows_again
-    monkeypatch.setattr(_ranking, "_rank_rows_again", lambda m, i, rows, *a: again.append(rows) or rank_rows_again(
+    rank_rows_again = _compact_keys._rank_rows_again
+    patch_engine(monkeypatch, "_rank_rows_again", lambda m, i, rows, *a: again.append(rows) or rank_rows_again(
         m, i, rows, *a))
     built = _compact_spy(monkeypatch)
     names = ["ndcg", "map", "mrr@3", "P@4", "err@5"]
@@ -923,13 +912,12 @@ def test_compact_keys_never_give_a_real_item_the_padding_key(monkeypatch):
     """Scores whose span fills the bits left beside the labels exactly: the lowest score's distance would have every
     high bit set, as padding's key does, so one more bit is dropped; the item still counts (P of the whole list)."""
     import torchrank.functional as F
-    from torchrank.functional import _ranking
 
     edge = torch.tensor([0x3FFFFFFF, 0xBFFFFFFF - 2**32], dtype=torch.int32).view(torch.float32)  # +-(2 - 1 ulp)
     preds = torch.tensor([[edge[0], 0.5, edge[1], 0.0], [edge[0], 0.5, edge[1], 0.0]])
     target = torch.tensor([[1, 0, 0, 0], [1, 1, 0, 1]])
     mask = torch.tensor([[True, True, True, False], [True, True, True, True]])
-    keys = _ranking._compact_keys(preds, target.float(), mask, True, False)
+    keys = _compact_keys._compact_keys(preds, target.float(), mask, True, False)
     assert keys.bits == 1 and not keys.whole
     assert (keys.keys == keys.padding).sum() == 1  # the one padded item
     built = _compact_spy(monkeypatch)
@@ -941,7 +929,6 @@ def test_compact_keys_never_give_a_real_item_the_padding_key(monkeypatch):
 def test_compact_keys_see_no_tie_in_padding():
     """Padding keys are equal to one another, yet never a tie: a padded batch of distinct scores has no row apart,
     whole or cut at 10."""
-    from torchrank.functional import _ranking
     from torchrank.functional._inputs import format_inputs
 
     g = torch.Generator().manual_seed(31)
@@ -957,9 +944,8 @@ def test_compact_keys_that_would_merge_most_rows_give_way_after_one_block(monkey
     """Scores packed so close that the dropped bits merge different labels in most rows of the first block of rows:
     the 32-bit keys give way there, before the other blocks are built, and the 64-bit keys rank every row."""
     import torchrank.functional as F
-    from torchrank.functional import _ranking
 
-    monkeypatch.setattr(_ranking, "_ROW_BLOCK_ITEMS", 60)  # blocks of 2 rows of 30
+    patch_engine(monkeypatch, "_ROW_BLOCK_ITEMS", 60)  # blocks of 2 rows of 30
     g = torch.Generator().manual_seed(37)
     preds = 1 + 1e-6 * torch.randn(40, 30, generator=g)
     preds[:, 0] = -1e30  # the span drops bits where the scores crowd
@@ -994,18 +980,3 @@ def test_finite_scores_are_known_from_the_checks_only(monkeypatch):
     got = F.ndcg(preds, target, k=[3, 10], reduction="none")
     assert found == [None]  # the selection saw both infinities and handed over
     torch.testing.assert_close(got.double(), F.ndcg(preds.double(), target, k=[3, 10], reduction="none"))
-
-
-def test_rows_the_head_selection_takes_never_get_a_cpu_top_k():
-    """On CPU, a cut-off far inside rows long enough for the head selection never takes torch.topk (the selection was
-    measured faster for every k but 1); small batches and short rows still do where its partial sort pays."""
-    from torchrank.functional._ranking import _topk_pays
-
-    for n in (500, 1000, 10_000):
-        for depth in (1, 2, 10, 19):
-            assert not _topk_pays(depth, torch.zeros(2_000_000 // n, n))  # float32, bfloat16 alike
-            assert not _topk_pays(depth, torch.zeros(2_000_000 // n, n, dtype=torch.bfloat16))
-    assert _topk_pays(10, torch.zeros(100, 200))  # a validation step's batch
-    assert _topk_pays(1, torch.zeros(5_000, 150))  # rows too short to select from: the partial sort
-    assert not _topk_pays(9, torch.zeros(5_000, 150))
-    assert _topk_pays(10, torch.zeros(10_000, 1000, dtype=torch.float64))  # not packable: no key sort

@@ -76,7 +76,8 @@ def _log2(weights: object) -> bool:
     """Whether ``weights`` are the default discount, ``1 / log2(i + 1)``."""
     from torchrank.functional.dcg import _named_weights
 
-    return isinstance(weights, functools.partial) and weights.func is _named_weights and weights.args == ("log", 2.0, 1.0)
+    named = isinstance(weights, functools.partial) and weights.func is _named_weights
+    return named and weights.args == ("log", 2.0, 1.0)
 
 
 def fits(preds: Tensor, target: Tensor, ideal_target: Tensor | None) -> bool:
@@ -128,7 +129,8 @@ def fused_values(
     block = triton.next_power_of_2(n)
     ideal_block = triton.next_power_of_2(m)
     out = torch.empty(q, len(columns), dtype=torch.float32, device=preds.device)
-    flags = torch.empty(q, len(columns), dtype=torch.uint8, device=preds.device) if empty_target_action == "error" else out
+    errors = empty_target_action == "error"
+    flags = torch.empty(q, len(columns), dtype=torch.uint8, device=preds.device) if errors else out
     cuts = _cuts(tuple(c.k for c in columns), preds.device)
     codes = tuple(c.code for c in columns)
     fill = _FILL.get(empty_target_action, 0.0)
@@ -206,7 +208,8 @@ if triton is not None:
         real = inside
         if HAS_MASK:
             real = inside & (tl.load(mask_ptr + row * mask_stride + pos, mask=inside, other=0) != 0)
-        scores = tl.load(preds_ptr + row * preds_stride + pos, mask=inside, other=0.0).to(tl.float32) + 0.0  # -0.0 ties 0.0
+        scores = tl.load(preds_ptr + row * preds_stride + pos, mask=inside, other=0.0).to(tl.float32)
+        scores = scores + 0.0  # -0.0 becomes 0.0: equal scores, one key
         labels = tl.load(target_ptr + row * target_stride + pos, mask=inside, other=0).to(tl.float32)
         labels = tl.where(real, labels, 0.0)
 

@@ -122,7 +122,7 @@ def uses_numpy(x: torch.Tensor) -> bool:
 def triton_available() -> bool:
     """Whether triton imports (the fused kernels' compiler, or its CPU interpreter)."""
     try:
-        import triton  # noqa: F401
+        import triton
         import triton.language  # noqa: F401
     except Exception:  # ImportError, or a triton build that fails to load on this machine
         return False

@@ -1,0 +1,188 @@
+"""The numpy backend's rows apart: the few rows whose tie order matters get a ranking of their own.
+
+Under ``"average"`` a row whose ties that matter are a few pairs is evaluated in each order of them; every other
+such row is ranked again with the tie order applied (:func:`_set_rows_apart`); ``_ranking.apply_measure`` merges
+their values. Planning reads the tied pairs on the host (one read), which is why only the numpy backend does it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import operator
+from collections.abc import Callable
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+from torchrank.functional._inputs import RankingInput
+
+try:  # numpy's SIMD sort ranks on CPU several times faster than torch.sort; torch runs without it
+    import numpy as np
+except ImportError:  # pragma: no cover
+    np = None
+
+from torchrank.functional._ranking import Ranking
+
+# a tie order is worked out separately for at most this share of the rows; past it, for the whole batch
+_MAX_TIED_SHARE = 0.5
+
+
+# under "average", a row whose ties that matter are at most this many pairs is evaluated in each of its 2 ** pairs
+# tie orders (:func:`_other_tie_orders`); more pairs, or a larger group, take the closed forms
+_MAX_ENUMERATED_PAIRS = 3
+
+
+class RowsApart(NamedTuple):
+    """Rows of a ranking whose values come from a ranking of their own (see :func:`apply_measure`).
+
+    Either ``ranking`` applies the ties itself, a row for each row (``owner`` None), or it holds every other
+    order of the rows' tied pairs: ``owner`` ``[V]`` says whose each of its rows is and ``orders`` ``[R]`` how many
+    equally likely orders each row has (the batch's ranking holds one of them), and a row's expected value is the
+    mean over its orders.
+    """
+
+    rows: Tensor  # [R] rows of the batch's ranking
+    ranking: Ranking
+    first_tie: int  # no row here holds a tie that matters among its first `first_tie` positions
+    owner: Tensor | None = None
+    orders: Tensor | None = None
+
+
+def _set_rows_apart(
+    ranking: Ranking, rows: Tensor, pairs: Tensor, ties: str, exact: Callable[[Tensor], Ranking]
+) -> None:
+    """Fill :attr:`Ranking.apart` of ``ranking`` (ties in any order): ``rows`` are the rows holding a tied pair, and
+    ``pairs`` ``[R, >=S - 1]`` (0/1 or bool, one row for each of ``rows``) says where a position of theirs holds the
+    score of the one after it, over its first ``S`` positions (its width, or one more to see a tie across the
+    cut-off; any further column is 0).
+
+    Only a tie group holding items of different labels (or judged flags) depends on the tie order, so the other
+    rows are left as they are. Under ``"average"`` a row whose such groups are a few pairs inside the ranking is
+    evaluated in each of its tie orders (:func:`_other_tie_orders`: the few cheap passes of untied rankings,
+    against the closed forms' dozens); every other row gets ``exact(rows)``, a ranking that applies ``ties``.
+    """
+    if rows.numel() == 0:
+        return
+    which, at = pairs.nonzero().unbind(1)  # each tied pair: its row among `rows`, and positions at, at + 1
+    width = ranking.list_size
+    if len(which) > _MAX_PLANNED_PAIRS:  # many ties: every tied row gets the closed forms, unplanned
+        ranking.apart.append(RowsApart(rows, exact(rows), int(at.min())))  # the first tie of any of them
+        return
+    source, after = rows[which], (at + 1).clamp(max=width - 1)  # a pair across the cut-off: at is its last rank
+    differs = ranking.labels[source, at] != ranking.labels[source, after]
+    if ranking.judged is not None:
+        differs |= ranking.judged[source, at] != ranking.judged[source, after]
+    plan = _tie_plan(*torch.stack([which, at, differs.to(at.dtype)]).tolist(), width, ties == "average")  # one read
+    if plan.exact:
+        some = rows[torch.tensor(plan.exact, device=rows.device)]
+        ranking.apart.append(RowsApart(some, exact(some), plan.exact_from))
+    if plan.enumerated:
+        some = rows[torch.tensor(plan.enumerated, device=rows.device)]
+        own, owner, orders = _other_tie_orders(ranking, some, plan.owner, plan.swap_at)
+        ranking.apart.append(RowsApart(some, own, plan.enumerated_from, owner, orders))
+
+
+# the tied pairs :func:`_set_rows_apart` plans one by one on the host; past it, every tied row gets the closed forms
+_MAX_PLANNED_PAIRS = 4096
+
+
+class TiePlan(NamedTuple):
+    """How :func:`_set_rows_apart` evaluates the rows holding a tie (indices among those rows)."""
+
+    exact: list[int]  # rows that get a ranking applying the ties
+    exact_from: int  # their first tie
+    enumerated: list[int]  # rows evaluated in each order of their tied pairs
+    enumerated_from: int  # their first tie that matters
+    owner: list[int]  # for each of their other orders, the index of its row in `enumerated`
+    swap_at: list[list[int]]  # and the positions i it swaps with i + 1
+
+
+def _tie_plan(which: list[int], at: list[int], differs: list[int], width: int, enumerate_pairs: bool) -> TiePlan:
+    """Plan the rows of :func:`_set_rows_apart` from their tied pairs in row-then-position order: each pair's row
+    ``which``, its first position ``at`` and whether its two labels (or judged flags) differ ``differs``.
+
+    A row matters when one of its tie groups holds different labels, or runs across the cut-off (a pair at the
+    last ranked position, ``width - 1``). With ``enumerate_pairs``, a row whose ties are pairs (no two touching)
+    inside the cut, at most ``_MAX_ENUMERATED_PAIRS`` of them holding different labels, is evaluated in each order
+    of those: each nonempty subset of them, swapped, is one of its other orders. Every other row that matters is
+    exact.
+
+    Example:
+        >>> _tie_plan([0, 0, 2, 2], [3, 7, 1, 2], [1, 0, 1, 1], width=10, enumerate_pairs=True)
+        TiePlan(exact=[2], exact_from=1, enumerated=[0], enumerated_from=3, owner=[0], swap_at=[[3]])
+    """
+    exact, exact_from, enumerated, enumerated_from, owner, swap_at = [], width, [], width, [], []
+    for row, ties in itertools.groupby(zip(which, at, differs, strict=True), key=operator.itemgetter(0)):
+        pairs = [(i, bool(d)) for _, i, d in ties]
+        across = pairs[-1][0] >= width - 1
+        swaps = [i for i, d in pairs if d and i < width - 1]
+        if not (across or swaps):
+            continue  # every tie group holds one label: all orders give the same values
+        touching = any(b == a + 1 for (a, _), (b, _) in itertools.pairwise(pairs))  # a group of three or more
+        if enumerate_pairs and not (across or touching) and len(swaps) <= _MAX_ENUMERATED_PAIRS:
+            for subset in range(1, 2 ** len(swaps)):
+                owner.append(len(enumerated))
+                swap_at.append([i for j, i in enumerate(swaps) if subset >> j & 1])
+            enumerated.append(row)
+            enumerated_from = min(enumerated_from, swaps[0])
+        else:
+            exact.append(row)
+            exact_from = min(exact_from, pairs[0][0])
+    return TiePlan(exact, exact_from, enumerated, enumerated_from, owner, swap_at)
+
+
+def _other_tie_orders(
+    ranking: Ranking, rows: Tensor, owner: list[int], swap_at: list[list[int]]
+) -> tuple[Ranking, Tensor, Tensor]:
+    """The other orders of the rows ``rows`` of ``ranking`` (:class:`TiePlan`'s ``owner`` and ``swap_at``; each
+    row's own order is the one ``ranking`` holds), as a ranking of one row per order; whose row each is ``[V]``, and
+    each row's number of orders ``[R]``."""
+    device = rows.device
+    owner_t = torch.tensor(owner, device=device)
+    source = rows[owner_t]
+    # every (order, position i) to swap with i + 1: pairs never touch, so the swaps of one order are independent
+    order_of = torch.tensor([v for v, at in enumerate(swap_at) for _ in at], device=device)
+    first = torch.tensor([i for at in swap_at for i in at], device=device)
+
+    def swapped(x: Tensor) -> Tensor:
+        x = x[source]
+        x[order_of, first], x[order_of, first + 1] = x[order_of, first + 1], x[order_of, first]
+        return x
+
+    others = Ranking(
+        # equal scores swapped: the same scores, read (never, as "first") from the batch's own, not from `ranking`,
+        # which holds this one: a reference cycle would keep every call's tensors until the garbage collector runs
+        scores=functools.partial(_rows_of_scores, ranking._scores, source),
+        labels=swapped(ranking.labels),
+        valid=ranking.valid[:1].expand(len(owner), -1) if ranking.all_valid else ranking.valid[source],
+        ideal_labels=ranking.ideal_labels[source],
+        judged=None if ranking.judged is None else swapped(ranking.judged),
+        ties="first",
+        relevance_threshold=ranking.relevance_threshold,
+        all_valid=ranking.all_valid,
+        ranks_every_judged_item=ranking.ranks_every_judged_item,
+    )
+    others.averaged_over_orders = True
+    orders = torch.bincount(owner_t, minlength=len(rows)).to(ranking.dtype) + 1
+    return others, owner_t, orders
+
+
+def _rows_of_scores(scores: Tensor | Callable[[], Tensor], rows: Tensor) -> Tensor:
+    return (scores() if callable(scores) else scores)[rows]
+
+
+def _select_rows(inputs: RankingInput, rows: Tensor) -> RankingInput:
+    """``inputs`` restricted to the queries ``rows`` (whole lists: their ranking applies ``ties``)."""
+    return dataclasses.replace(
+        inputs,
+        preds=inputs.preds[rows],
+        target=inputs.target[rows],
+        mask=inputs.mask[rows],
+        ideal_target=inputs.ideal_target[rows],
+        judged=None if inputs.judged is None else inputs.judged[rows],
+        batch_shape=(len(rows),),
+        exact_ties=True,
+    )
