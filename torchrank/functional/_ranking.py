@@ -23,7 +23,6 @@ The engine by concern (:mod:`torchrank.functional.backends` picks the ordering):
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -33,6 +32,7 @@ from torch import Tensor
 
 from torchrank.functional._inputs import RankingInput, read_by_blocks, working_dtype
 from torchrank.functional.backends import uses_numpy
+from torchrank.functional.core import gain_values
 
 try:  # numpy's SIMD sort ranks on CPU several times faster than torch.sort; torch runs without it
     import numpy as np
@@ -413,11 +413,7 @@ class Ranking:
             labels = self.labels
         elif labels.dtype != self.dtype:  # ideal labels of large batches come in the caller's dtype
             labels = labels.to(self.dtype)
-        if callable(gain):
-            return gain(labels).to(self.dtype)
-        if gain == "linear":
-            return labels
-        return torch.pow(2.0, labels) - 1  # "exponential"
+        return gain_values(labels, gain)  # the formula is the core's, shared with the losses
 
     def ideal_gains(self, gain: Gain, depth: int | None = None) -> Tensor:
         """Gains of the judged items sorted descending, the top ``depth`` of them (all for None) ``[Q, <=M]``."""
@@ -484,32 +480,6 @@ def exclusive_cumprod(x: Tensor) -> Tensor:
     out = torch.ones_like(x)
     out[:, 1:] = torch.cumprod(x[:, :-1], 1)
     return out
-
-
-def discount_weights(
-    discount: Discount, positions: Tensor, *, log_base: float = 2.0, power: float = 1.0
-) -> Tensor:
-    """Weights ``1 / discount(i)`` for 1-based ranks ``positions``.
-
-    ``"log"``: ``log_b(i + 1)`` with ``b = log_base`` (2 by default, as trec_eval); ``"power"``: ``i ** power``
-    (Zipf's law for ``power=1``); ``"linear"``: ``i``; a callable maps the ranks to the divisors.
-
-    Example:
-        >>> import torch
-        >>> discount_weights("log", torch.tensor([1.0, 3.0]))
-        tensor([1.0000, 0.5000])
-    """
-    if callable(discount):
-        divisor = discount(positions).to(positions.dtype)
-    elif discount == "log":
-        divisor = torch.log(positions + 1) / math.log(log_base)
-    elif discount == "power":
-        divisor = positions**power
-    elif discount == "linear":
-        divisor = positions
-    else:
-        raise ValueError(f"Argument `discount` must be 'log', 'power', 'linear' or a callable, got {discount!r}.")
-    return 1.0 / divisor
 
 
 def cutoff_index(ranking: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:

@@ -14,32 +14,18 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from torchrank.functional._inputs import check_choice
 from torchrank.functional._pipeline import run_measure, with_common_args
-from torchrank.functional._ranking import (
+from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index, fixed_cutoffs, rows_any
+from torchrank.functional.checks import working_dtype
+from torchrank.functional.core import (
     Discount,
     Gain,
-    Ranking,
-    at_cutoffs,
-    cutoff_index,
-    discount_weights,
-    fixed_cutoffs,
-    rows_any,
+    check_exponential_labels,
+    check_gain_discount,
+    discounted_gains,
+    gain_values,
+    rank_weights,
 )
-
-GAINS = ("linear", "exponential")
-DISCOUNTS = ("log", "power", "linear")
-
-
-def check_gain_discount(gain: Gain, discount: Discount, log_base: float) -> None:
-    """Validate the gain and discount options shared by DCG-style measures."""
-    if not callable(gain):
-        check_choice("gain", gain, GAINS)
-    if not callable(discount):
-        check_choice("discount", discount, DISCOUNTS)
-    if not log_base > 1:
-        raise ValueError(f"Argument `log_base` must be > 1, got {log_base}.")
-
 
 # weights(n, dtype, device) -> the discount weights of ranks 1..n
 Weights = Callable[[int, torch.dtype, torch.device], Tensor]
@@ -52,22 +38,29 @@ def _dcg_options(*, gain: Gain, discount: Discount, log_base: float, power: floa
     return {"gain": gain, "weights": _weights(discount, log_base, power)}
 
 
-def _dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> Tensor:
+def _dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights, top: Tensor | None = None) -> Tensor:
+    """DCG at each cut-off ``[Q, K]``; ``top`` divides exponential gains by ``2^top`` (NDCG's ratio)."""
     index, _ = cutoff_index(r, ks)
     depth = None if None in ks else min(max(ks), r.list_size)  # the cut-offs read no further
     if r.averages_ties:  # a tie group may run past the depth: average whole groups first
-        gains = r.expected(r.gains(gain))[:, :depth]
+        gains = r.expected(gain_values(r.labels, gain, top))[:, :depth]
     else:
-        gains = r.gains(gain, r.labels[:, :depth])
-    discounted = gains * weights(gains.shape[1], r.dtype, r.labels.device)
+        gains = gain_values(r.labels[:, :depth], gain, top)
+    discounted = discounted_gains(gains, weights(gains.shape[1], r.dtype, r.labels.device))
     return at_cutoffs(torch.cumsum(discounted, 1), index)
 
 
-def _ideal_dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> tuple[Tensor, Tensor]:
+def _ideal_dcg_at(
+    r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights, top: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
     """The ideal DCG at each cut-off ``[Q, K]``, and the ideal gains in descending order ``[Q, <=M]``."""
-    ideal = r.ideal_gains(gain, None if None in ks else max(ks))
+    depth = None if None in ks else max(ks)
+    if top is None:
+        ideal = r.ideal_gains(gain, depth)
+    else:  # the exponential gain never decreases with the label: the sorted labels' gains are sorted
+        ideal = gain_values(r.ideal_gains("linear", depth), gain, top)
     m = ideal.shape[1]
-    cumulative = torch.cumsum(ideal * weights(m, ideal.dtype, ideal.device), 1)
+    cumulative = torch.cumsum(discounted_gains(ideal, weights(m, ideal.dtype, ideal.device)), 1)
     # the whole list (None) is cut-off m; the index is cached, not built per call
     index, _ = fixed_cutoffs(tuple(m if k is None else k for k in ks), m, ideal.dtype, ideal.device)
     return at_cutoffs(cumulative, index.expand(len(cumulative), -1)), ideal
@@ -78,8 +71,11 @@ def _dcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> 
 
 
 def _ndcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> tuple[Tensor, Tensor]:
-    ideal, ideal_gains = _ideal_dcg_at(r, ks, gain, weights)
-    values = _dcg_at(r, ks, gain, weights) / torch.where(ideal > 0, ideal, 1)
+    # exponential gains over 2^(the query's top label): at most 1, so 2^label never overflows (labels > 127 in
+    # float32); DCG / ideal DCG is the same ratio
+    top = r.top_label(None) if gain == "exponential" else None
+    ideal, ideal_gains = _ideal_dcg_at(r, ks, gain, weights, top)
+    values = _dcg_at(r, ks, gain, weights, top) / torch.where(ideal > 0, ideal, 1)
     if callable(gain) or ideal_gains.shape[1] == 0:
         return values, ~_has_ideal_gain(r, gain)
     return values, ideal_gains[:, 0] <= 0  # linear and exponential gains: the largest is > 0 iff a label is
@@ -93,7 +89,7 @@ def _has_ideal_gain(r: Ranking, gain: Gain) -> Tensor:
 
 def _weights(discount: Discount, log_base: float, power: float) -> Weights:
     if callable(discount):
-        return lambda n, dtype, device: discount_weights(discount, _ranks(n, dtype, device))
+        return lambda n, dtype, device: rank_weights(discount, n, dtype=dtype, device=device)
     return functools.partial(_named_weights, discount, float(log_base), float(power))
 
 
@@ -102,11 +98,16 @@ def _named_weights(
     discount: str, log_base: float, power: float, n: int, dtype: torch.dtype, device: torch.device
 ) -> Tensor:
     """Weights of a named discount, built once per list length (read-only: shared between calls)."""
-    return discount_weights(discount, _ranks(n, dtype, device), log_base=log_base, power=power)
+    return rank_weights(discount, n, dtype=dtype, device=device, log_base=log_base, power=power)
 
 
-def _ranks(n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
-    return torch.arange(1, n + 1, dtype=dtype, device=device)
+def _check_exponential(gain: Gain, preds: Tensor, target: Tensor, ideal_target: Tensor | None) -> None:
+    """DCG's exponential gains are summed undivided: refuse labels whose ``2^label`` the working dtype cannot hold
+    (one host read, with the other value checks)."""
+    if gain == "exponential" and isinstance(preds, Tensor):
+        for name, labels in (("target", target), ("ideal_target", ideal_target)):
+            if isinstance(labels, Tensor):
+                check_exponential_labels(labels, working_dtype(preds), name)
 
 
 @with_common_args
@@ -140,10 +141,13 @@ def dcg(
         >>> dcg(torch.arange(5, 0, -1.0), labels, k=5)
         tensor(6.9585)
     """
+    options = _dcg_options(gain=gain, discount=discount, log_base=log_base, power=power)
+    if validate_args:
+        _check_exponential(gain, preds, target, ideal_target)
     return run_measure(
         _dcg, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
         empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
-        validate_args=validate_args, **_dcg_options(gain=gain, discount=discount, log_base=log_base, power=power),
+        validate_args=validate_args, **options,
     )
 
 

@@ -15,29 +15,20 @@ largest tie group, never over queries).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
-from torchrank.functional._inputs import check_choice
-from torchrank.functional._pipeline import check_max_label, run_measure, with_common_args
+from torchrank.functional._pipeline import run_measure, with_common_args
 from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index, exclusive_cumprod
-
-Transform = str | Callable[[Tensor], Tensor]
-TRANSFORMS = ("exponential", "sigmoid")
+from torchrank.functional.checks import check_max_label
+from torchrank.functional.core import Transform, check_transform, stop_probabilities
 
 
 def stop_probability(r: Ranking, transform: Transform, max_label: float | None) -> Tensor:
-    """``R_i`` of each ranked item ``[Q, N]``, 0 at padding."""
-    labels = r.labels
-    if callable(transform):
-        prob = transform(labels).to(r.dtype)
-    elif transform == "sigmoid":
-        prob = 2 * torch.sigmoid(labels) - 1
-    else:
-        prob = (torch.pow(2.0, labels) - 1) / torch.pow(2.0, r.top_label(max_label))
-    return torch.where(r.valid, prob, 0)
+    """``R_i`` of each ranked item ``[Q, N]``, 0 at padding (:func:`torchrank.functional.core.stop_probabilities`)."""
+    return stop_probabilities(r.labels, r.valid, transform, r.top_label(max_label))
 
 
 def _err(r: Ranking, ks: Sequence[int | None], transform: Transform, max_label: float | None) -> tuple[Tensor, Tensor]:
@@ -91,9 +82,8 @@ def _subset_product_means(keep: Tensor, group_id: Tensor, offset: Tensor, size: 
 
 def _err_options(*, transform: Transform, max_label: float | None) -> dict[str, object]:
     """ERR's kernel parameters, checked (shared with ``evaluate``'s ``err@k``)."""
-    if not callable(transform):
-        check_choice("transform", transform, TRANSFORMS)
-    check_max_label(max_label, None, validate_args=False)
+    check_transform(transform)
+    check_max_label(max_label)
     return {"transform": transform, "max_label": max_label}
 
 

@@ -16,8 +16,9 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from torchrank.functional._pipeline import check_max_label, run_measure, with_common_args
+from torchrank.functional._pipeline import run_measure, with_common_args
 from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index
+from torchrank.functional.checks import check_max_label
 
 
 def _rbp(
@@ -39,7 +40,7 @@ def _rbp_options(*, p: float, max_label: float | None, residual: bool) -> dict[s
     """RBP's kernel parameters, checked (shared with ``evaluate``'s ``rbp.95``)."""
     if isinstance(p, bool) or not isinstance(p, int | float) or not 0 < p < 1:
         raise ValueError(f"Argument `p` must lie in (0, 1), got {p}.")
-    check_max_label(max_label, None, validate_args=False)
+    check_max_label(max_label)
     return {"p": p, "max_label": max_label, "residual": bool(residual)}
 
 

@@ -17,9 +17,16 @@ from typing import ClassVar
 import torch
 from torch import Tensor, nn
 
-from torchrank.functional._inputs import EMPTY_TARGET_ACTIONS, REDUCTIONS, check_choice, working_dtype
-from torchrank.functional._ranking import Discount, Gain, discount_weights
-from torchrank.functional.dcg import check_gain_discount
+from torchrank.functional.checks import (
+    EMPTY_TARGET_ACTIONS,
+    REDUCTIONS,
+    check_choice,
+    check_k,
+    check_positive,
+    check_tensor,
+    working_dtype,
+)
+from torchrank.functional.core import Discount, Gain, check_gain_discount, gain_values, rank_weights, top_of_scale
 
 __all__ = [
     "Discount",
@@ -33,7 +40,6 @@ __all__ = [
     "check_positive",
     "check_reduction",
     "gains",
-    "ideal_dcg",
     "position_weights",
     "prepare",
     "reduce_loss",
@@ -126,8 +132,8 @@ def prepare(scores: Tensor, labels: Tensor, mask: Tensor | None, *, validate_arg
         >>> x.scores.dtype, x.labels
         (torch.float32, tensor([[1., 0.]]))
     """
-    _check_tensor("scores", scores)
-    _check_tensor("labels", labels)
+    check_tensor("scores", scores)
+    check_tensor("labels", labels)
     if not scores.is_floating_point():
         raise TypeError(f"Argument `scores` must be a floating tensor (a model's output), got dtype {scores.dtype}.")
     if scores.ndim != 2:
@@ -142,7 +148,7 @@ def prepare(scores: Tensor, labels: Tensor, mask: Tensor | None, *, validate_arg
         raise ValueError(f"Argument `scores` must hold at least one item per list, got shape {tuple(scores.shape)}.")
     _check_device("labels", labels, scores)
     if mask is not None:
-        _check_tensor("mask", mask)
+        check_tensor("mask", mask)
         if mask.dtype != torch.bool:
             raise TypeError(f"Argument `mask` must be a bool tensor (True = real item), got dtype {mask.dtype}.")
         if mask.shape != scores.shape:
@@ -165,11 +171,6 @@ def prepare(scores: Tensor, labels: Tensor, mask: Tensor | None, *, validate_arg
     return LossInput(scores=scores, labels=labels, mask=mask, padded=padded)
 
 
-def _check_tensor(name: str, value: object) -> None:
-    if not isinstance(value, Tensor):
-        raise TypeError(f"Argument `{name}` must be a torch.Tensor, got {type(value).__name__}.")
-
-
 def _check_device(name: str, value: Tensor, scores: Tensor) -> None:
     if value.device != scores.device:
         raise ValueError(f"Argument `{name}` must be on the device of `scores` ({scores.device}), got {value.device}.")
@@ -188,22 +189,10 @@ def _check_values(scores: Tensor, labels: Tensor, mask: Tensor | None) -> None:
         )
 
 
-def check_positive(name: str, value: float) -> None:
-    """``value`` is a real number > 0 (temperatures, sigma)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"Argument `{name}` must be a number > 0, got {value!r}.")
-
-
 def check_iterations(sinkhorn_iterations: int) -> None:
     """``sinkhorn_iterations`` is an int >= 0."""
     if isinstance(sinkhorn_iterations, bool) or not isinstance(sinkhorn_iterations, int) or sinkhorn_iterations < 0:
         raise ValueError(f"Argument `sinkhorn_iterations` must be an int >= 0, got {sinkhorn_iterations!r}.")
-
-
-def check_k(k: int | None) -> None:
-    """``k`` is None (the whole list) or a positive int."""
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k <= 0):
-        raise ValueError(f"Argument `k` must be a positive int or None (the whole list), got {k!r}.")
 
 
 def check_reduction(reduction: str, empty_target_action: str | None = None) -> None:
@@ -213,39 +202,22 @@ def check_reduction(reduction: str, empty_target_action: str | None = None) -> N
         check_choice("empty_target_action", empty_target_action, EMPTY_TARGET_ACTIONS)
 
 
-def gains(labels: Tensor, gain: Gain) -> Tensor:
-    """``gain(label)`` with :meth:`torchrank.functional._ranking.Ranking.gains`' names; 0 stays 0 at padding.
+def gains(labels: Tensor, mask: Tensor, gain: Gain) -> Tensor:
+    """Each real item's gain ``[B, N]`` (0 at padding), as :func:`torchrank.functional.ndcg` defines it; exponential
+    gains divided by ``2^top`` (``top``: the list's largest label), which every loss' normalised DCG leaves out, so
+    that no label overflows the dtype (``2^128`` is inf in float32).
 
     Example:
-        >>> gains(torch.tensor([[0.0, 1.0, 3.0]]), "exponential")
-        tensor([[0., 1., 7.]])
+        >>> gains(torch.tensor([[0.0, 1.0, 3.0]]), torch.tensor([[True, True, True]]), "exponential")  # (0, 1, 7) / 8
+        tensor([[0.0000, 0.1250, 0.8750]])
     """
-    if callable(gain):
-        return gain(labels).to(labels.dtype)
-    if gain == "linear":
-        return labels
-    return torch.pow(2.0, labels) - 1  # "exponential"
+    top = top_of_scale(labels, mask) if gain == "exponential" else None
+    return torch.where(mask, gain_values(labels, gain, top), 0)
 
 
 def position_weights(n: int, like: Tensor, discount: Discount, log_base: float) -> Tensor:
-    """``1 / discount(i)`` for ranks ``i = 1..n`` ``[n]`` (torchrank.functional's discounts)."""
-    ranks = torch.arange(1, n + 1, dtype=like.dtype, device=like.device)
-    return discount_weights(discount, ranks, log_base=log_base)
-
-
-def ideal_dcg(item_gains: Tensor, mask: Tensor, k: int | None, weights: Tensor) -> Tensor:
-    """Exact ideal DCG@k of each list ``[B]``: its real items' gains sorted descending (labels carry no grad).
-
-    Example:
-        >>> w = position_weights(3, torch.zeros(1), "log", 2.0)
-        >>> ideal_dcg(torch.tensor([[1.0, 3.0, 0.0]]), torch.ones(1, 3, dtype=torch.bool), None, w)
-        tensor([3.6309])
-    """
-    ideal = torch.where(mask, item_gains.detach(), 0)
-    n = ideal.shape[1]
-    depth = n if k is None else min(k, n)
-    top = torch.topk(ideal, depth, dim=1).values if depth < n else torch.sort(ideal, dim=1, descending=True).values
-    return (top * weights[:depth]).sum(1)
+    """``1 / discount(i)`` for ranks ``i = 1..n`` ``[n]``, in ``like``'s dtype and device."""
+    return rank_weights(discount, n, dtype=like.dtype, device=like.device, log_base=log_base)
 
 
 def apply_empty_target_action(metric: Tensor, empty: Tensor, empty_target_action: str) -> tuple[Tensor, Tensor]:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from torchrank.functional._inputs import check_choice
-from torchrank.functional.err import TRANSFORMS, Transform
+from torchrank.functional.checks import check_max_label
+from torchrank.functional.core import Transform, check_transform, top_of_scale
+from torchrank.functional.core import stop_probabilities as _stop_probabilities
 from torchrank.losses._common import (
     LossModule,
     apply_empty_target_action,
@@ -33,31 +34,21 @@ __all__ = ["SoftERRLoss", "soft_err"]
 
 
 def _check_err_options(transform: Transform, max_label: float | None) -> None:
-    if not callable(transform):
-        check_choice("transform", transform, TRANSFORMS)
-    if max_label is not None and (
-        isinstance(max_label, bool) or not isinstance(max_label, int | float) or not max_label > 0
-    ):
-        raise ValueError(f"Argument `max_label` must be a number > 0 or None, got {max_label!r}.")
+    check_transform(transform)
+    check_max_label(max_label)
 
 
 def stop_probabilities(labels: Tensor, mask: Tensor, transform: Transform, max_label: float | None) -> Tensor:
     """``R`` of each item ``[B, N]`` as :func:`torchrank.functional.err` defines it; 0 at padding.
 
-    ``"exponential"``: ``(2^y - 1) / 2^g_max`` with ``g_max = max_label`` or each list's largest label.
+    ``"exponential"``: ``(2^y - 1) / 2^g_max`` with ``g_max = max_label`` or each list's largest label (computed
+    divided, so no label overflows: :func:`torchrank.functional.core.stop_probabilities`).
+
+    Example:
+        >>> stop_probabilities(torch.tensor([[3.0, 1.0, 0.0]]), torch.ones(1, 3, dtype=torch.bool), "exponential", None)
+        tensor([[0.8750, 0.1250, 0.0000]])
     """
-    if callable(transform):
-        prob = transform(labels).to(labels.dtype)
-    elif transform == "sigmoid":
-        prob = 2 * torch.sigmoid(labels) - 1
-    else:
-        if max_label is None:
-            top = torch.where(mask, labels, 0).amax(1, keepdim=True)
-            top = torch.where(top > 0, top, 1)
-        else:
-            top = torch.as_tensor(float(max_label), dtype=labels.dtype, device=labels.device)
-        prob = (torch.pow(2.0, labels) - 1) / torch.pow(2.0, top)
-    return torch.where(mask, prob, 0)
+    return _stop_probabilities(labels, mask, transform, top_of_scale(labels, mask, max_label))
 
 
 def cascade(rho: Tensor, k: int | None) -> Tensor:

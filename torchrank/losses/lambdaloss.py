@@ -19,7 +19,8 @@ import math
 import torch
 from torch import Tensor
 
-from torchrank.functional._inputs import check_choice
+from torchrank.functional.checks import check_choice
+from torchrank.functional.core import ideal_dcg
 from torchrank.losses._common import (
     Discount,
     Gain,
@@ -29,7 +30,6 @@ from torchrank.losses._common import (
     check_positive,
     check_reduction,
     gains,
-    ideal_dcg,
     position_weights,
     prepare,
     reduce_loss,
@@ -121,8 +121,8 @@ def lambda_loss(
     order = _score_order(x.scores, x.mask)
     ranked_mask = x.mask.gather(1, order)
     ranked_labels = x.labels.gather(1, order)
-    ranked_gains = torch.where(ranked_mask, gains(ranked_labels, gain), 0)
-    ideal = ideal_dcg(ranked_gains, ranked_mask, k, position_weights(n, x.scores, discount, log_base))
+    ranked_gains = gains(ranked_labels, ranked_mask, gain)  # divided by 2^top when exponential: G is a ratio
+    ideal = ideal_dcg(ranked_gains, position_weights(n, x.scores, discount, log_base), k, ranked_mask)
     normalised = ranked_gains / torch.where(ideal > 0, ideal, 1).unsqueeze(1)
     pairs = _ordered_pairs(ranked_labels, ranked_mask)
     if k is not None and k < n:

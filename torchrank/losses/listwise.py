@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from torchrank.functional._inputs import check_choice
+from torchrank.functional.checks import check_choice
 from torchrank.losses._common import LossModule, check_reduction, prepare, reduce_loss, with_loss_args
 
 __all__ = ["ListMLELoss", "ListNetLoss", "listmle", "listnet"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from torchrank.functional._ranking import discount_weights
+from torchrank.functional.core import discount_weights, discounted_gains, ideal_dcg
 from torchrank.losses._common import (
     Discount,
     Gain,
@@ -25,7 +25,6 @@ from torchrank.losses._common import (
     check_positive,
     check_reduction,
     gains,
-    ideal_dcg,
     position_weights,
     prepare,
     reduce_loss,
@@ -46,7 +45,7 @@ def _ndcg_loss(
     reduction: str,
 ) -> Tensor:
     """``-DCG / IDCG@k`` per list, empty lists as ``empty_target_action`` says, then the shared reduction."""
-    ideal = ideal_dcg(item_gains, mask, k, weights)
+    ideal = ideal_dcg(item_gains, weights, k, mask)
     empty = ideal <= 0
     ndcg = dcg / torch.where(empty, 1, ideal)
     values, counted = apply_empty_target_action(ndcg, empty, empty_target_action)
@@ -90,7 +89,7 @@ def neural_ndcg(
     check_gain_discount(gain, discount, log_base)
     check_reduction(reduction, empty_target_action)
     x = prepare(scores, labels, mask, validate_args=validate_args)
-    item_gains = torch.where(x.mask, gains(x.labels, gain), 0)
+    item_gains = gains(x.labels, x.mask, gain)
     soft_gains = soft_sort(
         x.scores,
         item_gains,
@@ -102,7 +101,7 @@ def neural_ndcg(
     )
     weights = position_weights(soft_gains.shape[1], soft_gains, discount, log_base)
     depth = soft_gains.shape[1] if k is None else min(k, soft_gains.shape[1])
-    dcg = (soft_gains[:, :depth] * weights[:depth]).sum(1)
+    dcg = discounted_gains(soft_gains[:, :depth], weights).sum(1)
     return _ndcg_loss(dcg, item_gains, x.mask, k, weights, empty_target_action, reduction)
 
 
@@ -150,7 +149,7 @@ def approx_ndcg(
     check_gain_discount(gain, discount, log_base)
     check_reduction(reduction, empty_target_action)
     x = prepare(scores, labels, mask, validate_args=validate_args)
-    item_gains = torch.where(x.mask, gains(x.labels, gain), 0)
+    item_gains = gains(x.labels, x.mask, gain)
     ranks = smooth_ranks(x.scores, x.mask, temperature, x.padded)
     discounted = item_gains * discount_weights(discount, ranks, log_base=log_base)
     if k is not None:

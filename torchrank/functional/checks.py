@@ -1,0 +1,101 @@
+"""Argument checks shared by the functional, the metric classes and the losses: one message per mistake.
+
+The option names and their accepted values (:data:`TIES`, :data:`EMPTY_TARGET_ACTIONS`, :data:`REDUCTIONS`), the
+value checks that run on the device (:func:`value_problems`, read once by :func:`raise_value_problems`), and the
+checks of single arguments that the losses and the metrics need too. Packages outside
+:mod:`torchrank.functional` import these from here, never from its private modules.
+
+Example:
+    >>> check_choice("reduction", "median", REDUCTIONS)
+    Traceback (most recent call last):
+    ...
+    ValueError: Argument `reduction` must be one of ('mean', 'sum', 'none'), got 'median'.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from torchrank.functional._inputs import (
+    EMPTY_TARGET_ACTIONS,
+    REDUCTIONS,
+    TIES,
+    VALUE_PROBLEMS,
+    check_choice,
+    normalize_k,
+    raise_value_problems,
+    value_problems,
+    working_dtype,
+)
+from torchrank.functional._inputs import _check_tensor as _tensor_check
+
+__all__ = [
+    "EMPTY_TARGET_ACTIONS",
+    "REDUCTIONS",
+    "TIES",
+    "VALUE_PROBLEMS",
+    "check_choice",
+    "check_k",
+    "check_max_label",
+    "check_positive",
+    "check_tensor",
+    "normalize_k",
+    "raise_value_problems",
+    "value_problems",
+    "working_dtype",
+]
+
+
+def check_tensor(name: str, value: object) -> None:
+    """Raise ``TypeError`` unless argument ``name`` is a tensor.
+
+    Example:
+        >>> check_tensor("scores", [0.5, 0.2])
+        Traceback (most recent call last):
+        ...
+        TypeError: Argument `scores` must be a torch.Tensor, got list.
+    """
+    _tensor_check(name, value)
+
+
+def check_k(k: int | None) -> None:
+    """``k`` is None (the whole list) or a positive int: one cut-off (a loss takes no sequence of them).
+
+    Example:
+        >>> check_k(0)
+        Traceback (most recent call last):
+        ...
+        ValueError: Argument `k` must be a positive int or None (the whole list), got 0.
+    """
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k <= 0):
+        raise ValueError(f"Argument `k` must be a positive int or None (the whole list), got {k!r}.")
+
+
+def check_positive(name: str, value: float) -> None:
+    """``value`` is a real number > 0 (temperatures, sigma).
+
+    Example:
+        >>> check_positive("temperature", 0)
+        Traceback (most recent call last):
+        ...
+        ValueError: Argument `temperature` must be a number > 0, got 0.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"Argument `{name}` must be a number > 0, got {value!r}.")
+
+
+def check_max_label(max_label: float | None, target: Tensor | None = None, validate_args: bool = False) -> None:
+    """``max_label`` (the top of a graded label scale) is None or a number > 0 and, when values are checked
+    (``validate_args``), no label of ``target`` exceeds it (one host read).
+
+    Example:
+        >>> check_max_label(-1)
+        Traceback (most recent call last):
+        ...
+        ValueError: Argument `max_label` must be a number > 0, got -1.
+    """
+    if max_label is None:
+        return
+    check_positive("max_label", max_label)
+    if validate_args and isinstance(target, Tensor) and bool((target > max_label).any()):
+        raise ValueError(f"Argument `target` holds a label above `max_label={max_label}`.")

@@ -1,0 +1,275 @@
+"""The formulas the measures and the losses share: gains, discounts, ERR's stop probabilities, the ideal DCG.
+
+:mod:`torchrank.functional` (DCG, NDCG, ERR) and :mod:`torchrank.losses` (NeuralNDCG, ApproxNDCG, LambdaLoss, soft
+ERR) both read these, so a gain or a discount means the same thing in a metric and in the loss trained for it.
+Every function works on any device, reads no tensor value on the host and keeps autograd history.
+
+Exponential gains never overflow into a silent ``inf`` or NaN: where only a ratio is needed (NDCG, ERR's
+stop probabilities, LambdaLoss' normalised gains) the gains are computed divided by ``2^top``, ``top`` the top of
+each list's label scale, which the ratio does not see and which keeps every gain at most 1 in any dtype;
+:func:`check_exponential_labels` refuses labels whose undivided gain the working dtype cannot hold (exponential DCG).
+
+Example:
+    >>> import torch
+    >>> labels = torch.tensor([[3.0, 2.0, 0.0]])  # in rank order
+    >>> weights = rank_weights("log", 3, dtype=labels.dtype, device=labels.device)
+    >>> discounted_gains(gain_values(labels, "exponential"), weights).sum(1)  # DCG: 7 + 3 / log2(3)
+    tensor([8.8928])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from torchrank.functional.checks import check_choice
+
+__all__ = [
+    "DISCOUNTS",
+    "GAINS",
+    "TRANSFORMS",
+    "Discount",
+    "Gain",
+    "Transform",
+    "check_exponential_labels",
+    "check_gain_discount",
+    "check_transform",
+    "discount_weights",
+    "discounted_gains",
+    "exponential_gain",
+    "gain_values",
+    "ideal_dcg",
+    "largest_exponent",
+    "rank_weights",
+    "stop_probabilities",
+    "top_of_scale",
+]
+
+#: A gain: ``"linear"`` (the label), ``"exponential"`` (``2^label - 1``) or a callable on the label tensor.
+Gain = str | Callable[[Tensor], Tensor]
+#: A discount: ``"log"``, ``"power"``, ``"linear"`` or a callable of the 1-based rank returning the divisor.
+Discount = str | Callable[[Tensor], Tensor]
+#: ERR's label-to-stop-probability map: ``"exponential"``, ``"sigmoid"`` or a callable.
+Transform = str | Callable[[Tensor], Tensor]
+
+GAINS = ("linear", "exponential")
+DISCOUNTS = ("log", "power", "linear")
+TRANSFORMS = ("exponential", "sigmoid")
+
+
+# ---------------------------------------------------------------------------------------------------- checks
+def check_gain_discount(gain: Gain, discount: Discount, log_base: float) -> None:
+    """Validate the gain and discount options of every DCG-style measure and loss.
+
+    Example:
+        >>> check_gain_discount("cubic", "log", 2.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: Argument `gain` must be one of ('linear', 'exponential'), got 'cubic'.
+    """
+    if not callable(gain):
+        check_choice("gain", gain, GAINS)
+    if not callable(discount):
+        check_choice("discount", discount, DISCOUNTS)
+    if not log_base > 1:
+        raise ValueError(f"Argument `log_base` must be > 1, got {log_base}.")
+
+
+def check_transform(transform: Transform) -> None:
+    """Validate ERR's ``transform`` (the metric's and the loss').
+
+    Example:
+        >>> check_transform("linear")
+        Traceback (most recent call last):
+        ...
+        ValueError: Argument `transform` must be one of ('exponential', 'sigmoid'), got 'linear'.
+    """
+    if not callable(transform):
+        check_choice("transform", transform, TRANSFORMS)
+
+
+def largest_exponent(dtype: torch.dtype) -> int:
+    """The largest label whose exponential gain ``2^label - 1`` is finite in ``dtype`` (127 for float32).
+
+    Example:
+        >>> largest_exponent(torch.float32), largest_exponent(torch.float64)
+        (127, 1023)
+    """
+    return math.frexp(torch.finfo(dtype).max)[1] - 1  # max = m * 2^e with m < 1: 2^(e - 1) is the largest power
+
+
+def check_exponential_labels(labels: Tensor, dtype: torch.dtype, name: str = "target") -> None:
+    """Raise a clear ``ValueError`` where an exponential gain ``2^label - 1`` of ``labels`` would overflow ``dtype``
+    (the working dtype: float32 unless the scores are float64). Reads one value (a GPU synchronisation): call it
+    where values are checked (``validate_args``).
+
+    Example:
+        >>> check_exponential_labels(torch.tensor([3, 200]), torch.float32)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: Argument `target` holds label 200, whose exponential gain 2^200 - 1 overflows float32 ...
+    """
+    if labels.numel() == 0 or labels.dtype == torch.bool:
+        return
+    largest = labels.max().item()  # NaN compares False: NaN labels are the value checks' to refuse
+    limit = largest_exponent(dtype)
+    if largest > limit:
+        shown = int(largest) if float(largest).is_integer() else largest
+        raise ValueError(
+            f"Argument `{name}` holds label {shown}, whose exponential gain 2^{shown} - 1 overflows "
+            f"{str(dtype).removeprefix('torch.')} (the largest is label {limit}); "
+            + (
+                "pass float64 scores (preds.double()) to compute in float64, or use gain='linear'."
+                if dtype != torch.float64
+                else "use gain='linear' or rescale the labels."
+            )
+        )
+
+
+# ---------------------------------------------------------------------------------------------------- gains
+def exponential_gain(labels: Tensor, top: Tensor | float | None = None) -> Tensor:
+    """``2^label - 1``, or with ``top`` that gain divided by ``2^top``: ``2^(label - top) - 2^(-top)``.
+
+    The divided form never overflows for labels up to ``top`` (a gain of at most 1, in any dtype), so ratios of
+    gains (NDCG, ERR) are exact whatever the labels; a label far below ``top`` underflows to a gain of 0, which
+    the ratio could not resolve anyway.
+
+    Example:
+        >>> exponential_gain(torch.tensor([0.0, 1.0, 3.0]))
+        tensor([0., 1., 7.])
+        >>> exponential_gain(torch.tensor([0.0, 1.0, 3.0]), top=3.0)  # the same over 2^3
+        tensor([0.0000, 0.1250, 0.8750])
+        >>> exponential_gain(torch.tensor([200.0, 199.0]), top=200.0)  # 2^200 is inf in float32
+        tensor([1.0000, 0.5000])
+    """
+    if top is None:
+        return torch.pow(2.0, labels) - 1
+    return torch.pow(2.0, labels - top) - 2.0 ** (-top)
+
+
+def gain_values(labels: Tensor, gain: Gain, top: Tensor | float | None = None) -> Tensor:
+    """``gain(label)`` of each label, in the labels' dtype; ``top`` divides exponential gains by ``2^top``
+    (:func:`exponential_gain`; linear and callable gains ignore it: pass it only where a ratio is taken).
+
+    Example:
+        >>> gain_values(torch.tensor([[0.0, 1.0, 3.0]]), "exponential")
+        tensor([[0., 1., 7.]])
+        >>> gain_values(torch.tensor([[0.0, 1.0, 3.0]]), lambda y: y**2)
+        tensor([[0., 1., 9.]])
+    """
+    if callable(gain):
+        return gain(labels).to(labels.dtype)
+    if gain == "linear":
+        return labels
+    return exponential_gain(labels, top)
+
+
+def top_of_scale(labels: Tensor, mask: Tensor | None = None, max_label: float | None = None) -> Tensor:
+    """The top of each list's label scale ``[B, 1]``: ``max_label``, or the list's largest label (1 when none is
+    positive), as ERR's ``g_max`` and the divisor of exponential gains.
+
+    Example:
+        >>> top_of_scale(torch.tensor([[2.0, 4.0], [0.0, 0.0]]))
+        tensor([[4.],
+                [1.]])
+    """
+    if max_label is not None:
+        return torch.as_tensor(float(max_label), dtype=labels.dtype, device=labels.device)
+    real = labels if mask is None else torch.where(mask, labels, 0)
+    top = real.amax(1, keepdim=True)
+    return torch.where(top > 0, top, 1)
+
+
+def stop_probabilities(labels: Tensor, valid: Tensor, transform: Transform, top: Tensor | float) -> Tensor:
+    """ERR's ``R`` of each item (Chapelle et al., 2009), 0 where ``valid`` is False.
+
+    ``"exponential"``: ``(2^label - 1) / 2^top`` (``top`` the scale's ``g_max``: :func:`top_of_scale`), computed
+    divided so that it never overflows; ``"sigmoid"``: ``2 sigmoid(label) - 1``; a callable returns the
+    probabilities itself.
+
+    Example:
+        >>> labels = torch.tensor([[3.0, 1.0, 0.0]])
+        >>> stop_probabilities(labels, torch.ones_like(labels, dtype=torch.bool), "exponential", 3.0)
+        tensor([[0.8750, 0.1250, 0.0000]])
+    """
+    if callable(transform):
+        prob = transform(labels).to(labels.dtype)
+    elif transform == "sigmoid":
+        prob = 2 * torch.sigmoid(labels) - 1
+    else:
+        prob = exponential_gain(labels, top)
+    return torch.where(valid, prob, 0)
+
+
+# ---------------------------------------------------------------------------------------------------- discounts
+def discount_weights(discount: Discount, positions: Tensor, *, log_base: float = 2.0, power: float = 1.0) -> Tensor:
+    """Weights ``1 / discount(i)`` for 1-based ranks ``positions`` (smooth ranks too, as ApproxNDCG's).
+
+    ``"log"``: ``log_b(i + 1)`` with ``b = log_base`` (2 by default, as trec_eval); ``"power"``: ``i ** power``
+    (Zipf's law for ``power=1``); ``"linear"``: ``i``; a callable maps the ranks to the divisors.
+
+    Example:
+        >>> discount_weights("log", torch.tensor([1.0, 3.0]))
+        tensor([1.0000, 0.5000])
+    """
+    if callable(discount):
+        divisor = discount(positions).to(positions.dtype)
+    elif discount == "log":
+        divisor = torch.log(positions + 1) / math.log(log_base)
+    elif discount == "power":
+        divisor = positions**power
+    elif discount == "linear":
+        divisor = positions
+    else:
+        raise ValueError(f"Argument `discount` must be 'log', 'power', 'linear' or a callable, got {discount!r}.")
+    return 1.0 / divisor
+
+
+def rank_weights(
+    discount: Discount,
+    n: int,
+    *,
+    dtype: torch.dtype,
+    device: torch.device | str,
+    log_base: float = 2.0,
+    power: float = 1.0,
+) -> Tensor:
+    """:func:`discount_weights` of ranks ``1..n`` ``[n]``.
+
+    Example:
+        >>> rank_weights("linear", 3, dtype=torch.float32, device="cpu")
+        tensor([1.0000, 0.5000, 0.3333])
+    """
+    ranks = torch.arange(1, n + 1, dtype=dtype, device=device)
+    return discount_weights(discount, ranks, log_base=log_base, power=power)
+
+
+# ---------------------------------------------------------------------------------------------------- DCG
+def discounted_gains(ordered_gains: Tensor, weights: Tensor) -> Tensor:
+    """Each rank's term of DCG, ``gain_i / discount(i)`` ``[..., N]``, from gains in rank order and the weights of
+    ranks ``1..>=N`` (:func:`rank_weights`): DCG@k is the sum of the first k.
+
+    Example:
+        >>> discounted_gains(torch.tensor([[3.0, 0.0, 1.0]]), rank_weights("log", 3, dtype=torch.float32, device="cpu"))
+        tensor([[3.0000, 0.0000, 0.5000]])
+    """
+    return ordered_gains * weights[: ordered_gains.shape[-1]]
+
+
+def ideal_dcg(gains: Tensor, weights: Tensor, k: int | None = None, mask: Tensor | None = None) -> Tensor:
+    """Ideal DCG@k of each list ``[B]``: its real items' gains sorted descending, discounted and summed to rank k
+    (``None``: the whole list). The gains carry no gradient here (the ideal is a constant of the labels).
+
+    Example:
+        >>> w = rank_weights("log", 3, dtype=torch.float32, device="cpu")
+        >>> ideal_dcg(torch.tensor([[1.0, 3.0, 0.0]]), w)  # 3 + 1 / log2(3)
+        tensor([3.6309])
+    """
+    ideal = gains.detach() if mask is None else torch.where(mask, gains.detach(), 0)
+    n = ideal.shape[1]
+    depth = n if k is None else min(k, n)
+    top = torch.topk(ideal, depth, dim=1).values if depth < n else torch.sort(ideal, dim=1, descending=True).values
+    return discounted_gains(top, weights).sum(1)
