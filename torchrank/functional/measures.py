@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -153,6 +153,49 @@ def evaluate(
     # every family's columns filled at once: per-family calls cost more than the work on small batches
     per_query = finalize(torch.cat(values, 1), torch.cat(empty, 1), inputs, empty_target_action, "none", True)
     return _named_columns(per_query, groups, measures, reduction)
+
+
+class RankedLists:
+    """Lists ranked once, over which a caller runs declared kernels itself: ``per_query(kernel, ks, **params)`` is
+    one family's per-query values ``[Q, K]``, queries without a relevant item scored by ``empty_target_action``, as
+    :func:`evaluate` computes them. For callers that pick kernels and parameters outside the grammar (trec_eval's
+    names and parameter syntax in :mod:`torchrank.io.trec_eval`); the arguments are :func:`evaluate`'s, on dense
+    ``[Q, N]`` lists.
+
+    Example:
+        >>> import torch
+        >>> from torchrank.functional import MEASURES
+        >>> lists = RankedLists(torch.tensor([[0.9, 0.8, 0.7]]), torch.tensor([[0, 1, 1]]))
+        >>> lists.per_query(MEASURES["precision"].kernel, (1, 3))
+        tensor([[0.0000, 0.6667]])
+    """
+
+    def __init__(
+        self,
+        preds: Tensor,
+        target: Tensor,
+        *,
+        mask: Tensor | None = None,
+        ideal_target: Tensor | None = None,
+        judged: Tensor | None = None,
+        ties: str = "average",
+        empty_target_action: str = "neg",
+        relevance_threshold: float = 1,
+        validate_args: bool = True,
+    ) -> None:
+        self.empty_target_action = empty_target_action
+        self._inputs, self._ranking = prepare(
+            preds, target, indexes=None, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
+            empty_target_action=empty_target_action, reduction="none", relevance_threshold=relevance_threshold,
+            validate_args=validate_args, depth=None,
+        )
+
+    def per_query(
+        self, kernel: Callable[..., tuple[Tensor, Tensor]], ks: Sequence[int | None], **params: object
+    ) -> Tensor:
+        """``kernel``'s values at the cut-offs ``ks`` (None: the whole list) ``[Q, len(ks)]``, empty queries filled."""
+        values, no_relevant = apply_measure(kernel, self._ranking, list(ks), **params)
+        return finalize(values, no_relevant, self._inputs, self.empty_target_action, "none", True)
 
 
 def _named_columns(per_query: Tensor, groups: list, measures: Sequence[str], reduction: str) -> dict[str, Tensor]:

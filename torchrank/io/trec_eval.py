@@ -31,9 +31,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from torchrank.functional import _ranking
-from torchrank.functional._pipeline import finalize, prepare
-from torchrank.functional.measures import parse_measure
+from torchrank.functional.measures import RankedLists, parse_measure
 from torchrank.functional.registry import MEASURES, Declaration, TrecName, trec_names
 
 from .trec import ProgressCallback, TrecBatch, TrecFile, load_qrels, read_trec
@@ -138,19 +136,16 @@ class _Context:
 
     def __init__(self, batch: TrecBatch, ties: str, relevance_threshold: float) -> None:
         self.batch = batch
-        self.inputs, self.ranking = prepare(
+        self.lists = RankedLists(
             batch.preds,
             batch.target,
-            indexes=None,
             mask=batch.mask,
             ideal_target=batch.ideal_target,
             judged=batch.judged,
             ties=ties,
             empty_target_action="neg",
-            reduction="none",
             relevance_threshold=relevance_threshold,
             validate_args=False,
-            depth=None,
         )
         self.missing = ~batch.mask.any(1)  # trec_eval -c: queries without retrieved documents score 0
         self.cache: dict[tuple, Tensor] = {}
@@ -159,9 +154,7 @@ class _Context:
         """``[Q, len(ks)]`` values of a kernel (cached: measures sharing a kernel and cut-offs run once)."""
         key = (measure, ks, tuple(sorted((k, _hashable(v)) for k, v in params.items())))
         if key not in self.cache:
-            values, no_relevant = _ranking.apply_measure(measure, self.ranking, list(ks), **params)
-            out = finalize(values, no_relevant, self.inputs, "neg", "none", k_is_sequence=True)
-            self.cache[key] = out.to(torch.float64)
+            self.cache[key] = self.lists.per_query(measure, ks, **params).to(torch.float64)
         return self.cache[key]
 
 

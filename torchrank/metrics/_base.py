@@ -19,8 +19,8 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 from torchmetrics.utilities.distributed import gather_all_tensors
 
-from torchrank.functional._inputs import VALUE_PROBLEMS, check_choice, value_problems
 from torchrank.functional.backends import uses_numpy
+from torchrank.functional.checks import VALUE_PROBLEMS, check_choice, value_problems
 
 AGGREGATIONS = ("mean", "median", "min", "max")
 

@@ -32,7 +32,7 @@ import torch
 from torch import Tensor
 
 import torchrank.functional as F
-from torchrank.functional._inputs import normalize_k
+from torchrank.functional.checks import normalize_k
 from torchrank.functional.measures import parse_measure
 from torchrank.functional.registry import MEASURES, Declaration
 from torchrank.metrics._base import RankingMetric, metric_config
