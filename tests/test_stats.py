@@ -12,7 +12,20 @@ import torch
 from conftest import DEVICES
 
 import torchrank.stats as S
-from torchrank.stats import bootstrap_ci, holm, paired_t_test, randomization_test, student_t_sf
+from torchrank.stats import (
+    adjust,
+    benjamini_hochberg,
+    bonferroni,
+    bootstrap_ci,
+    cohens_d,
+    holm,
+    paired_t_test,
+    randomization_test,
+    student_t_sf,
+    studentized_range_sf,
+    tukey_hsd,
+    wilcoxon,
+)
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
@@ -357,3 +370,186 @@ def test_generator_on_another_device_is_refused():
     a = torch.ones(5, device="cuda")
     with pytest.raises(ValueError, match="generator"):
         randomization_test(a, a, 10, generator=torch.Generator())
+
+
+# ---------------------------------------------------------------------------------------------------- Wilcoxon
+
+
+def _wilcoxon_cases():
+    """(a, b) pairs over every branch of scipy's wilcoxon: no ties, ties on a 0.2 grid, zeros, sizes 1 to 200."""
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 5, 8, 12, 13, 14, 30, 50, 51, 120):
+        yield rng.random(n), rng.random(n)  # continuous: no ties, no zeros
+        a = rng.integers(0, 6, n) / 5
+        yield a, rng.integers(0, 6, n) / 5  # ties and zeros
+        b = a.copy()
+        b[: n // 2] = rng.integers(0, 6, n // 2) / 5
+        yield a, b  # many zeros
+
+
+@pytest.mark.parametrize("zero_method", ["wilcox", "pratt", "zsplit"])
+@pytest.mark.parametrize("correction", [False, True])
+@pytest.mark.parametrize("method", ["auto", "exact", "asymptotic"])
+def test_wilcoxon_equals_scipy_in_every_mode(zero_method, correction, method):
+    checked = 0
+    for a, b in _wilcoxon_cases():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # scipy warns on zeros with "exact" and on small samples
+            try:
+                ref = scipy_stats.wilcoxon(a, b, zero_method=zero_method, correction=correction, method=method)
+            except ValueError:  # scipy refuses some combinations (zsplit/pratt with exact in old versions)
+                continue
+        if np.isnan(ref.pvalue):  # every difference 0 under the normal approximation: scipy has no p-value
+            continue
+        res = wilcoxon(
+            torch.from_numpy(a), torch.from_numpy(b), zero_method=zero_method, correction=correction, method=method
+        )
+        assert res.pvalue.item() == pytest.approx(ref.pvalue, rel=1e-10, abs=0), (len(a), a, b)
+        assert res.statistic.item() == pytest.approx(ref.statistic, rel=1e-12, abs=0)
+        if method == "asymptotic":
+            assert res.zstatistic.item() == pytest.approx(ref.zstatistic, rel=1e-10)
+        checked += 1
+    assert checked >= 20
+
+
+def test_wilcoxon_auto_picks_scipys_method_per_row():
+    rng = np.random.default_rng(3)
+    exact_row = rng.random(10)  # no ties: exact distribution
+    tied_row = np.round(rng.random(10), 1)  # ties, 10 <= 13 queries: every sign pattern
+    big_row = rng.random(10)
+    a = torch.from_numpy(np.stack([exact_row, tied_row, big_row]))
+    b = torch.from_numpy(np.stack([rng.random(10), np.round(rng.random(10), 1), rng.random(10)]))
+    res = wilcoxon(a, b)
+    assert res.exact.tolist() == [True, True, True]
+    for i in range(3):
+        ref = scipy_stats.wilcoxon(a[i].numpy(), b[i].numpy())
+        assert res.pvalue[i].item() == pytest.approx(ref.pvalue, rel=1e-10)
+    long = _scores(4, (2, 60))
+    assert not wilcoxon(*long).exact.any()  # more than 50 queries: the normal approximation
+
+
+def test_wilcoxon_batched_equals_row_by_row_and_identical_runs():
+    a, b = _scores(8, (2, 3, 20))
+    b = torch.round(b * 5) / 5  # ties
+    res = wilcoxon(a, b, method="asymptotic", correction=True)
+    assert res.pvalue.shape == (2, 3)
+    for i in range(2):
+        for j in range(3):
+            assert res.pvalue[i, j].item() == pytest.approx(
+                wilcoxon(a[i, j], b[i, j], method="asymptotic", correction=True).pvalue.item(), rel=1e-14
+            )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for method in ("auto", "exact", "asymptotic", "permutation"):
+            assert wilcoxon(a, a, method=method).pvalue.tolist() == [[1.0] * 3] * 2
+
+
+def test_wilcoxon_permutation_equals_scipys_permutation_test():
+    a, b = _scores(9, (16,))
+    b = torch.round(b * 4) / 4
+    res = wilcoxon(a, b, method="permutation")
+
+    ref = scipy_stats.permutation_test(
+        ((a - b).numpy(),),
+        lambda d, axis: _r_plus(d, axis),
+        permutation_type="samples",
+        n_resamples=2**16,
+        vectorized=True,
+    )
+    assert res.exact.item() and res.pvalue.item() == pytest.approx(ref.pvalue, rel=1e-12)
+
+
+def _r_plus(d, axis=-1):
+    """Sum of the ranks of |d| over the positive differences (zeros dropped), for scipy's permutation test."""
+    d = np.moveaxis(np.asarray(d, dtype=float), axis, -1)
+    absd = np.where(d == 0, np.nan, np.abs(d))
+    ranks = scipy_stats.rankdata(absd, axis=-1, nan_policy="omit")
+    return np.nansum(np.where(d > 0, ranks, 0), axis=-1)
+
+
+# -------------------------------------------------------------------------------------------- effect size, Tukey
+
+
+def test_cohens_d_is_mean_over_sample_sd_and_the_t_statistic_over_sqrt_q():
+    a, b = _scores(10, (4, 25))
+    d = (a - b).numpy()
+    np.testing.assert_allclose(cohens_d(a, b).numpy(), d.mean(-1) / d.std(-1, ddof=1), rtol=1e-12)
+    np.testing.assert_allclose(cohens_d(a, b).numpy() * 5, paired_t_test(a, b).statistic.numpy(), rtol=1e-12)
+    assert cohens_d(a, a).tolist() == [0.0] * 4
+    assert cohens_d(torch.tensor([0.5, 0.75]), torch.tensor([0.25, 0.5])).item() == math.inf
+    assert math.isnan(cohens_d(torch.tensor([0.7]), torch.tensor([0.4])).item())
+
+
+@pytest.mark.parametrize("k", [2, 3, 5, 10])
+@pytest.mark.parametrize("df", [1, 2, 5, 30, 170, 1_000, 200_000])
+def test_studentized_range_sf_equals_scipy(k, df):
+    q = np.array([0.01, 0.5, 1.0, 2.0, 3.0, 4.5, 7.0, 12.0, 50.0])
+    ours = studentized_range_sf(torch.from_numpy(q), k, df).numpy()
+    np.testing.assert_allclose(ours, scipy_stats.studentized_range.sf(q, k, df), rtol=0, atol=1e-10)
+
+
+def test_studentized_range_far_tail_against_the_range_density():
+    # scipy's 1 - cdf is off by 2.5e-10 here (its quadrature's error); the tail written as
+    # int g(w) P(S < w / q) dw with the density g of the range of k normals has no cancellation
+    integrate = pytest.importorskip("scipy.integrate")
+    k, df, q = 10, 5, 300.0
+    norm = scipy_stats.norm
+
+    def density(w):
+        inner = lambda z: norm.pdf(z) * norm.pdf(z - w) * (norm.cdf(z) - norm.cdf(z - w)) ** (k - 2)  # noqa: E731
+        return k * (k - 1) * integrate.quad(inner, -12, 12 + w, epsabs=1e-14, epsrel=1e-12, limit=200)[0]
+
+    ref = integrate.quad(
+        lambda w: density(w) * scipy_stats.chi2.cdf(df * (w / q) ** 2, df), 0, 15, epsabs=1e-20, epsrel=1e-10, limit=200
+    )[0]
+    assert studentized_range_sf(torch.tensor(q), k, df).item() == pytest.approx(ref, rel=1e-6, abs=1e-14)
+
+
+@pytest.mark.parametrize(("runs", "queries", "seed"), [(2, 5, 0), (3, 10, 1), (5, 31, 2), (4, 200, 3), (8, 50, 4)])
+def test_tukey_hsd_equals_scipy(runs, queries, seed):
+    gen = torch.Generator().manual_seed(seed)
+    scores = torch.rand(runs, queries, generator=gen, dtype=torch.float64)
+    scores += 0.04 * torch.arange(runs, dtype=torch.float64)[:, None]
+    res = tukey_hsd(scores)
+    ref = scipy_stats.tukey_hsd(*scores.numpy())
+    np.testing.assert_allclose(res.statistic.numpy(), ref.statistic, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(res.pvalue.numpy(), ref.pvalue, rtol=0, atol=1e-10)
+    assert res.df == runs * (queries - 1)
+    batched = tukey_hsd(torch.stack([scores, scores.flip(0)]))  # [measures, runs, queries]
+    np.testing.assert_allclose(batched.pvalue[0].numpy(), res.pvalue.numpy(), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(batched.pvalue[1].numpy(), res.pvalue.flip(0).flip(1).numpy(), rtol=0, atol=1e-15)
+
+
+def test_tukey_hsd_identical_runs_and_bad_input():
+    x = torch.rand(1, 10, dtype=torch.float64)
+    assert tukey_hsd(x.expand(3, 10)).pvalue.tolist() == [[1.0] * 3] * 3  # identical runs
+    with pytest.raises(ValueError, match="runs >= 2"):
+        tukey_hsd(torch.rand(1, 10))
+    with pytest.raises(TypeError, match="scores"):
+        tukey_hsd([[0.1, 0.2], [0.3, 0.4]])
+
+
+# ---------------------------------------------------------------------------------------------------- corrections
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_benjamini_hochberg_equals_scipy_and_bonferroni_by_hand(seed):
+    p = np.random.default_rng(seed).uniform(0, 0.2, 25) ** 2
+    p[3] = p[7]  # a tie
+    ours = benjamini_hochberg(torch.from_numpy(p)).numpy()
+    np.testing.assert_allclose(ours, scipy_stats.false_discovery_control(p, method="bh"), rtol=1e-14)
+    np.testing.assert_allclose(bonferroni(torch.from_numpy(p)).numpy(), np.minimum(p * 25, 1), rtol=1e-15)
+    multitest = pytest.importorskip("statsmodels.stats.multitest")
+    np.testing.assert_allclose(ours, multitest.multipletests(p, method="fdr_bh")[1], rtol=1e-14)
+
+
+def test_corrections_keep_shape_and_nan_out_of_the_family():
+    p = torch.tensor([[0.01, math.nan], [0.02, 0.04]], dtype=torch.float64)
+    real = torch.tensor([0.01, 0.02, 0.04], dtype=torch.float64)
+    for method in ("holm", "bonferroni", "bh"):
+        out = adjust(p, method)
+        assert out.shape == (2, 2) and math.isnan(out[0, 1])
+        assert torch.equal(out[~p.isnan()], adjust(real, method))
+    assert torch.equal(adjust(p, "none"), p) is False and adjust(p, "none") is p
+    with pytest.raises(ValueError, match="method"):
+        adjust(p, "fdr")

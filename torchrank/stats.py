@@ -10,7 +10,11 @@ vectorised over queries, comparisons and resamples on the device of the inputs, 
   (``scipy.stats.permutation_test(..., permutation_type="samples")``); exact when ``2**Q <= n_resamples``.
 * :func:`bootstrap_ci`: bootstrap confidence interval of the mean difference, percentile or BCa
   (``scipy.stats.bootstrap``).
-* :func:`holm`: Holm-Bonferroni adjusted p-values (``statsmodels`` ``multipletests(method="holm")``).
+* :func:`wilcoxon`: Wilcoxon signed-rank test, exact or normal approximation (``scipy.stats.wilcoxon``).
+* :func:`cohens_d`: effect size, Cohen's d of the paired differences (``mean(d) / sd(d)``).
+* :func:`tukey_hsd`: Tukey's honestly significant difference over several runs (``scipy.stats.tukey_hsd``).
+* :func:`holm`, :func:`bonferroni`, :func:`benjamini_hochberg`: adjusted p-values for many tests
+  (``statsmodels`` ``multipletests``, ``scipy.stats.false_discovery_control``); :func:`adjust` picks one by name.
 
 Degenerate inputs have exact answers instead of NaNs and warnings: identical systems (every ``d`` is 0)
 give p = 1 and the interval ``[0, 0]``; a constant non-zero difference gives t-test p = 0; a single query
@@ -26,14 +30,24 @@ import torch
 from torch import Tensor
 
 __all__ = [
+    "CORRECTIONS",
     "BootstrapResult",
     "RandomizationResult",
     "TTestResult",
+    "TukeyResult",
+    "WilcoxonResult",
+    "adjust",
+    "benjamini_hochberg",
+    "bonferroni",
     "bootstrap_ci",
+    "cohens_d",
     "holm",
     "paired_t_test",
     "randomization_test",
     "student_t_sf",
+    "studentized_range_sf",
+    "tukey_hsd",
+    "wilcoxon",
 ]
 
 # Resamples are drawn in chunks of about this many (resample x query) elements, so memory stays bounded
@@ -487,3 +501,425 @@ def holm(pvalues: Tensor) -> Tensor:
     adjusted = torch.empty_like(flat)
     adjusted[order] = ranked.cummax(0).values.clamp(max=1)
     return torch.where(missing, flat, adjusted).reshape(pvalues.shape)
+
+
+# ----------------------------------------------------------------------------------------------------
+# effect size
+# ----------------------------------------------------------------------------------------------------
+
+
+def cohens_d(a: Tensor, b: Tensor) -> Tensor:
+    """Cohen's d of paired scores: ``mean(a - b) / sd(a - b)`` over the last dimension (``d_z``).
+
+    The standard deviation is the sample one (``Q - 1`` in the denominator), so ``d * sqrt(Q)`` is the
+    paired t statistic. Identical systems give 0, a constant non-zero difference ``+-inf``, one query NaN
+    (unless its difference is 0).
+
+    Example:
+        >>> import torch
+        >>> a = torch.tensor([0.31, 0.52, 0.18, 0.44, 0.61])
+        >>> b = torch.tensor([0.25, 0.50, 0.20, 0.30, 0.55])
+        >>> round(cohens_d(a, b).item(), 4)
+        0.8765
+    """
+    d = _differences(a, b)
+    n = d.shape[-1]
+    mean = d.mean(-1)
+    sd = ((d - mean[:, None]).square().sum(-1) / max(n - 1, 1)).sqrt()
+    zero = (d == 0).all(-1)
+    effect = torch.where(zero, torch.zeros_like(mean), mean / sd)
+    if n == 1:
+        effect = torch.where(zero, effect, torch.full_like(effect, math.nan))
+    return effect.reshape(a.shape[:-1])
+
+
+# ----------------------------------------------------------------------------------------------------
+# Wilcoxon signed-rank test
+# ----------------------------------------------------------------------------------------------------
+
+_ZERO_METHODS = ("wilcox", "pratt", "zsplit")
+_WILCOXON_METHODS = ("auto", "exact", "asymptotic", "permutation")
+# scipy's "auto": the exact null distribution up to this many queries, the normal approximation above
+_EXACT_MAX = 50
+# with ties or zeros and at most this many queries, "auto" enumerates every sign pattern (scipy: 2**13 < 9999)
+_PERMUTATION_AUTO_MAX = 13
+_PERMUTATION_MAX = 24  # 2**24 patterns: the most "permutation" enumerates
+
+
+class WilcoxonResult(NamedTuple):
+    """Result of :func:`wilcoxon`.
+
+    Attributes:
+        statistic: ``min(R+, R-)``, the smaller signed-rank sum (scipy's two-sided statistic).
+        pvalue: Two-sided p-value.
+        zstatistic: ``-|z|`` of the normal approximation (continuity-corrected when asked), as scipy's
+            ``zstatistic``; NaN where it is undefined (no non-zero difference).
+        exact: True where the p-value comes from an exact null distribution (the signed-rank
+            distribution, or every sign pattern enumerated), False where from the normal approximation.
+    """
+
+    statistic: Tensor
+    pvalue: Tensor
+    zstatistic: Tensor
+    exact: Tensor
+
+
+def _average_ranks(values: Tensor) -> tuple[Tensor, Tensor]:
+    """Row-wise average ranks (1-based) of ``values [M, Q]`` and the size of each element's tie group."""
+    n = values.shape[-1]
+    ordered, order = values.sort(dim=-1, stable=True)
+    pos = torch.arange(n, device=values.device).expand_as(order)
+    differs = ordered[:, 1:] != ordered[:, :-1]
+    edge = torch.ones(values.shape[0], 1, dtype=torch.bool, device=values.device)
+    start, end = torch.cat([edge, differs], 1), torch.cat([differs, edge], 1)
+    first = torch.where(start, pos, 0).cummax(1).values
+    last = torch.where(end, pos, n - 1).flip(1).cummin(1).values.flip(1)
+    rank = torch.empty_like(values, dtype=torch.float64).scatter_(1, order, (first + last).to(torch.float64) / 2 + 1)
+    size = torch.empty_like(rank).scatter_(1, order, (last - first + 1).to(torch.float64))
+    return rank, size
+
+
+def _signed_rank_tails(counts: Tensor, r_plus: Tensor) -> Tensor:
+    """``2 min(P(T >= floor(r+)), P(T <= ceil(r+)))`` under the exact null distribution of the signed-rank
+    sum ``T`` of ``counts`` non-zero differences (no ties), clipped to 1, as scipy's ``method="exact"``."""
+    needed = sorted(set(counts.tolist()))
+    width = max(needed) * (max(needed) + 1) // 2 + 1
+    pmfs = torch.zeros(len(needed), width, dtype=torch.float64, device=r_plus.device)
+    pmf = torch.ones(1, dtype=torch.float64, device=r_plus.device)
+    index = {}
+    for k in range(max(needed) + 1):  # T_k = T_{k-1} + k with probability 1/2: a loop over ranks, not queries
+        if k:
+            grown = torch.zeros(k * (k + 1) // 2 + 1, dtype=torch.float64, device=r_plus.device)
+            grown[: pmf.numel()] += pmf * 0.5
+            grown[-pmf.numel() :] += pmf * 0.5
+            pmf = grown
+        if k in needed:
+            index[k] = len(index)
+            pmfs[index[k], : pmf.numel()] = pmf
+    cdf = pmfs.cumsum(1)
+    sf = pmfs.flip(1).cumsum(1).flip(1)  # summed from the tail: small p-values keep their digits
+    row = torch.tensor([index[c] for c in counts.tolist()], device=r_plus.device, dtype=torch.long)
+    hi = r_plus.ceil().long().clamp(0, width - 1)
+    lo = r_plus.floor().long().clamp(0, width - 1)
+    p = 2 * torch.minimum(sf[row, lo], cdf[row, hi])
+    return p.clamp(max=1)
+
+
+def _sign_flip_p(weights: Tensor, base: Tensor, observed: Tensor) -> Tensor:
+    """Two-sided p of ``observed`` against ``base + weights . [s > 0]`` over all ``2**Q`` sign patterns ``s``, as
+    ``scipy.stats.permutation_test`` counts them (exactly, with its relative tolerance for ties)."""
+    rows, n = weights.shape
+    gamma = 100 * torch.finfo(torch.float64).eps * observed.abs()
+    greater = torch.zeros(rows, dtype=torch.int64, device=weights.device)
+    less = torch.zeros_like(greater)
+    for signs in _sign_chunks(n, 2**n, True, None, weights.device):
+        null = base[:, None] + weights @ ((signs + 1) / 2).T
+        greater += (null >= (observed - gamma)[:, None]).sum(-1)
+        less += (null <= (observed + gamma)[:, None]).sum(-1)
+    return (2 * torch.minimum(greater, less).to(torch.float64) / 2**n).clamp(max=1)
+
+
+def wilcoxon(
+    a: Tensor,
+    b: Tensor,
+    *,
+    zero_method: str = "wilcox",
+    correction: bool = False,
+    method: str = "auto",
+) -> WilcoxonResult:
+    """Two-sided Wilcoxon signed-rank test of the paired differences ``a - b`` (``scipy.stats.wilcoxon``).
+
+    The absolute differences are ranked (average ranks for ties); ``R+`` and ``R-`` sum the ranks of the
+    positive and negative differences. Zero differences are dropped (``zero_method="wilcox"``, default),
+    ranked but not counted (``"pratt"``, with Cureton's adjustment of the normal approximation) or split
+    between ``R+`` and ``R-`` (``"zsplit"``). The p-value comes from
+
+    * ``method="exact"``: the exact distribution of ``R+`` over the non-zero differences (exact without
+      ties; with ties ``R+`` is rounded towards the centre, as scipy);
+    * ``"asymptotic"``: the normal approximation with mean ``n(n+1)/4`` and the tie-corrected variance
+      ``(n(n+1)(2n+1) - sum(t^3 - t) / 2) / 24``, ``correction=True`` adding the continuity correction;
+    * ``"permutation"``: every sign pattern of the differences enumerated (at most 24 queries);
+    * ``"auto"`` (default), as scipy decides, for each comparison (row) on its own: exact for at most 50
+      queries without zeros and ties, every sign pattern for at most 13 queries with them, else asymptotic.
+
+    Identical systems (every difference 0) give ``p = 1`` (scipy: 1 or NaN, depending on the method).
+
+    Args:
+        a: Per-query scores ``[..., Q]`` of the first system.
+        b: Per-query scores of the second system, same shape.
+        zero_method: ``"wilcox"``, ``"pratt"`` or ``"zsplit"``.
+        correction: Continuity correction of the normal approximation.
+        method: ``"auto"``, ``"exact"``, ``"asymptotic"`` or ``"permutation"``.
+
+    Returns:
+        ``WilcoxonResult(statistic, pvalue, zstatistic, exact)``, each of shape ``a.shape[:-1]``.
+
+    Example:
+        >>> import torch
+        >>> a = torch.tensor([0.31, 0.52, 0.18, 0.44, 0.61, 0.47])
+        >>> b = torch.tensor([0.25, 0.50, 0.20, 0.30, 0.55, 0.33])
+        >>> res = wilcoxon(a, b)  # no ties, no zeros, 6 queries: the exact distribution
+        >>> res.statistic.item(), round(res.pvalue.item(), 4), res.exact.item()
+        (2.0, 0.0938, True)
+        >>> round(wilcoxon(a, b, method="asymptotic", correction=True).pvalue.item(), 4)
+        0.0917
+    """
+    if zero_method not in _ZERO_METHODS:
+        raise ValueError(f"Argument `zero_method` must be one of {_ZERO_METHODS}, got {zero_method!r}.")
+    if method not in _WILCOXON_METHODS:
+        raise ValueError(f"Argument `method` must be one of {_WILCOXON_METHODS}, got {method!r}.")
+    if not isinstance(correction, bool):
+        raise ValueError(f"Argument `correction` must be a bool, got {correction!r}.")
+    d = _differences(a, b)
+    n = d.shape[-1]
+    if method == "permutation" and n > _PERMUTATION_MAX:
+        raise ValueError(f"method='permutation' enumerates 2**Q sign patterns: at most {_PERMUTATION_MAX} queries.")
+    zeros = d == 0
+    sign = d.sign()
+    # scipy drops zeros under "wilcox" by ranking them as NaN (last, outside every count): +inf does the same
+    absolute = torch.where(zeros, math.inf, d.abs()) if zero_method == "wilcox" else d.abs()
+    rank, ties = _average_ranks(absolute)
+    counted = ~zeros if zero_method == "wilcox" else torch.ones_like(zeros)
+    r_plus = (rank * (d > 0)).sum(-1)
+    r_minus = (rank * (d < 0)).sum(-1)
+    if zero_method == "zsplit":
+        half_zero = (rank * zeros).sum(-1) / 2
+        r_plus, r_minus = r_plus + half_zero, r_minus + half_zero
+    count = counted.sum(-1).to(torch.float64)
+    mean = count * (count + 1) / 4
+    var = count * (count + 1) * (2 * count + 1)
+    tie_groups = counted & ~zeros if zero_method == "pratt" else counted  # Pratt: zeros leave the tie term
+    if zero_method == "pratt":
+        n_zero = zeros.sum(-1).to(torch.float64)
+        mean = mean - n_zero * (n_zero + 1) / 4
+        var = var - n_zero * (n_zero + 1) * (2 * n_zero + 1)
+    tie_term = ((ties.square() - 1) * tie_groups).sum(-1)  # a group of t adds t (t^2 - 1) = t^3 - t
+    se = ((var - tie_term / 2) / 24).clamp_min(0).sqrt()
+    z = (r_plus - mean) / se
+    if correction:
+        z = z - z.sign() * 0.5 / se
+    p_normal = 2 * _ndtr(-z.abs())
+
+    has_ties = ((ties > 1) & counted).any(-1)
+    if method == "auto":
+        use_exact = ~has_ties & ~zeros.any(-1) & (n <= _EXACT_MAX)
+        use_perm = ~use_exact & torch.full_like(use_exact, n <= _PERMUTATION_AUTO_MAX)
+    else:
+        use_exact = torch.full_like(has_ties, method == "exact")
+        use_perm = torch.full_like(has_ties, method == "permutation")
+    p = p_normal
+    if bool(use_exact.any()):
+        p = torch.where(use_exact, _signed_rank_tails(count.long(), r_plus), p)
+    if bool(use_perm.any()):
+        # R+ after flipping signs s sums the ranks where s * sign(d) > 0 (zeros never count), plus zsplit's half
+        # of the zero ranks: the negative differences' ranks, plus rank * sign(d) where s > 0
+        zero_part = r_plus - (rank * (d > 0)).sum(-1)
+        flipped = _sign_flip_p(rank * sign, zero_part + (rank * (d < 0)).sum(-1), r_plus)
+        p = torch.where(use_perm, flipped, p)
+    same = zeros.all(-1)
+    p = torch.where(same, torch.ones_like(p), p)
+    shape = a.shape[:-1]
+    return WilcoxonResult(
+        torch.minimum(r_plus, r_minus).reshape(shape),
+        p.reshape(shape),
+        (-z.abs()).reshape(shape),
+        (use_exact | use_perm | same).reshape(shape),
+    )
+
+
+# ----------------------------------------------------------------------------------------------------
+# Tukey's HSD (studentized range distribution by Gauss-Legendre quadrature)
+# ----------------------------------------------------------------------------------------------------
+
+# scipy's studentized_range switches to the infinite-df form (s = 1) from this many degrees of freedom
+_RANGE_ASYMPTOTIC_DF = 100_000
+_S_PANELS = 96  # Gauss-Legendre panels (16 nodes each) of the integral over s
+
+
+class TukeyResult(NamedTuple):
+    """Result of :func:`tukey_hsd`.
+
+    Attributes:
+        statistic: ``[..., R, R]`` mean differences, row run minus column run.
+        pvalue: ``[..., R, R]`` p-values of every pair (1 on the diagonal), adjusted for all pairs of one family.
+        df: Degrees of freedom of the error variance, ``R (Q - 1)``.
+    """
+
+    statistic: Tensor
+    pvalue: Tensor
+    df: int
+
+
+def _gauss_legendre(edges: Tensor, order: int) -> tuple[Tensor, Tensor]:
+    """Nodes and weights ``[..., P * order]`` of Gauss-Legendre rules on the P panels between ``edges [..., P+1]``."""
+    import numpy as np  # numpy's leggauss: the nodes are computed once per call, on the host
+
+    x, w = np.polynomial.legendre.leggauss(order)
+    x = torch.as_tensor(x, dtype=torch.float64, device=edges.device)
+    w = torch.as_tensor(w, dtype=torch.float64, device=edges.device)
+    left, width = edges[..., :-1, None], (edges[..., 1:] - edges[..., :-1])[..., None]
+    nodes = left + width * (x + 1) / 2
+    return nodes.flatten(-2), (width * w / 2).flatten(-2)
+
+
+def _range_cdf_given_s(w: Tensor, k: Tensor) -> Tensor:
+    """``P(range of k standard normals <= w)`` = ``k * int phi(z) (Phi(z) - Phi(z - w))^(k-1) dz``."""
+    # phi(z) is below 1e-17 outside [-9, 9]; the integrand is smooth, so 8 panels of 24 nodes are exact to ~1e-15
+    z, zw = _gauss_legendre(torch.linspace(-9, 9, 9, dtype=torch.float64, device=w.device), 24)
+    phi = torch.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+    inside = (_ndtr(z) - _ndtr(z - w[..., None])).clamp_min(0)
+    return k[..., None].squeeze(-1) * (zw * phi * inside.pow(k[..., None] - 1)).sum(-1)
+
+
+def studentized_range_sf(q: Tensor, k: Tensor | int, df: Tensor | float) -> Tensor:
+    """Survival function ``P(Q > q)`` of the studentized range of ``k`` means with ``df`` degrees of freedom.
+
+    ``Q = range(Z_1..Z_k) / S`` with standard normal ``Z`` and ``S^2 ~ chi2(df) / df``: the double integral
+    over ``z`` and ``s`` by composite Gauss-Legendre rules in float64 (``scipy.stats.studentized_range.sf``
+    integrates adaptively). Absolute error below 1e-11 (it is ``1 - cdf``; p-values below that read as 0).
+
+    Example:
+        >>> import torch
+        >>> [round(p, 6) for p in studentized_range_sf(torch.tensor([0.0, 3.5, 10.0]), 3, 20).tolist()]
+        [1.0, 0.055892, 2e-06]
+    """
+    q = torch.as_tensor(q, dtype=torch.float64)
+    k = torch.as_tensor(k, dtype=torch.float64, device=q.device)
+    df = torch.as_tensor(df, dtype=torch.float64, device=q.device)
+    q, k, df = torch.broadcast_tensors(q, k, df)
+    # s = sqrt(chi2 / df) has density df^(df/2) s^(df-1) exp(-df s^2 / 2) / (Gamma(df/2) 2^(df/2 - 1)): about 1
+    # with spread 1 / sqrt(2 df), a half normal for df = 1; [lo, hi] holds all but ~1e-17 of it
+    spread = 9 * (2 / df).sqrt()
+    lo, hi = (1 - spread).clamp_min(0), 1 + spread
+    # Where the range starts at 0 (df <= 162) the integrand in s steps from 0 to its full value near s = 3 / q,
+    # which large q push towards 0: geometric panels (each 18% shorter) resolve the step wherever it falls
+    unit = torch.linspace(0, 1, _S_PANELS + 1, dtype=torch.float64, device=q.device)
+    linear = lo[..., None] + (hi - lo)[..., None] * unit
+    geometric = hi[..., None] * torch.cat([unit[:1], 1e-8 ** (1 - unit[1:])])
+    s, sw = _gauss_legendre(torch.where((lo == 0)[..., None], geometric, linear), 16)
+    log_density = (
+        (df / 2 * df.log() - torch.lgamma(df / 2) - (df / 2 - 1) * math.log(2))[..., None]
+        + (df[..., None] - 1) * s.log()
+        - df[..., None] * s * s / 2
+    )
+    inner = _range_cdf_given_s(q[..., None] * s, k[..., None].expand_as(s))
+    cdf = (sw * log_density.exp() * inner).sum(-1)
+    cdf = torch.where(df >= _RANGE_ASYMPTOTIC_DF, _range_cdf_given_s(q, k), cdf)
+    return torch.where(q <= 0, torch.ones_like(cdf), (1 - cdf).clamp(0, 1))
+
+
+def tukey_hsd(scores: Tensor) -> TukeyResult:
+    """Tukey's honestly significant difference test over the runs of ``scores [..., R, Q]`` (``scipy.stats.tukey_hsd``).
+
+    One-way analysis of variance: ``R`` runs (groups) of ``Q`` per-query scores each, the error variance
+    ``MSE`` pooled over runs (``R (Q - 1)`` degrees of freedom); each pair's mean difference over
+    ``sqrt(MSE / Q)`` is referred to the studentized range distribution of ``R`` means, so the p-values hold
+    for all ``R (R - 1) / 2`` pairs together (family-wise error rate). Like scipy it treats the runs as
+    independent samples: it ignores that every run answers the same queries (a paired test such as
+    :func:`paired_t_test` uses that).
+
+    Args:
+        scores: ``[..., R, Q]`` per-query scores, at least two runs of at least two queries.
+
+    Returns:
+        ``TukeyResult(statistic, pvalue, df)``; ``statistic[..., i, j] = mean_i - mean_j``.
+
+    Example:
+        >>> import torch
+        >>> scores = torch.tensor([[0.31, 0.52, 0.18, 0.44, 0.61],
+        ...                        [0.25, 0.50, 0.20, 0.30, 0.55],
+        ...                        [0.11, 0.22, 0.05, 0.19, 0.30]])
+        >>> res = tukey_hsd(scores)
+        >>> round(res.statistic[0, 2].item(), 4), round(res.pvalue[0, 2].item(), 4), res.df
+        (0.238, 0.0559, 12)
+    """
+    if not isinstance(scores, Tensor):
+        raise TypeError(f"Argument `scores` must be a tensor [..., runs, queries], got {type(scores).__name__}.")
+    if scores.dim() < 2 or scores.shape[-2] < 2 or scores.shape[-1] < 2:
+        raise ValueError(f"Argument `scores` must be [..., runs >= 2, queries >= 2], got {tuple(scores.shape)}.")
+    x = scores.to(torch.float64)
+    runs, n = x.shape[-2:]
+    means = x.mean(-1)
+    df = runs * (n - 1)
+    mse = (x - means[..., None]).square().sum((-2, -1)) / df
+    stand_err = (mse / n).sqrt()[..., None, None]
+    diff = means[..., :, None] - means[..., None, :]
+    same = diff == 0  # the diagonal, and identical runs: p = 1 also when MSE is 0
+    statistic = torch.where(same, torch.zeros_like(diff), diff.abs() / stand_err)
+    upper = torch.triu_indices(runs, runs, 1, device=x.device)
+    p_upper = studentized_range_sf(statistic[..., upper[0], upper[1]], runs, df)
+    p = torch.ones_like(diff)
+    p[..., upper[0], upper[1]] = p_upper
+    p[..., upper[1], upper[0]] = p_upper
+    return TukeyResult(diff, torch.where(same, torch.ones_like(p), p), df)
+
+
+# ----------------------------------------------------------------------------------------------------
+# multiple comparisons
+# ----------------------------------------------------------------------------------------------------
+
+
+def _family(pvalues: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Flattened p-values, their NaN mask and the number of real ones (the size of the family)."""
+    if not isinstance(pvalues, Tensor):
+        raise TypeError(f"Argument `pvalues` must be a tensor, got {type(pvalues).__name__}.")
+    flat = pvalues.reshape(-1)
+    missing = flat.isnan()
+    return flat, missing, flat.numel() - missing.sum()
+
+
+def bonferroni(pvalues: Tensor) -> Tensor:
+    """Bonferroni adjusted p-values: each of the m real p-values times m, clipped to 1.
+
+    Controls the family-wise error rate at ``alpha`` under any dependence (as
+    ``multipletests(method="bonferroni")``); Holm's procedure does the same and is never less powerful.
+    NaN p-values stay NaN and are not counted in m.
+
+    Example:
+        >>> import torch
+        >>> bonferroni(torch.tensor([0.01, 0.04, 0.03, 0.005]))
+        tensor([0.0400, 0.1600, 0.1200, 0.0200])
+    """
+    flat, missing, m = _family(pvalues)
+    return torch.where(missing, flat, (flat * m).clamp(max=1)).reshape(pvalues.shape)
+
+
+def benjamini_hochberg(pvalues: Tensor) -> Tensor:
+    """Benjamini-Hochberg adjusted p-values (false discovery rate; ``scipy.stats.false_discovery_control``).
+
+    The i-th smallest of m p-values becomes ``min over j >= i of p_(j) m / j``, clipped to 1. Rejecting where
+    the adjusted p-value is ``<= alpha`` keeps the expected share of false discoveries at ``alpha`` for
+    independent or positively dependent tests. NaN p-values stay NaN and are not counted in m.
+
+    Example:
+        >>> import torch
+        >>> benjamini_hochberg(torch.tensor([0.01, 0.04, 0.03, 0.005]))
+        tensor([0.0200, 0.0400, 0.0400, 0.0200])
+    """
+    flat, missing, m = _family(pvalues)
+    order = torch.where(missing, torch.full_like(flat, math.inf), flat).argsort(stable=True)
+    rank = torch.arange(1, flat.numel() + 1, device=flat.device).to(flat.dtype)
+    scaled = torch.where(missing[order], torch.full_like(flat, math.inf), flat[order] * m / rank)
+    adjusted = torch.empty_like(flat)
+    adjusted[order] = scaled.flip(0).cummin(0).values.flip(0).clamp(max=1)  # NaNs sort last: they never lower it
+    return torch.where(missing, flat, adjusted).reshape(pvalues.shape)
+
+
+#: Multiple-comparison corrections by name (``compare --correction``); ``"none"`` keeps the p-values.
+CORRECTIONS = ("holm", "bonferroni", "bh", "none")
+
+
+def adjust(pvalues: Tensor, method: str) -> Tensor:
+    """Adjusted p-values of one family of tests by ``method`` in :data:`CORRECTIONS` (``"bh"``: Benjamini-Hochberg).
+
+    Example:
+        >>> import torch
+        >>> adjust(torch.tensor([0.01, 0.04]), "bh"), adjust(torch.tensor([0.01, 0.04]), "none")
+        (tensor([0.0200, 0.0400]), tensor([0.0100, 0.0400]))
+    """
+    if method not in CORRECTIONS:
+        raise ValueError(f"Argument `method` must be one of {CORRECTIONS}, got {method!r}.")
+    if method == "none":
+        _family(pvalues)
+        return pvalues
+    return {"holm": holm, "bonferroni": bonferroni, "bh": benjamini_hochberg}[method](pvalues)
