@@ -273,6 +273,36 @@ def test_same_names_signatures_and_direction():
     assert set(C.__all__) - {"CompatWarning"} == set(TM.__all__) - set(C.NOT_PROVIDED)
 
 
+def test_constructors_bind_arguments_as_torchmetrics_does():
+    """One constructor serves every class: positional arguments land where torchmetrics' do, and an argument a class
+    does not take is refused as torchmetrics refuses it."""
+    for compat_cls, tm_cls, *_ in CASES:
+        names = [p.name for p in inspect.signature(tm_cls).parameters.values() if p.kind == p.POSITIONAL_OR_KEYWORD]
+        values = {"empty_target_action": "skip", "ignore_index": -3, "top_k": 4, "adaptive_k": True}
+        values["aggregation"] = "max"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", C.CompatWarning)
+            ours = compat_cls(*[values[n] for n in names])
+        theirs = tm_cls(*[values[n] for n in names])
+        kept = [n for n in names if hasattr(theirs, n)]  # torchmetrics' MAP keeps no top_k
+        assert len(kept) >= 3
+        assert {n: getattr(ours, n) for n in kept} == {n: getattr(theirs, n) for n in kept}
+    for compat_cls, tm_cls, option in ((C.RetrievalRPrecision, TM.RetrievalRPrecision, "top_k"),
+                                       (C.RetrievalMAP, TM.RetrievalMAP, "adaptive_k")):
+        with pytest.raises(ValueError, match=option):
+            tm_cls(**{option: 2})
+        with pytest.raises(ValueError, match=option):
+            compat_cls(**{option: 2})
+    with pytest.raises(TypeError, match="positional"):
+        C.RetrievalMRR("neg", None, None, "mean", "extra")
+
+
+def test_map_warning_points_at_the_caller():
+    with pytest.warns(C.CompatWarning) as caught:
+        C.RetrievalMAP(top_k=2)
+    assert caught[0].filename == __file__
+
+
 @pytest.mark.parametrize("name", sorted(C.NOT_PROVIDED))
 def test_not_provided_classes_say_so(name):
     with pytest.raises(ImportError, match=f"does not provide {name}"):

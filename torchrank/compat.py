@@ -67,6 +67,11 @@ NOT_PROVIDED = {
 _ACTIONS = ("error", "skip", "neg", "pos")
 _AGGREGATIONS = ("mean", "median", "min", "max")
 _FILL = {"neg": 0.0, "pos": 1.0, "skip": float("nan"), "error": float("nan")}
+# torchmetrics' positional constructor arguments (name, default) of most retrieval classes, and of the others
+_ARGUMENTS = (("empty_target_action", "neg"), ("ignore_index", None), ("top_k", None), ("aggregation", "mean"))
+_PRECISION_ARGUMENTS = (*_ARGUMENTS[:3], ("adaptive_k", False), _ARGUMENTS[3])
+_R_PRECISION_ARGUMENTS = (*_ARGUMENTS[:2], _ARGUMENTS[3])  # no top_k
+_FALL_OUT_ARGUMENTS = (("empty_target_action", "pos"), *_ARGUMENTS[1:])  # an empty query has no non-relevant item
 
 
 class CompatWarning(UserWarning):
@@ -93,23 +98,26 @@ class _RetrievalCompat:
     # torchmetrics sets the label of an item scored <= 0 to 0 before measuring (AP, RR, precision, recall)
     _zero_nonpositive: ClassVar[bool] = False
     _binary: ClassVar[bool] = True  # torchmetrics checks the labels are binary
-    _takes_top_k: ClassVar[bool] = True
     _empty_message: ClassVar[str] = "`compute` method was provided with a query with no positive target."
+    # torchmetrics' positional constructor arguments of the class, in its order and with its defaults
+    _arguments: ClassVar[tuple[tuple[str, object], ...]] = _ARGUMENTS
     _in_update: bool = False
     _scored: bool = False  # whether compute found stored items to score
 
-    def __init__(
-        self,
-        empty_target_action: str,
-        ignore_index: int | None,
-        top_k: int | None,
-        aggregation: str | Callable,
-        *,
-        ties: str,
-        validate_args: bool,
-        adaptive_k: bool = False,
-        **kwargs: Any,
-    ) -> None:
+    def __init_subclass__(cls, arguments: tuple[tuple[str, object], ...] | None = None, **kwargs: Any) -> None:
+        """Each class's constructor takes its torchmetrics signature (``arguments``: name and default, in order;
+        then ``ties``, ``validate_args`` and ``Metric`` kwargs), written once here for all of them."""
+        super().__init_subclass__(**kwargs)
+        if arguments is not None:
+            cls._arguments = arguments
+        cls.__init__ = _constructor(cls._arguments)  # type: ignore[method-assign]
+
+    def _setup(self, arguments: dict[str, Any], ties: str, validate_args: bool, kwargs: dict[str, Any]) -> None:
+        """torchmetrics' checks of the constructor ``arguments`` (the class's, by name), then the
+        :mod:`torchrank.metrics` class's constructor with the ``Metric`` ``kwargs``."""
+        empty_target_action, ignore_index = arguments["empty_target_action"], arguments["ignore_index"]
+        aggregation = arguments["aggregation"]
+        top_k, adaptive_k = arguments.get("top_k"), arguments.get("adaptive_k", False)
         name = type(self).__name__
         if empty_target_action not in _ACTIONS:
             raise ValueError(f"Argument `empty_target_action` received a wrong value `{empty_target_action}`.")
@@ -150,9 +158,13 @@ class _RetrievalCompat:
         self.empty_target_action = empty_target_action
         self.ignore_index = ignore_index
         self.adaptive_k = adaptive_k
-        if self._takes_top_k:
+        if "top_k" in dict(self._arguments):  # RPrecision has none, as in torchmetrics
             self.top_k = top_k
         self._check_labels = validate_args
+        self._warn_where_values_differ()
+
+    def _warn_where_values_differ(self) -> None:
+        """Issue a :class:`CompatWarning` where this configuration's values differ from torchmetrics' by definition."""
 
     def update(self, preds: Tensor, target: Tensor, indexes: Tensor) -> None:
         """Add a batch of items: ``preds``, ``target`` and the query ``indexes`` of equal shape (flattened)."""
@@ -230,6 +242,30 @@ def _torchrank_class(cls: type) -> type:
     return next(base for base in cls.__mro__ if base.__module__ == "torchrank.metrics.classes")
 
 
+def _constructor(arguments: tuple[tuple[str, object], ...]) -> Callable[..., None]:
+    """An ``__init__`` with torchmetrics' signature ``(self, <arguments>, *, ties, validate_args, **kwargs)`` (what
+    ``inspect.signature`` and ``help`` show) that hands the bound arguments to :meth:`_RetrievalCompat._setup`."""
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    parameters += [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d) for n, d in arguments]
+    parameters += [
+        inspect.Parameter("ties", inspect.Parameter.KEYWORD_ONLY, default="average"),
+        inspect.Parameter("validate_args", inspect.Parameter.KEYWORD_ONLY, default=True),
+        inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD),
+    ]
+    signature = inspect.Signature(parameters)
+
+    def __init__(self: _RetrievalCompat, *args: Any, **kwargs: Any) -> None:
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        given = dict(bound.arguments)
+        del given["self"]
+        # an argument the class does not take (RPrecision's top_k) stays in kwargs, which Metric refuses
+        self._setup(given, given.pop("ties"), given.pop("validate_args"), given.pop("kwargs"))
+
+    __init__.__signature__ = signature  # type: ignore[attr-defined]
+    return __init__
+
+
 def _per_query_sums(indexes: Tensor, target: Tensor, kept: Tensor) -> Tensor:
     """Per query, in ascending id order as torchrank's rows: relevant items, relevant kept, items ``[Q, 3]``."""
     ids, inverse = torch.unique(indexes, sorted=True, return_inverse=True)
@@ -264,20 +300,6 @@ class RetrievalNormalizedDCG(_RetrievalCompat, NDCG):
 
     _binary = False
 
-    def __init__(
-        self,
-        empty_target_action: str = "neg",
-        ignore_index: int | None = None,
-        top_k: int | None = None,
-        aggregation: str | Callable = "mean",
-        *,
-        ties: str = "average",
-        validate_args: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            empty_target_action, ignore_index, top_k, aggregation, ties=ties, validate_args=validate_args, **kwargs
-        )
 
 
 class RetrievalMAP(_RetrievalCompat, MAP):
@@ -315,27 +337,14 @@ class RetrievalMAP(_RetrievalCompat, MAP):
 
     _zero_nonpositive = True
 
-    def __init__(
-        self,
-        empty_target_action: str = "neg",
-        ignore_index: int | None = None,
-        top_k: int | None = None,
-        aggregation: str | Callable = "mean",
-        *,
-        ties: str = "average",
-        validate_args: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            empty_target_action, ignore_index, top_k, aggregation, ties=ties, validate_args=validate_args, **kwargs
-        )
-        if top_k is not None:
+    def _warn_where_values_differ(self) -> None:
+        if self.top_k is not None:
             warnings.warn(
-                f"RetrievalMAP(top_k={top_k}) from torchrank.compat divides AP@k by all relevant items of the query "
-                "(trec_eval map_cut); torchmetrics divides by the relevant items found in the top k, so values "
+                f"RetrievalMAP(top_k={self.top_k}) from torchrank.compat divides AP@k by all relevant items of the "
+                "query (trec_eval map_cut); torchmetrics divides by the relevant items found in the top k, so values "
                 "differ where a relevant item ranks below k. See docs/migrating_from_torchmetrics.md.",
                 CompatWarning,
-                stacklevel=2,
+                stacklevel=4,  # the caller of RetrievalMAP(...), past __init__ and _setup
             )
 
 
@@ -366,23 +375,7 @@ class RetrievalMRR(_RetrievalCompat, MRR):
 
     _zero_nonpositive = True
 
-    def __init__(
-        self,
-        empty_target_action: str = "neg",
-        ignore_index: int | None = None,
-        top_k: int | None = None,
-        aggregation: str | Callable = "mean",
-        *,
-        ties: str = "average",
-        validate_args: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            empty_target_action, ignore_index, top_k, aggregation, ties=ties, validate_args=validate_args, **kwargs
-        )
-
-
-class RetrievalPrecision(_RetrievalCompat, Precision):
+class RetrievalPrecision(_RetrievalCompat, Precision, arguments=_PRECISION_ARGUMENTS):
     """``torchmetrics.retrieval.RetrievalPrecision`` computed by :class:`torchrank.metrics.Precision`.
 
     Same values as torchmetrics for distinct scores: P@k divides by k also when the list is shorter, or with
@@ -410,22 +403,6 @@ class RetrievalPrecision(_RetrievalCompat, Precision):
 
     _zero_nonpositive = True
 
-    def __init__(
-        self,
-        empty_target_action: str = "neg",
-        ignore_index: int | None = None,
-        top_k: int | None = None,
-        adaptive_k: bool = False,
-        aggregation: str | Callable = "mean",
-        *,
-        ties: str = "average",
-        validate_args: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            empty_target_action, ignore_index, top_k, aggregation, ties=ties, validate_args=validate_args,
-            adaptive_k=adaptive_k, **kwargs,
-        )
 
     def _rescale(self, values: Tensor, sums: Tensor) -> Tensor:
         if self.adaptive_k and self.top_k is not None:  # hits / k  ->  hits / min(k, n)
@@ -458,20 +435,6 @@ class RetrievalRecall(_RetrievalCompat, Recall):
 
     _zero_nonpositive = True
 
-    def __init__(
-        self,
-        empty_target_action: str = "neg",
-        ignore_index: int | None = None,
-        top_k: int | None = None,
-        aggregation: str | Callable = "mean",
-        *,
-        ties: str = "average",
-        validate_args: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            empty_target_action, ignore_index, top_k, aggregation, ties=ties, validate_args=validate_args, **kwargs
-        )
 
     def _rescale(self, values: Tensor, sums: Tensor) -> Tensor:
         # torchrank divided the kept hits by the kept relevant items; torchmetrics by all relevant items
@@ -501,23 +464,9 @@ class RetrievalHitRate(_RetrievalCompat, HitRate):
         tensor(0.5000)
     """
 
-    def __init__(
-        self,
-        empty_target_action: str = "neg",
-        ignore_index: int | None = None,
-        top_k: int | None = None,
-        aggregation: str | Callable = "mean",
-        *,
-        ties: str = "average",
-        validate_args: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            empty_target_action, ignore_index, top_k, aggregation, ties=ties, validate_args=validate_args, **kwargs
-        )
 
 
-class RetrievalRPrecision(_RetrievalCompat, RPrecision):
+class RetrievalRPrecision(_RetrievalCompat, RPrecision, arguments=_R_PRECISION_ARGUMENTS):
     """``torchmetrics.retrieval.RetrievalRPrecision`` computed by :class:`torchrank.metrics.RPrecision`.
 
     Same values as torchmetrics for distinct scores: precision at R, the number of relevant items of the query.
@@ -539,24 +488,9 @@ class RetrievalRPrecision(_RetrievalCompat, RPrecision):
         tensor(0.5000)
     """
 
-    _takes_top_k = False
-
-    def __init__(
-        self,
-        empty_target_action: str = "neg",
-        ignore_index: int | None = None,
-        aggregation: str | Callable = "mean",
-        *,
-        ties: str = "average",
-        validate_args: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            empty_target_action, ignore_index, None, aggregation, ties=ties, validate_args=validate_args, **kwargs
-        )
 
 
-class RetrievalFallOut(_RetrievalCompat, Recall):
+class RetrievalFallOut(_RetrievalCompat, Recall, arguments=_FALL_OUT_ARGUMENTS):
     """``torchmetrics.retrieval.RetrievalFallOut`` computed by :class:`torchrank.metrics.Recall` on inverted labels.
 
     Fall-out@k is the non-relevant items in the top k over all non-relevant items of the query: the recall of
@@ -585,20 +519,6 @@ class RetrievalFallOut(_RetrievalCompat, Recall):
     higher_is_better = False
     _empty_message = "`compute` method was provided with a query with no negative target."
 
-    def __init__(
-        self,
-        empty_target_action: str = "pos",
-        ignore_index: int | None = None,
-        top_k: int | None = None,
-        aggregation: str | Callable = "mean",
-        *,
-        ties: str = "average",
-        validate_args: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            empty_target_action, ignore_index, top_k, aggregation, ties=ties, validate_args=validate_args, **kwargs
-        )
 
     def _relabel(self, target: Tensor) -> Tensor:
         return target == 0
