@@ -297,6 +297,13 @@ def test_constructors_bind_arguments_as_torchmetrics_does():
         C.RetrievalMRR("neg", None, None, "mean", "extra")
 
 
+def test_docstrings_document_each_constructor_argument_in_order():
+    for compat_cls, *_ in CASES:
+        args = compat_cls.__doc__.split("    Args:\n")[1].split("\n\n")[0]
+        documented = [line.split(":")[0].strip() for line in args.splitlines() if not line.startswith(" " * 12)]
+        assert documented == list(inspect.signature(compat_cls).parameters), compat_cls.__name__
+
+
 def test_map_warning_points_at_the_caller():
     with pytest.warns(C.CompatWarning) as caught:
         C.RetrievalMAP(top_k=2)

@@ -72,6 +72,17 @@ _ARGUMENTS = (("empty_target_action", "neg"), ("ignore_index", None), ("top_k", 
 _PRECISION_ARGUMENTS = (*_ARGUMENTS[:3], ("adaptive_k", False), _ARGUMENTS[3])
 _R_PRECISION_ARGUMENTS = (*_ARGUMENTS[:2], _ARGUMENTS[3])  # no top_k
 _FALL_OUT_ARGUMENTS = (("empty_target_action", "pos"), *_ARGUMENTS[1:])  # an empty query has no non-relevant item
+# what each constructor argument means, for the classes' docstrings (a class may say more in its `_argument_docs`)
+_ARGUMENT_DOCS = {
+    "empty_target_action": 'Score of a query without relevant item: ``"neg"``, ``"pos"``, ``"skip"``, ``"error"``.',
+    "ignore_index": "Items whose label equals it are dropped.",
+    "top_k": "Cut-off, or None for the whole list.",
+    "adaptive_k": "Divide by ``min(top_k, list length)`` instead of ``top_k``.",
+    "aggregation": '``"mean"``, ``"median"``, ``"min"`` or ``"max"`` over queries (not a callable).',
+    "ties": 'torchrank\'s tie rule (default ``"average"``, the expectation over orders of tied items).',
+    "validate_args": "Run the checks that read values (binary labels, NaN scores).",
+    "kwargs": "torchmetrics' ``Metric`` options.",
+}
 
 
 class CompatWarning(UserWarning):
@@ -101,6 +112,7 @@ class _RetrievalCompat:
     _empty_message: ClassVar[str] = "`compute` method was provided with a query with no positive target."
     # torchmetrics' positional constructor arguments of the class, in its order and with its defaults
     _arguments: ClassVar[tuple[tuple[str, object], ...]] = _ARGUMENTS
+    _argument_docs: ClassVar[dict[str, str]] = {}  # the class's own words for an argument, over _ARGUMENT_DOCS
     _in_update: bool = False
     _scored: bool = False  # whether compute found stored items to score
 
@@ -111,6 +123,8 @@ class _RetrievalCompat:
         if arguments is not None:
             cls._arguments = arguments
         cls.__init__ = _constructor(cls._arguments)  # type: ignore[method-assign]
+        if cls.__doc__:  # None under python -OO
+            cls.__doc__ = cls.__doc__.replace("    {arguments}\n", _arguments_section(cls))
 
     def _setup(self, arguments: dict[str, Any], ties: str, validate_args: bool, kwargs: dict[str, Any]) -> None:
         """torchmetrics' checks of the constructor ``arguments`` (the class's, by name), then the
@@ -266,6 +280,13 @@ def _constructor(arguments: tuple[tuple[str, object], ...]) -> Callable[..., Non
     return __init__
 
 
+def _arguments_section(cls: type[_RetrievalCompat]) -> str:
+    """The ``Args:`` section of a compat class's docstring, in its constructor's order."""
+    docs = {**_ARGUMENT_DOCS, **cls._argument_docs}
+    names = [*(name for name, _ in cls._arguments), "ties", "validate_args", "kwargs"]
+    return "    Args:\n" + "".join(f"        {name}: {docs[name]}\n" for name in names)
+
+
 def _per_query_sums(indexes: Tensor, target: Tensor, kept: Tensor) -> Tensor:
     """Per query, in ascending id order as torchrank's rows: relevant items, relevant kept, items ``[Q, 3]``."""
     ids, inverse = torch.unique(indexes, sorted=True, return_inverse=True)
@@ -280,15 +301,7 @@ class RetrievalNormalizedDCG(_RetrievalCompat, NDCG):
     with linear gain and a ``log2(i + 1)`` discount. Graded labels ``>= 0`` (negative labels raise; torchmetrics
     accepts them).
 
-    Args:
-        empty_target_action: Score of a query whose labels are all 0: ``"neg"`` (0), ``"pos"`` (1), ``"skip"``
-            (left out; 0 if every query is) or ``"error"`` (raised at ``compute``).
-        ignore_index: Items whose label equals it are dropped.
-        top_k: Cut-off, or None for the whole list.
-        aggregation: ``"mean"``, ``"median"``, ``"min"`` or ``"max"`` over queries (not a callable).
-        ties: torchrank's tie rule; ``"average"`` is torchmetrics'.
-        validate_args: Run the checks that read values (NaN scores, negative labels).
-        kwargs: torchmetrics' ``Metric`` options.
+    {arguments}
 
     Example:
         >>> import torch
@@ -299,6 +312,12 @@ class RetrievalNormalizedDCG(_RetrievalCompat, NDCG):
     """
 
     _binary = False
+    _argument_docs: ClassVar[dict[str, str]] = {
+        "empty_target_action": 'Score of a query whose labels are all 0: ``"neg"`` (0), ``"pos"`` (1), ``"skip"``\n'
+        '            (left out; 0 if every query is) or ``"error"`` (raised at ``compute``).',
+        "ties": 'torchrank\'s tie rule; ``"average"`` is torchmetrics\'.',
+        "validate_args": "Run the checks that read values (NaN scores, negative labels).",
+    }
 
 
 
@@ -315,14 +334,7 @@ class RetrievalMAP(_RetrievalCompat, MAP):
     construction. Labels ``[1, 0, 0, 1, 0, 1]`` in rank order with ``top_k=3`` give 1/3 here and 1.0 in
     torchmetrics.
 
-    Args:
-        empty_target_action: Score of a query without relevant item: ``"neg"``, ``"pos"``, ``"skip"``, ``"error"``.
-        ignore_index: Items whose label equals it are dropped.
-        top_k: Cut-off (see above), or None for the whole list.
-        aggregation: ``"mean"``, ``"median"``, ``"min"`` or ``"max"`` over queries (not a callable).
-        ties: torchrank's tie rule (default ``"average"``, the expectation over orders of tied items).
-        validate_args: Run the checks that read values (binary labels, NaN scores).
-        kwargs: torchmetrics' ``Metric`` options.
+    {arguments}
 
     Example:
         >>> import torch, warnings
@@ -336,6 +348,7 @@ class RetrievalMAP(_RetrievalCompat, MAP):
     """
 
     _zero_nonpositive = True
+    _argument_docs: ClassVar[dict[str, str]] = {"top_k": "Cut-off (see above), or None for the whole list."}
 
     def _warn_where_values_differ(self) -> None:
         if self.top_k is not None:
@@ -355,14 +368,7 @@ class RetrievalMRR(_RetrievalCompat, MRR):
     relevant, as in torchmetrics. Tied scores: the expectation over their orders (``ties="average"``),
     where torchmetrics takes its sort's order.
 
-    Args:
-        empty_target_action: Score of a query without relevant item: ``"neg"``, ``"pos"``, ``"skip"``, ``"error"``.
-        ignore_index: Items whose label equals it are dropped.
-        top_k: Cut-off, or None for the whole list.
-        aggregation: ``"mean"``, ``"median"``, ``"min"`` or ``"max"`` over queries (not a callable).
-        ties: torchrank's tie rule.
-        validate_args: Run the checks that read values (binary labels, NaN scores).
-        kwargs: torchmetrics' ``Metric`` options.
+    {arguments}
 
     Example:
         >>> import torch
@@ -382,15 +388,7 @@ class RetrievalPrecision(_RetrievalCompat, Precision, arguments=_PRECISION_ARGUM
     ``adaptive_k=True`` by ``min(k, list length)``; without ``top_k`` by the list length. Items scored
     ``<= 0`` count as not relevant, as in torchmetrics.
 
-    Args:
-        empty_target_action: Score of a query without relevant item: ``"neg"``, ``"pos"``, ``"skip"``, ``"error"``.
-        ignore_index: Items whose label equals it are dropped.
-        top_k: Cut-off, or None for the whole list.
-        adaptive_k: Divide by ``min(top_k, list length)`` instead of ``top_k``.
-        aggregation: ``"mean"``, ``"median"``, ``"min"`` or ``"max"`` over queries (not a callable).
-        ties: torchrank's tie rule.
-        validate_args: Run the checks that read values (binary labels, NaN scores).
-        kwargs: torchmetrics' ``Metric`` options.
+    {arguments}
 
     Example:
         >>> import torch
@@ -416,14 +414,7 @@ class RetrievalRecall(_RetrievalCompat, Recall):
     Same values as torchmetrics for distinct scores: the relevant items scored ``> 0`` in the top k, divided
     by all relevant items of the query (those scored ``<= 0`` included), as torchmetrics does.
 
-    Args:
-        empty_target_action: Score of a query without relevant item: ``"neg"``, ``"pos"``, ``"skip"``, ``"error"``.
-        ignore_index: Items whose label equals it are dropped.
-        top_k: Cut-off, or None for the whole list.
-        aggregation: ``"mean"``, ``"median"``, ``"min"`` or ``"max"`` over queries (not a callable).
-        ties: torchrank's tie rule.
-        validate_args: Run the checks that read values (binary labels, NaN scores).
-        kwargs: torchmetrics' ``Metric`` options.
+    {arguments}
 
     Example:
         >>> import torch
@@ -447,14 +438,7 @@ class RetrievalHitRate(_RetrievalCompat, HitRate):
     Same values as torchmetrics for distinct scores (no score filter here, as in torchmetrics). Tied scores:
     the probability of a hit over random orders of the tied items (``ties="average"``).
 
-    Args:
-        empty_target_action: Score of a query without relevant item: ``"neg"``, ``"pos"``, ``"skip"``, ``"error"``.
-        ignore_index: Items whose label equals it are dropped.
-        top_k: Cut-off, or None for the whole list.
-        aggregation: ``"mean"``, ``"median"``, ``"min"`` or ``"max"`` over queries (not a callable).
-        ties: torchrank's tie rule.
-        validate_args: Run the checks that read values (binary labels, NaN scores).
-        kwargs: torchmetrics' ``Metric`` options.
+    {arguments}
 
     Example:
         >>> import torch
@@ -472,13 +456,7 @@ class RetrievalRPrecision(_RetrievalCompat, RPrecision, arguments=_R_PRECISION_A
     Same values as torchmetrics for distinct scores: precision at R, the number of relevant items of the query.
     Takes no ``top_k``, as in torchmetrics.
 
-    Args:
-        empty_target_action: Score of a query without relevant item: ``"neg"``, ``"pos"``, ``"skip"``, ``"error"``.
-        ignore_index: Items whose label equals it are dropped.
-        aggregation: ``"mean"``, ``"median"``, ``"min"`` or ``"max"`` over queries (not a callable).
-        ties: torchrank's tie rule.
-        validate_args: Run the checks that read values (binary labels, NaN scores).
-        kwargs: torchmetrics' ``Metric`` options.
+    {arguments}
 
     Example:
         >>> import torch
@@ -498,15 +476,7 @@ class RetrievalFallOut(_RetrievalCompat, Recall, arguments=_FALL_OUT_ARGUMENTS):
     "empty" when it has **no non-relevant** item, and ``empty_target_action`` defaults to ``"pos"``, as in
     torchmetrics.
 
-    Args:
-        empty_target_action: Score of a query without non-relevant item: ``"pos"`` (1, default), ``"neg"``,
-            ``"skip"``, ``"error"``.
-        ignore_index: Items whose label equals it are dropped.
-        top_k: Cut-off, or None for the whole list.
-        aggregation: ``"mean"``, ``"median"``, ``"min"`` or ``"max"`` over queries (not a callable).
-        ties: torchrank's tie rule.
-        validate_args: Run the checks that read values (binary labels, NaN scores).
-        kwargs: torchmetrics' ``Metric`` options.
+    {arguments}
 
     Example:
         >>> import torch
@@ -518,6 +488,10 @@ class RetrievalFallOut(_RetrievalCompat, Recall, arguments=_FALL_OUT_ARGUMENTS):
 
     higher_is_better = False
     _empty_message = "`compute` method was provided with a query with no negative target."
+    _argument_docs: ClassVar[dict[str, str]] = {
+        "empty_target_action": 'Score of a query without non-relevant item: ``"pos"`` (1, default), ``"neg"``,\n'
+        '            ``"skip"``, ``"error"``.',
+    }
 
 
     def _relabel(self, target: Tensor) -> Tensor:
