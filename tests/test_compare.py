@@ -17,7 +17,16 @@ from torchrank.cli import main
 from torchrank.compare import add_parser, run
 from torchrank.functional import evaluate
 from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN, read_qrels, read_run, trec_to_dense
-from torchrank.stats import bootstrap_ci, holm, paired_t_test, randomization_test
+from torchrank.stats import (
+    benjamini_hochberg,
+    bonferroni,
+    bootstrap_ci,
+    cohens_d,
+    holm,
+    paired_t_test,
+    randomization_test,
+    wilcoxon,
+)
 
 TREC = DATA / "trec_eval"
 QRELS31 = TREC / "qrels.comment.test"  # 31 judged queries
@@ -136,6 +145,44 @@ def test_all_pairs_and_randomization_drive_holm(noisy_run, capsys):
     assert same["diff"] == 0 and same["p_t"] == 1 and same["p_randomization"] == 1 and not same["significant"]
 
 
+@pytest.mark.parametrize(("test", "correction"), [("wilcoxon", "bh"), ("t", "bonferroni"), ("wilcoxon", "none")])
+def test_wilcoxon_effect_size_and_corrections(noisy_run, test, correction, capsys):
+    argv = [QRELS31, RUN31, noisy_run, RUN31, "-m", ",".join(MEASURES), "--permutations", "0", "--bootstrap", "0"]
+    doc = _json([*argv, "--test", test, "--correction", correction], capsys)
+    runs = [_per_query(QRELS31, path, MEASURES) for path in (RUN31, noisy_run, RUN31)]
+    other, base = torch.stack(runs[1:]), runs[0].expand(2, -1, -1)  # [pairs, measures, queries]
+    p_w = wilcoxon(other, base).pvalue
+    tested = p_w if test == "wilcoxon" else paired_t_test(other, base).pvalue
+    adjusted = {"bh": benjamini_hochberg, "bonferroni": bonferroni, "none": lambda p: p}[correction](tested)
+    d = cohens_d(other, base)
+    for row in doc["comparisons"]:
+        k, pair = MEASURES.index(row["measure"]), 0 if row["run"] == "noisy.run" else 1
+        assert row["p_wilcoxon"] == pytest.approx(p_w[pair, k].item(), rel=1e-12)
+        assert row["p_adjusted"] == pytest.approx(adjusted[pair, k].item(), rel=1e-12)
+        assert row["cohens_d"] == pytest.approx(d[pair, k].item(), rel=1e-12)
+        assert row["p_tukey"] is None
+    same = [r for r in doc["comparisons"] if r["run"] == "results.comment.test#2"]  # the baseline again
+    assert all(r["p_wilcoxon"] == 1 and r["cohens_d"] == 0 for r in same)
+
+
+def test_tukey_over_all_runs_equals_scipy(noisy_run, capsys):
+    scipy_stats = pytest.importorskip("scipy.stats")
+    argv = [QRELS31, RUN31, noisy_run, RUN31, "-m", "map,P_10", "--baseline", "all-pairs", "--test", "tukey"]
+    doc = _json([*argv, "--correction", "none", "--permutations", "0", "--bootstrap", "0"], capsys)
+    runs = [_per_query(QRELS31, path, ["map", "P_10"]) for path in (RUN31, noisy_run, RUN31)]
+    index = {"results.comment.test": 0, "noisy.run": 1, "results.comment.test#2": 2}
+    for k, measure in enumerate(["map", "P_10"]):
+        ref = scipy_stats.tukey_hsd(*[r[k].numpy() for r in runs]).pvalue
+        rows = [r for r in doc["comparisons"] if r["measure"] == measure]
+        assert len(rows) == 3
+        for row in rows:
+            expected = ref[index[row["run"]], index[row["baseline"]]]
+            assert row["p_tukey"] == pytest.approx(expected, abs=1e-10) and row["p_adjusted"] == row["p_tukey"]
+    assert compare([*argv, "--format", "table"]) == 0
+    out = capsys.readouterr().out
+    assert "Tukey HSD, Holm-adjusted over 6 comparisons" in out and "p (Tukey)" in out
+
+
 def test_seed_makes_resampling_reproducible(capsys):
     argv = [SAMPLE_QRELS, SAMPLE_RUN, TREC / "results.trunc", "-m", "map", "--permutations", "5", "--seed", "3"]
     first = _json(argv, capsys)["comparisons"]
@@ -193,7 +240,7 @@ def test_skipped_tests_leave_their_columns_out(capsys):
     argv = [SAMPLE_QRELS, SAMPLE_RUN, TREC / "results.trunc", "-m", "map", "--permutations", "0", "--bootstrap", "0"]
     assert compare([*argv, "--correction", "none"]) == 0
     header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("measure"))
-    assert header.split() == ["measure", "run", "vs", "diff", "p", "(t)", "sig."]
+    assert header.split() == ["measure", "run", "vs", "diff", "d", "p", "(t)", "p", "(Wilcoxon)", "sig."]
 
 
 # ---------------------------------------------------------------------------------------------------- errors

@@ -2,10 +2,11 @@
 
 Each run is evaluated on the same queries (by default every qrels query; a run without results for a
 query scores 0 there, as ``trec_eval -c``), per query and per measure. Every run is then compared with the
-first (``--baseline first``) or with every other run (``--baseline all-pairs``): mean difference, paired
-t-test, paired randomisation test, bootstrap confidence interval of the difference, and Holm-adjusted
-p-values over all (run pair, measure) comparisons. The tests are in :mod:`torchrank.stats`, batched over
-all comparisons at once on ``--device``.
+first (``--baseline first``) or with every other run (``--baseline all-pairs``): mean difference, Cohen's d,
+paired t-test, paired randomisation test, Wilcoxon signed-rank test, bootstrap confidence interval of the
+difference (and Tukey HSD over all runs with ``--test tukey``), and p-values adjusted over all (run pair,
+measure) comparisons (Holm, Bonferroni or Benjamini-Hochberg). The tests are in :mod:`torchrank.stats`,
+batched over all comparisons at once on ``--device``.
 
 The command line wires this module in with :func:`add_parser` and :func:`run`.
 
@@ -17,9 +18,9 @@ Example:
     >>> args = parser.parse_args(["compare", str(SAMPLE_QRELS), str(SAMPLE_RUN), str(SAMPLE_RUN),
     ...                           "-m", "map,P@10", "--format", "csv"])
     >>> run(args)  # doctest: +ELLIPSIS
-    measure,run,baseline,queries,mean_run,mean_baseline,diff,ci_low,ci_high,p_t,p_randomization,p_adjusted,significant
-    map,results.test#2,results.test,3,0.1785...,0.1785...,0.0,0.0,0.0,1.0,1.0,1.0,False
-    P@10,results.test#2,results.test,3,0.3,0.3,0.0,0.0,0.0,1.0,1.0,1.0,False
+    measure,run,baseline,queries,mean_run,mean_baseline,diff,ci_low,ci_high,p_t,p_randomization,p_adjusted,significant,cohens_d,p_wilcoxon,p_tukey
+    map,results.test#2,results.test,3,0.1785...,0.1785...,0.0,0.0,0.0,1.0,1.0,1.0,False,0.0,1.0,
+    P@10,results.test#2,results.test,3,0.3,0.3,0.0,0.0,0.0,1.0,1.0,1.0,False,0.0,1.0,
     0
 """
 
@@ -40,7 +41,16 @@ from torch import Tensor
 
 from torchrank.functional import MEASURES, evaluate, parse_measure
 from torchrank.io import TrecFile, TrecFormatError, load_qrels, load_run, read_trec
-from torchrank.stats import bootstrap_ci, holm, paired_t_test, randomization_test
+from torchrank.stats import (
+    CORRECTIONS,
+    adjust,
+    bootstrap_ci,
+    cohens_d,
+    paired_t_test,
+    randomization_test,
+    tukey_hsd,
+    wilcoxon,
+)
 
 __all__ = ["DEFAULT_MEASURES", "add_parser", "run"]
 
@@ -61,7 +71,18 @@ _CSV_FIELDS = (
     "p_randomization",
     "p_adjusted",
     "significant",
+    "cohens_d",
+    "p_wilcoxon",
+    "p_tukey",
 )
+#: ``--test`` choices and what the output calls them
+_TESTS = {
+    "t": "paired t-test",
+    "randomization": "randomisation test",
+    "wilcoxon": "Wilcoxon signed-rank test",
+    "tukey": "Tukey HSD",
+}
+_CORRECTION_NAMES = {"holm": "Holm", "bonferroni": "Bonferroni", "bh": "Benjamini-Hochberg"}
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -126,15 +147,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--test",
-        choices=("t", "randomization"),
+        choices=tuple(_TESTS),
         default="t",
-        help="test whose p-values are corrected and decide significance (default: t, the paired t-test)",
+        help="test whose p-values are corrected and decide significance: t (paired t-test, default), "
+        "randomization, wilcoxon (signed-rank) or tukey (Tukey HSD over all runs, per measure: its p-values "
+        "already hold for every pair of runs of a measure; --correction adjusts them again over all comparisons, "
+        "--correction none keeps Tukey's own)",
     )
     p.add_argument(
         "--correction",
-        choices=("holm", "none"),
+        choices=CORRECTIONS,
         default="holm",
-        help="multiple-comparison correction over all (run pair, measure) comparisons (default: holm)",
+        help="multiple-comparison correction over all (run pair, measure) comparisons: holm (default), "
+        "bonferroni, bh (Benjamini-Hochberg false discovery rate) or none",
     )
     p.add_argument(
         "--permutations",
@@ -213,6 +238,10 @@ class _Result:
     p_adj: Tensor
     significant: Tensor
     settings: dict
+    effect: Tensor  # Cohen's d of the paired differences
+    p_wilcoxon: Tensor
+    p_tukey: Tensor | None
+    scores: Tensor  # per-query scores [R, K, Q], for plots
 
 
 def _measures(option: list[str] | None) -> list[str]:
@@ -348,8 +377,14 @@ def _compare(args: argparse.Namespace) -> _Result:
         # Its own stream, so that changing --permutations leaves the intervals as they were.
         gen = torch.Generator(device=device).manual_seed(args.seed + 1)
         ci = bootstrap_ci(other, base, args.bootstrap, confidence_level=1 - args.alpha, method=args.ci, generator=gen)
-    tested = ttest.pvalue if args.test == "t" else p_rand
-    p_adj = holm(tested) if args.correction == "holm" else tested
+    p_wilcoxon = wilcoxon(other, base).pvalue
+    p_tukey = None
+    if args.test == "tukey":
+        # one family per measure: every run at once, [K, R, R], read at the compared pairs
+        matrix = tukey_hsd(scores.transpose(0, 1)).pvalue
+        p_tukey = torch.stack([matrix[:, i, j] for i, j in pairs])
+    tested = {"t": ttest.pvalue, "randomization": p_rand, "wilcoxon": p_wilcoxon, "tukey": p_tukey}[args.test]
+    p_adj = adjust(tested, args.correction)
     diff = (other - base).mean(-1)
     settings = {
         "queries": args.queries,
@@ -380,6 +415,10 @@ def _compare(args: argparse.Namespace) -> _Result:
         p_adj=p_adj.cpu(),
         significant=(p_adj <= args.alpha).cpu(),
         settings=settings,
+        effect=cohens_d(other, base).cpu(),
+        p_wilcoxon=p_wilcoxon.cpu(),
+        p_tukey=None if p_tukey is None else p_tukey.cpu(),
+        scores=scores.cpu(),
     )
 
 
@@ -425,6 +464,10 @@ def _best(res: _Result, k: int) -> set[int]:
     return {r for r, v in enumerate(shown) if v == top}
 
 
+def _fmt_d(d: float) -> str:
+    return "n/a" if math.isnan(d) else f"{d:+.2f}"
+
+
 def _fmt_p(p: float) -> str:
     if math.isnan(p):
         return "n/a"
@@ -434,15 +477,16 @@ def _fmt_p(p: float) -> str:
 def _describe(res: _Result) -> str:
     s = res.settings
     where = "every qrels query, missing ones scored 0" if s["queries"] == "qrels" else "queries every run has"
-    test = "paired t-test" if s["test"] == "t" else f"randomisation test ({s['permutations']} sign flips)"
-    corr = f"Holm-adjusted over {res.p_adj.numel()} comparisons" if s["correction"] == "holm" else "not adjusted"
+    test = _TESTS[s["test"]] + (f" ({s['permutations']} sign flips)" if s["test"] == "randomization" else "")
+    name = _CORRECTION_NAMES.get(s["correction"])
+    corr = f"{name}-adjusted over {res.p_adj.numel()} comparisons" if name else "not adjusted"
     return f"{res.n_queries} queries ({where}); {test}, {corr}; alpha {s['alpha']:g}"
 
 
 def _legend(res: _Result, sup: str) -> str:
     s = res.settings
-    test = "paired t-test" if s["test"] == "t" else "randomisation test"
-    adj = "Holm-adjusted " if s["correction"] == "holm" else ""
+    test = _TESTS[s["test"]]
+    adj = f"{_CORRECTION_NAMES[s['correction']]}-adjusted " if s["correction"] in _CORRECTION_NAMES else ""
     return f"{sup}: significantly better than run (x) ({adj}{test} p <= {s['alpha']:g}, {res.n_queries} queries)"
 
 
@@ -466,10 +510,12 @@ def _summary_rows(res: _Result, mark: str, bold: str) -> list[list[str]]:
 
 def _detail_rows(res: _Result) -> list[list[str]]:
     level = round(100 * (1 - res.settings["alpha"]), 2)
-    header = ["measure", "run", "vs", "diff"]
+    correction = _CORRECTION_NAMES.get(res.settings["correction"])
+    header = ["measure", "run", "vs", "diff", "d"]
     header += [f"{level:g}% CI"] if res.ci_low is not None else []
-    header += ["p (t)"] + (["p (rand.)"] if res.p_rand is not None else [])
-    header += (["p (Holm)"] if res.settings["correction"] == "holm" else []) + ["sig."]
+    header += ["p (t)"] + (["p (rand.)"] if res.p_rand is not None else []) + ["p (Wilcoxon)"]
+    header += ["p (Tukey)"] if res.p_tukey is not None else []
+    header += ([f"p ({correction})"] if correction else []) + ["sig."]
     rows = [header]
     for k, measure in enumerate(res.measures):
         for p, (i, j) in enumerate(res.pairs):
@@ -478,13 +524,17 @@ def _detail_rows(res: _Result) -> list[list[str]]:
                 f"({_letter(j)}) {res.names[j]}",
                 f"({_letter(i)}) {res.names[i]}",
                 f"{float(res.diff[p, k]):+.4f}",
+                _fmt_d(float(res.effect[p, k])),
             ]
             if res.ci_low is not None:
                 row.append(f"[{float(res.ci_low[p, k]):+.4f}, {float(res.ci_high[p, k]):+.4f}]")
             row.append(_fmt_p(float(res.p_t[p, k])))
             if res.p_rand is not None:
                 row.append(_fmt_p(float(res.p_rand[p, k])))
-            if res.settings["correction"] == "holm":
+            row.append(_fmt_p(float(res.p_wilcoxon[p, k])))
+            if res.p_tukey is not None:
+                row.append(_fmt_p(float(res.p_tukey[p, k])))
+            if correction:
                 row.append(_fmt_p(float(res.p_adj[p, k])))
             row.append("*" if res.significant[p, k] else "")
             rows.append(row)
@@ -553,7 +603,7 @@ def _render_latex(res: _Result) -> str:
 def _records(res: _Result) -> list[dict]:
     def num(t: Tensor | None, p: int, k: int) -> float | None:
         v = None if t is None else float(t[p, k])
-        return None if v is None or math.isnan(v) else v
+        return None if v is None or not math.isfinite(v) else v  # JSON has no NaN or Infinity
 
     out = []
     for k, measure in enumerate(res.measures):
@@ -573,6 +623,9 @@ def _records(res: _Result) -> list[dict]:
                     "p_randomization": num(res.p_rand, p, k),
                     "p_adjusted": num(res.p_adj, p, k),
                     "significant": bool(res.significant[p, k]),
+                    "cohens_d": num(res.effect, p, k),
+                    "p_wilcoxon": num(res.p_wilcoxon, p, k),
+                    "p_tukey": num(res.p_tukey, p, k),
                 }
             )
     return out
