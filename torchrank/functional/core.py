@@ -256,7 +256,9 @@ def discounted_gains(ordered_gains: Tensor, weights: Tensor) -> Tensor:
         >>> discounted_gains(torch.tensor([[3.0, 0.0, 1.0]]), rank_weights("log", 3, dtype=torch.float32, device="cpu"))
         tensor([[3.0000, 0.0000, 0.5000]])
     """
-    return ordered_gains * weights[: ordered_gains.shape[-1]]
+    n = ordered_gains.shape[-1]
+    # weights of exactly n ranks are used as they are: a slice is one more op on every metric update
+    return ordered_gains * (weights if weights.shape[0] == n else weights[:n])
 
 
 def ideal_dcg(gains: Tensor, weights: Tensor, k: int | None = None, mask: Tensor | None = None) -> Tensor:
