@@ -5,6 +5,7 @@ invariance, extreme inputs, reductions, module == function and torch.compile."""
 from __future__ import annotations
 
 import functools
+import inspect
 
 import pytest
 import torch
@@ -436,6 +437,39 @@ def test_module_equals_function(name: str) -> None:
 def test_bad_arguments_are_rejected_with_their_name(call, match: str) -> None:
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+@pytest.mark.parametrize(
+    ("module_cls", "options", "match"),
+    [
+        (L.NeuralNDCGLoss, {"temperature": 0}, "`temperature` must be a number > 0"),
+        (L.NeuralNDCGLoss, {"sinkhorn_iterations": -1}, "`sinkhorn_iterations`"),
+        (L.ApproxNDCGLoss, {"k": 0}, "`k` must be a positive int"),
+        (L.ApproxNDCGLoss, {"discount": "cubic"}, "`discount` must be one of"),
+        (L.SoftERRLoss, {"transform": "linear"}, "`transform` must be one of"),
+        (L.SoftERRLoss, {"max_label": 0}, "`max_label` must be a number > 0"),
+        (L.SoftERRLoss, {"empty_target_action": "drop"}, "`empty_target_action` must be one of"),
+        (L.LambdaLoss, {"weighting": "ndcg_loss1"}, "`weighting` must be one of"),
+        (L.LambdaLoss, {"mu": -1.0}, "`mu` must be a number >= 0"),
+        (L.RankNetLoss, {"sigma": 0}, "`sigma` must be a number > 0"),
+        (L.ListMLELoss, {"ties": "average"}, "`ties` must be one of"),
+        (L.ListNetLoss, {"reduction": "avg"}, "`reduction` must be one of"),
+    ],
+)
+def test_modules_refuse_at_construction_what_their_function_refuses(module_cls, options, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        module_cls(**options)
+    with pytest.raises(ValueError, match=match):
+        module_cls._function(SCORES, LABELS, **options)
+
+
+def test_module_signature_is_its_function_options():
+    for _, module_cls, _ in LOSSES.values():
+        function = inspect.signature(module_cls._function).parameters.values()
+        options = [(p.name, p.default) for p in function if p.kind is p.KEYWORD_ONLY]
+        module = [(p.name, p.default) for p in inspect.signature(module_cls).parameters.values()]
+        assert module == options
+        assert all(p.kind is p.KEYWORD_ONLY for p in inspect.signature(module_cls).parameters.values())
 
 
 def test_callable_gain_and_discount_follow_functional() -> None:

@@ -12,7 +12,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -22,11 +22,20 @@ from torchrank.functional.checks import (
     REDUCTIONS,
     check_choice,
     check_k,
+    check_max_label,
     check_positive,
     check_tensor,
     working_dtype,
 )
-from torchrank.functional.core import Discount, Gain, check_gain_discount, gain_values, rank_weights, top_of_scale
+from torchrank.functional.core import (
+    Discount,
+    Gain,
+    check_gain_discount,
+    check_transform,
+    gain_values,
+    rank_weights,
+    top_of_scale,
+)
 
 __all__ = [
     "Discount",
@@ -34,16 +43,14 @@ __all__ = [
     "LossInput",
     "LossModule",
     "apply_empty_target_action",
-    "check_gain_discount",
     "check_iterations",
-    "check_k",
     "check_positive",
     "check_reduction",
     "gains",
+    "loss_function",
     "position_weights",
     "prepare",
     "reduce_loss",
-    "with_loss_args",
 ]
 
 LOSS_ARGS = {
@@ -72,20 +79,50 @@ LOSS_ARGS = {
 }
 
 
-def with_loss_args(fn: Callable) -> Callable:
-    """Document the shared arguments of ``fn`` where its docstring says ``{loss_args}`` (signature order)."""
+def loss_function(**own_checks: Callable[[Any], None]) -> Callable[[Callable[..., Tensor]], Callable[..., Tensor]]:
+    """Make ``fn`` a loss function: its docstring's ``{loss_args}`` documents the shared arguments it takes (in
+    signature order), and every call checks its options first, by name: the shared ones (``k``, ``temperature``,
+    ``sigma``, ``sinkhorn_iterations``, gain and discount, ``transform``, ``max_label``, ``reduction`` and
+    ``empty_target_action``) as every loss does, a loss' own with ``own_checks`` (option name -> check of its value).
+    Its module (:class:`LossModule`) runs the same checks at construction: the checks are written once.
+    """
+
+    def decorate(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+        _document(fn)
+        defaults = {p.name: p.default for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY}
+
+        def check_options(options: dict[str, Any]) -> None:
+            for name in defaults:  # in signature order: the first wrong option is the one reported
+                if name in own_checks:
+                    own_checks[name](options[name])
+                elif name in _SHARED_CHECKS:
+                    _SHARED_CHECKS[name](options)
+
+        @functools.wraps(fn)
+        def checked(scores: Tensor, labels: Tensor, mask: Tensor | None = None, **options: Any) -> Tensor:
+            check_options({**defaults, **options})
+            return fn(scores, labels, mask, **options)
+
+        checked.check_options = check_options  # type: ignore[attr-defined]
+        return checked
+
+    return decorate
+
+
+def _document(fn: Callable) -> None:
+    """Replace ``{loss_args}`` in ``fn``'s docstring by the shared arguments it takes, in signature order."""
     taken = [name for name in inspect.signature(fn).parameters if name in LOSS_ARGS]
     lines = ["    Args:"]
     for name in taken:
         lines.append(f"        {name}: " + LOSS_ARGS[name].replace("\n", "\n        "))
     fn.__doc__ = (fn.__doc__ or "").replace("    {loss_args}\n", "\n".join(lines) + "\n")
-    return fn
 
 
 class LossModule(nn.Module):
-    """A loss function as a module: its options checked and kept as attributes by ``__init__``, and
-    ``forward(scores, labels, mask=None)`` calling ``_function`` with every keyword-only option of its signature,
-    each read from the attribute of the same name. ``repr`` shows the options ``_shown`` names.
+    """A loss function as a module: its options keyword-only arguments of ``__init__`` (the function's, with its
+    defaults), checked by the function's own checks and kept as attributes, and ``forward(scores, labels,
+    mask=None)`` calling ``_function`` with each option read from the attribute of the same name. ``repr`` shows
+    the options ``_shown`` names. A subclass names its function; ``__init__`` is built from it.
 
     Example:
         >>> from torchrank.losses import RankNetLoss, ranknet
@@ -97,12 +134,37 @@ class LossModule(nn.Module):
     _function: ClassVar[Callable[..., Tensor]]
     _shown: ClassVar[tuple[str, ...]] = ("reduction",)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "_function" in cls.__dict__:
+            cls.__init__ = _module_constructor(cls._function)  # type: ignore[method-assign]
+
     def forward(self, scores: Tensor, labels: Tensor, mask: Tensor | None = None) -> Tensor:
         function = type(self)._function
         return function(scores, labels, mask, **{name: getattr(self, name) for name in _options(function)})
 
     def extra_repr(self) -> str:
         return ", ".join(f"{name}={getattr(self, name)!r}" for name in self._shown)
+
+
+def _module_constructor(function: Callable[..., Tensor]) -> Callable[..., None]:
+    """``__init__(self, *, <function's options with its defaults>)``: the function's checks, then one attribute per
+    option (what ``inspect.signature`` and ``help`` show is that signature)."""
+    options = [p for p in inspect.signature(function).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    signature = inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD), *options])
+
+    def __init__(self: LossModule, *args: Any, **kwargs: Any) -> None:
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        given = dict(bound.arguments)
+        del given["self"]
+        function.check_options(given)  # type: ignore[attr-defined]
+        nn.Module.__init__(self)
+        for name, value in given.items():
+            setattr(self, name, value)
+
+    __init__.__signature__ = signature  # type: ignore[attr-defined]
+    return __init__
 
 
 @functools.cache
@@ -200,6 +262,19 @@ def check_reduction(reduction: str, empty_target_action: str | None = None) -> N
     check_choice("reduction", reduction, REDUCTIONS)
     if empty_target_action is not None:
         check_choice("empty_target_action", empty_target_action, EMPTY_TARGET_ACTIONS)
+
+
+# the checks of the options several losses share, by option name (each reads the options it needs)
+_SHARED_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "k": lambda o: check_k(o["k"]),
+    "temperature": lambda o: check_positive("temperature", o["temperature"]),
+    "sigma": lambda o: check_positive("sigma", o["sigma"]),
+    "sinkhorn_iterations": lambda o: check_iterations(o["sinkhorn_iterations"]),
+    "gain": lambda o: check_gain_discount(o["gain"], o["discount"], o["log_base"]),
+    "transform": lambda o: check_transform(o["transform"]),
+    "max_label": lambda o: check_max_label(o["max_label"]),
+    "reduction": lambda o: check_reduction(o["reduction"], o.get("empty_target_action")),
+}
 
 
 def gains(labels: Tensor, mask: Tensor, gain: Gain) -> Tensor:

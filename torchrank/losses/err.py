@@ -14,28 +14,18 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from torchrank.functional.checks import check_max_label
-from torchrank.functional.core import Transform, check_transform, top_of_scale
+from torchrank.functional.core import Transform, top_of_scale
 from torchrank.functional.core import stop_probabilities as _stop_probabilities
 from torchrank.losses._common import (
     LossModule,
     apply_empty_target_action,
-    check_iterations,
-    check_k,
-    check_positive,
-    check_reduction,
+    loss_function,
     prepare,
     reduce_loss,
-    with_loss_args,
 )
 from torchrank.losses._neuralsort import soft_sort
 
 __all__ = ["SoftERRLoss", "soft_err"]
-
-
-def _check_err_options(transform: Transform, max_label: float | None) -> None:
-    check_transform(transform)
-    check_max_label(max_label)
 
 
 def stop_probabilities(labels: Tensor, mask: Tensor, transform: Transform, max_label: float | None) -> Tensor:
@@ -61,7 +51,7 @@ def cascade(rho: Tensor, k: int | None) -> Tensor:
     return (rho * torch.exp(log_reach) / ranks).sum(1)
 
 
-@with_loss_args
+@loss_function()
 def soft_err(
     scores: Tensor,
     labels: Tensor,
@@ -95,11 +85,6 @@ def soft_err(
         >>> soft_err(scores, labels, temperature=0.01, max_label=3)  # torchrank.functional.err: 0.9212
         tensor(-0.9212)
     """
-    check_k(k)
-    check_positive("temperature", temperature)
-    check_iterations(sinkhorn_iterations)
-    _check_err_options(transform, max_label)
-    check_reduction(reduction, empty_target_action)
     x = prepare(scores, labels, mask, validate_args=validate_args)
     stop = stop_probabilities(x.labels, x.mask, transform, max_label)
     rho = soft_sort(
@@ -126,27 +111,3 @@ class SoftERRLoss(LossModule):
 
     _function = staticmethod(soft_err)
     _shown = ("k", "temperature", "sinkhorn_iterations", "transposed", "max_label", "reduction")
-
-    def __init__(
-        self,
-        *,
-        k: int | None = None,
-        temperature: float = 1.0,
-        sinkhorn_iterations: int = 10,
-        transposed: bool = False,
-        transform: Transform = "exponential",
-        max_label: float | None = None,
-        empty_target_action: str = "skip",
-        reduction: str = "mean",
-        validate_args: bool = False,
-    ) -> None:
-        super().__init__()
-        check_k(k)
-        check_positive("temperature", temperature)
-        check_iterations(sinkhorn_iterations)
-        _check_err_options(transform, max_label)
-        check_reduction(reduction, empty_target_action)
-        self.k, self.temperature = k, temperature
-        self.sinkhorn_iterations, self.transposed = sinkhorn_iterations, transposed
-        self.transform, self.max_label = transform, max_label
-        self.empty_target_action, self.reduction, self.validate_args = empty_target_action, reduction, validate_args

@@ -25,15 +25,11 @@ from torchrank.losses._common import (
     Discount,
     Gain,
     LossModule,
-    check_gain_discount,
-    check_k,
-    check_positive,
-    check_reduction,
     gains,
+    loss_function,
     position_weights,
     prepare,
     reduce_loss,
-    with_loss_args,
 )
 from torchrank.losses._pairwise import pairwise_logistic
 
@@ -77,7 +73,7 @@ def _ordered_pairs(labels: Tensor, mask: Tensor) -> Tensor:
     return (labels.unsqueeze(2) > labels.unsqueeze(1)) & real
 
 
-@with_loss_args
+@loss_function(weighting=lambda value: check_choice("weighting", value, WEIGHTINGS), mu=_check_mu)
 def lambda_loss(
     scores: Tensor,
     labels: Tensor,
@@ -110,12 +106,6 @@ def lambda_loss(
         >>> lambda_loss(scores, labels, labels >= 0, weighting="ndcg_loss2", reduction="sum")  # allRank 0.7954
         tensor(0.7954)
     """
-    check_choice("weighting", weighting, WEIGHTINGS)
-    check_k(k)
-    check_positive("sigma", sigma)
-    _check_mu(mu)
-    check_gain_discount(gain, discount, log_base)
-    check_reduction(reduction)
     x = prepare(scores, labels, mask, validate_args=validate_args)
     n = x.scores.shape[1]
     order = _score_order(x.scores, x.mask)
@@ -133,7 +123,7 @@ def lambda_loss(
     return reduce_loss(per_list, pairs.any((1, 2)), reduction)
 
 
-@with_loss_args
+@loss_function()
 def ranknet(
     scores: Tensor,
     labels: Tensor,
@@ -155,8 +145,6 @@ def ranknet(
         >>> ranknet(torch.tensor([[2.0, 1.0, 0.0]]), torch.tensor([[0, 1, 0]]))
         tensor(0.8133)
     """
-    check_positive("sigma", sigma)
-    check_reduction(reduction)
     x = prepare(scores, labels, mask, validate_args=validate_args)
     pairs = _ordered_pairs(x.labels, x.mask)
     count = pairs.sum((1, 2))
@@ -175,30 +163,6 @@ class LambdaLoss(LossModule):
     _function = staticmethod(lambda_loss)
     _shown = ("weighting", "k", "sigma", "mu", "reduction")
 
-    def __init__(
-        self,
-        *,
-        weighting: str = "ndcg_loss2pp",
-        k: int | None = None,
-        sigma: float = 1.0,
-        mu: float = 10.0,
-        gain: Gain = "exponential",
-        discount: Discount = "log",
-        log_base: float = 2.0,
-        reduction: str = "mean",
-        validate_args: bool = False,
-    ) -> None:
-        super().__init__()
-        check_choice("weighting", weighting, WEIGHTINGS)
-        check_k(k)
-        check_positive("sigma", sigma)
-        _check_mu(mu)
-        check_gain_discount(gain, discount, log_base)
-        check_reduction(reduction)
-        self.weighting, self.k, self.sigma, self.mu = weighting, k, sigma, mu
-        self.gain, self.discount, self.log_base = gain, discount, log_base
-        self.reduction, self.validate_args = reduction, validate_args
-
 
 class RankNetLoss(LossModule):
     """:func:`ranknet` as a module: hyperparameters in ``__init__``, ``forward(scores, labels, mask=None)``.
@@ -210,9 +174,3 @@ class RankNetLoss(LossModule):
 
     _function = staticmethod(ranknet)
     _shown = ("sigma", "reduction")
-
-    def __init__(self, *, sigma: float = 1.0, reduction: str = "mean", validate_args: bool = False) -> None:
-        super().__init__()
-        check_positive("sigma", sigma)
-        check_reduction(reduction)
-        self.sigma, self.reduction, self.validate_args = sigma, reduction, validate_args

@@ -6,7 +6,7 @@ import torch
 from torch import Tensor
 
 from torchrank.functional.checks import check_choice
-from torchrank.losses._common import LossModule, check_reduction, prepare, reduce_loss, with_loss_args
+from torchrank.losses._common import LossModule, loss_function, prepare, reduce_loss
 
 __all__ = ["ListMLELoss", "ListNetLoss", "listmle", "listnet"]
 
@@ -18,7 +18,7 @@ def _masked(values: Tensor, mask: Tensor) -> Tensor:
     return torch.where(mask, values, torch.finfo(values.dtype).min)
 
 
-@with_loss_args
+@loss_function()
 def listnet(
     scores: Tensor,
     labels: Tensor,
@@ -40,7 +40,6 @@ def listnet(
         >>> listnet(scores, labels, labels >= 0)  # allRank: 1.441052
         tensor(1.4411)
     """
-    check_reduction(reduction)
     x = prepare(scores, labels, mask, validate_args=validate_args)
     if not x.padded:  # the common case, without the masking passes
         per_list = -(torch.softmax(x.labels, 1) * torch.log_softmax(x.scores, 1)).sum(1)
@@ -65,7 +64,7 @@ def _label_order(labels: Tensor, mask: Tensor, ties: str, generator: torch.Gener
     return shuffle[by_label]
 
 
-@with_loss_args
+@loss_function(ties=lambda value: check_choice("ties", value, LISTMLE_TIES))
 def listmle(
     scores: Tensor,
     labels: Tensor,
@@ -90,8 +89,6 @@ def listmle(
         >>> listmle(torch.tensor([[2.0, 1.0, 0.0]]), torch.tensor([[2, 1, 0]]), ties="first")
         tensor(0.7209)
     """
-    check_choice("ties", ties, LISTMLE_TIES)
-    check_reduction(reduction)
     x = prepare(scores, labels, mask, validate_args=validate_args)
     order = _label_order(x.labels, x.mask, ties, generator)
     ranked = x.scores.gather(1, order)
@@ -115,11 +112,6 @@ class ListNetLoss(LossModule):
 
     _function = staticmethod(listnet)
 
-    def __init__(self, *, reduction: str = "mean", validate_args: bool = False) -> None:
-        super().__init__()
-        check_reduction(reduction)
-        self.reduction, self.validate_args = reduction, validate_args
-
 
 class ListMLELoss(LossModule):
     """:func:`listmle` as a module: hyperparameters in ``__init__``, ``forward(scores, labels, mask=None)``.
@@ -131,16 +123,3 @@ class ListMLELoss(LossModule):
 
     _function = staticmethod(listmle)
     _shown = ("ties", "reduction")
-
-    def __init__(
-        self,
-        *,
-        ties: str = "random",
-        generator: torch.Generator | None = None,
-        reduction: str = "mean",
-        validate_args: bool = False,
-    ) -> None:
-        super().__init__()
-        check_choice("ties", ties, LISTMLE_TIES)
-        check_reduction(reduction)
-        self.ties, self.generator, self.reduction, self.validate_args = ties, generator, reduction, validate_args

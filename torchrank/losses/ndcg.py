@@ -19,16 +19,11 @@ from torchrank.losses._common import (
     Gain,
     LossModule,
     apply_empty_target_action,
-    check_gain_discount,
-    check_iterations,
-    check_k,
-    check_positive,
-    check_reduction,
     gains,
+    loss_function,
     position_weights,
     prepare,
     reduce_loss,
-    with_loss_args,
 )
 from torchrank.losses._neuralsort import soft_sort
 
@@ -52,7 +47,7 @@ def _ndcg_loss(
     return reduce_loss(values, counted & mask.any(1), reduction)
 
 
-@with_loss_args
+@loss_function()
 def neural_ndcg(
     scores: Tensor,
     labels: Tensor,
@@ -83,11 +78,6 @@ def neural_ndcg(
         >>> neural_ndcg(scores, labels, labels >= 0, sinkhorn_iterations=50)  # allRank: -0.888043
         tensor(-0.8880)
     """
-    check_k(k)
-    check_positive("temperature", temperature)
-    check_iterations(sinkhorn_iterations)
-    check_gain_discount(gain, discount, log_base)
-    check_reduction(reduction, empty_target_action)
     x = prepare(scores, labels, mask, validate_args=validate_args)
     item_gains = gains(x.labels, x.mask, gain)
     soft_gains = soft_sort(
@@ -116,7 +106,7 @@ def smooth_ranks(scores: Tensor, mask: Tensor, temperature: float, padded: bool)
     return 0.5 + beaten_by.sum(2)
 
 
-@with_loss_args
+@loss_function()
 def approx_ndcg(
     scores: Tensor,
     labels: Tensor,
@@ -144,10 +134,6 @@ def approx_ndcg(
         >>> approx_ndcg(torch.tensor([[0.6, 0.8]]), torch.tensor([[1, 0]]), temperature=0.1)  # TF-Ranking
         tensor(-0.6551)
     """
-    check_k(k)
-    check_positive("temperature", temperature)
-    check_gain_discount(gain, discount, log_base)
-    check_reduction(reduction, empty_target_action)
     x = prepare(scores, labels, mask, validate_args=validate_args)
     item_gains = gains(x.labels, x.mask, gain)
     ranks = smooth_ranks(x.scores, x.mask, temperature, x.padded)
@@ -170,31 +156,6 @@ class NeuralNDCGLoss(LossModule):
     _function = staticmethod(neural_ndcg)
     _shown = ("k", "temperature", "sinkhorn_iterations", "transposed", "gain", "reduction")
 
-    def __init__(
-        self,
-        *,
-        k: int | None = None,
-        temperature: float = 1.0,
-        sinkhorn_iterations: int = 10,
-        transposed: bool = False,
-        gain: Gain = "exponential",
-        discount: Discount = "log",
-        log_base: float = 2.0,
-        empty_target_action: str = "skip",
-        reduction: str = "mean",
-        validate_args: bool = False,
-    ) -> None:
-        super().__init__()
-        check_k(k)
-        check_positive("temperature", temperature)
-        check_iterations(sinkhorn_iterations)
-        check_gain_discount(gain, discount, log_base)
-        check_reduction(reduction, empty_target_action)
-        self.k, self.temperature = k, temperature
-        self.sinkhorn_iterations, self.transposed = sinkhorn_iterations, transposed
-        self.gain, self.discount, self.log_base = gain, discount, log_base
-        self.empty_target_action, self.reduction, self.validate_args = empty_target_action, reduction, validate_args
-
 
 class ApproxNDCGLoss(LossModule):
     """:func:`approx_ndcg` as a module: hyperparameters in ``__init__``, ``forward(scores, labels, mask=None)``.
@@ -206,24 +167,3 @@ class ApproxNDCGLoss(LossModule):
 
     _function = staticmethod(approx_ndcg)
     _shown = ("k", "temperature", "gain", "reduction")
-
-    def __init__(
-        self,
-        *,
-        k: int | None = None,
-        temperature: float = 1.0,
-        gain: Gain = "exponential",
-        discount: Discount = "log",
-        log_base: float = 2.0,
-        empty_target_action: str = "skip",
-        reduction: str = "mean",
-        validate_args: bool = False,
-    ) -> None:
-        super().__init__()
-        check_k(k)
-        check_positive("temperature", temperature)
-        check_gain_discount(gain, discount, log_base)
-        check_reduction(reduction, empty_target_action)
-        self.k, self.temperature = k, temperature
-        self.gain, self.discount, self.log_base = gain, discount, log_base
-        self.empty_target_action, self.reduction, self.validate_args = empty_target_action, reduction, validate_args
