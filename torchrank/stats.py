@@ -734,6 +734,7 @@ def wilcoxon(
 # scipy's studentized_range switches to the infinite-df form (s = 1) from this many degrees of freedom
 _RANGE_ASYMPTOTIC_DF = 100_000
 _S_PANELS = 96  # Gauss-Legendre panels (16 nodes each) of the integral over s
+_RANGE_CHUNK = 32  # studentized range values integrated at once
 
 
 class TukeyResult(NamedTuple):
@@ -786,7 +787,18 @@ def studentized_range_sf(q: Tensor, k: Tensor | int, df: Tensor | float) -> Tens
     q = torch.as_tensor(q, dtype=torch.float64)
     k = torch.as_tensor(k, dtype=torch.float64, device=q.device)
     df = torch.as_tensor(df, dtype=torch.float64, device=q.device)
-    q, k, df = torch.broadcast_tensors(q, k, df)
+    shape = torch.broadcast_shapes(q.shape, k.shape, df.shape)
+    q, k, df = (x.reshape(-1) for x in torch.broadcast_tensors(q, k, df))
+    # each value integrates over a [1536, 192] grid (2.4 MB): a few at a time keeps memory bounded
+    parts = [
+        _range_sf(q[i : i + _RANGE_CHUNK], k[i : i + _RANGE_CHUNK], df[i : i + _RANGE_CHUNK])
+        for i in range(0, q.numel(), _RANGE_CHUNK)
+    ]
+    return (torch.cat(parts) if parts else q.clone()).reshape(shape)
+
+
+def _range_sf(q: Tensor, k: Tensor, df: Tensor) -> Tensor:
+    """:func:`studentized_range_sf` of 1-D ``q, k, df`` of equal length."""
     # s = sqrt(chi2 / df) has density df^(df/2) s^(df-1) exp(-df s^2 / 2) / (Gamma(df/2) 2^(df/2 - 1)): about 1
     # with spread 1 / sqrt(2 df), a half normal for df = 1; [lo, hi] holds all but ~1e-17 of it
     spread = 9 * (2 / df).sqrt()
