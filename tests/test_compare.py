@@ -320,3 +320,26 @@ def test_standalone_parser_contract(capsys):
     assert args.handler is run
     assert run(args) == 0
     assert "(b) results.test#2" in capsys.readouterr().out
+
+
+def test_infap_bpref_and_judged_only_equal_torchrank_evaluate(tmp_path, capsys):
+    """compare's per-query values are evaluate's: infAP reads the pool (-1 labels), bpref the judged count, -J."""
+    from test_judgments import _collection, _write
+
+    from torchrank.io import read_trec
+    from torchrank.io.trec_eval import evaluate_batch
+
+    qrels, run_a = _collection(3)
+    _, run_b = _collection(4)
+    qpath, apath = _write(tmp_path, qrels, run_a)
+    bpath = tmp_path / "b.txt"
+    bpath.write_text("".join(f"{q} Q0 {d} 1 {s!r} b\n" for q, docs in run_b.items() for d, s in docs.items()))
+    for flags in ([], ["-J"]):
+        doc = _json([qpath, apath, bpath, "-m", "infap,bpref,judged@10", "--bootstrap", "0", *flags], capsys)
+        for r, path in enumerate((apath, bpath)):
+            batch = read_trec(qpath, path, all_queries=True, judged_only=bool(flags))
+            ref = evaluate_batch(batch, ["infAP", "bpref", "judged@10"]).values
+            assert doc["runs"][r]["means"]["infap"] == pytest.approx(ref["infAP"].mean().item(), abs=1e-12)
+            assert doc["runs"][r]["means"]["bpref"] == pytest.approx(ref["bpref"].mean().item(), abs=1e-12)
+            assert doc["runs"][r]["means"]["judged@10"] == pytest.approx(ref["judged@10"].mean().item(), abs=1e-12)
+        assert doc["settings"]["judged_only"] == bool(flags)

@@ -131,6 +131,12 @@ def add_evaluate_parser(commands: argparse._SubParsersAction) -> argparse.Argume
     )
     ev.add_argument("-M", "--depth", type=int, metavar="N", help="use only the top N documents of each query")
     ev.add_argument(
+        "-J",
+        "--judged-only",
+        action="store_true",
+        help="drop documents without a judgment (qrels label >= 0) before ranking (trec_eval -J)",
+    )
+    ev.add_argument(
         "-l", "--level", type=int, default=1, metavar="L", help="lowest label counted relevant (trec_eval -l)"
     )
     ev.add_argument("--format", choices=("trec_eval", "json", "csv", "table"), default="trec_eval")
@@ -182,8 +188,8 @@ def _device(name: str) -> torch.device:
 
 def run_evaluate(args: argparse.Namespace, stream: TextIO | None = None) -> list[RunScores]:
     """Evaluate ``args.runs`` against ``args.qrels`` and print the result to ``stream`` (stdout)."""
-    from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN, load_qrels, load_run
-    from torchrank.io.trec_eval import score_run
+    from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN, load_qrels, load_run, read_trec
+    from torchrank.io.trec_eval import evaluate_batch
 
     stream = sys.stdout if stream is None else stream
     if args.qrels is not None and not args.runs:
@@ -202,16 +208,10 @@ def run_evaluate(args: argparse.Namespace, stream: TextIO | None = None) -> list
             bar.label = f"reading {os.path.basename(path)}"
             run = load_run(path, progress=bar)
             bar.stage(f"evaluating {os.path.basename(path)}")
+            batch = read_trec(qrels, run, depth=args.depth, all_queries=args.complete, judged_only=args.judged_only)
             results.append(
-                score_run(
-                    qrels,
-                    run,
-                    args.measure,
-                    all_queries=args.complete,
-                    depth=args.depth,
-                    relevance_threshold=args.level,
-                    ties=args.ties,
-                    device=device,
+                evaluate_batch(
+                    batch.to(device), args.measure, relevance_threshold=args.level, ties=args.ties, path=run.path
                 )
             )
     finally:

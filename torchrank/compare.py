@@ -40,7 +40,8 @@ import torch
 from torch import Tensor
 
 from torchrank.functional import MEASURES, evaluate, parse_measure
-from torchrank.io import TrecFile, TrecFormatError, load_qrels, load_run, read_trec
+from torchrank.functional.measures import RankedLists
+from torchrank.io import TrecBatch, TrecFile, TrecFormatError, load_qrels, load_run, read_trec
 from torchrank.stats import (
     CORRECTIONS,
     adjust,
@@ -194,6 +195,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("-l", "--level", type=float, default=1, help="relevance threshold (trec_eval -l; default 1)")
     p.add_argument("-M", "--depth", type=_depth, default=None, help="evaluate only the top DEPTH documents")
+    p.add_argument(
+        "-J",
+        "--judged-only",
+        action="store_true",
+        help="drop documents without a judgment before ranking (trec_eval -J)",
+    )
     p.add_argument("--names", help="display names of the runs, comma-separated (default: file names)")
     p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     p.add_argument("--format", choices=_FORMATS, default="table", help="output format (default table)")
@@ -303,7 +310,7 @@ def _run_scores(
             f"(run queries: {_preview(run_.qids)}; qrels queries: {_preview(qrels.qids)})"
         )
     # all_queries: a qrels query missing from the run becomes an empty row, scoring 0 (trec_eval -c).
-    batch = read_trec(qrels, run_, depth=args.depth, all_queries=True).to(device)
+    batch = read_trec(qrels, run_, depth=args.depth, all_queries=True, judged_only=args.judged_only).to(device)
     values = evaluate(
         batch.preds,
         batch.target,
@@ -315,7 +322,29 @@ def _run_scores(
         reduction="none",
         relevance_threshold=args.level,
     )
+    values |= _from_batch(batch, measures, args.level)
     return torch.stack([values[m].to(torch.float64) for m in measures]), list(batch.qids), set(run_.qids)
+
+
+def _from_batch(batch: TrecBatch, measures: list[str], level: float) -> dict[str, Tensor]:
+    """Measures whose trec_eval name reads more of the qrels than the lists hold (infAP the pool, bpref the
+    judged count), computed as ``torchrank evaluate`` computes them."""
+    out: dict[str, Tensor] = {}
+    lists = None
+    for name in measures:
+        parsed = parse_measure(name)
+        family = MEASURES[parsed.family]
+        wanted = next((t.from_batch for t in family.trec if t.from_batch), ())
+        if not wanted:
+            continue
+        if lists is None:
+            lists = RankedLists(
+                batch.preds, batch.target, mask=batch.mask, ideal_target=batch.ideal_target, judged=batch.judged,
+                ties="first", relevance_threshold=level, validate_args=False,
+            )  # fmt: skip
+        params = family.kernel_params(**dict(parsed.params)) | {p: getattr(batch, p) for p in wanted}
+        out[name] = lists.per_query(family.kernel, (parsed.k,), **params)[:, 0]
+    return out
 
 
 def _scores(args: argparse.Namespace, measures: list[str], device: torch.device) -> Tensor:
@@ -398,6 +427,7 @@ def _compare(args: argparse.Namespace) -> _Result:
         "seed": args.seed,
         "level": args.level,
         "depth": args.depth,
+        "judged_only": args.judged_only,
         "device": str(device),
     }
     return _Result(

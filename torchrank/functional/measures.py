@@ -22,6 +22,7 @@ from torch import Tensor
 from torchrank.functional._chunking import evaluate_in_chunks, reduce_queries
 from torchrank.functional._pipeline import check_options, deepest, finalize, fused_per_query, prepare
 from torchrank.functional._ranking import apply_measure
+from torchrank.functional.judgments import judged_only_mask
 from torchrank.functional.registry import DECLARATIONS, Declaration, grammar_names, parse_suffix
 
 
@@ -98,6 +99,7 @@ def evaluate(
     mask: Tensor | None = None,
     ideal_target: Tensor | None = None,
     judged: Tensor | None = None,
+    judged_only: bool = False,
     ties: str = "average",
     empty_target_action: str = "neg",
     reduction: str = "mean",
@@ -107,7 +109,8 @@ def evaluate(
     """Compute several measures over the same input with one sort; a dict keyed by the names as given.
 
     Arguments are those of the single-measure functions (see :func:`torchrank.functional.ndcg`). Measures of
-    one family share one pass over every cut-off asked for.
+    one family share one pass over every cut-off asked for. ``judged_only=True`` drops the items that
+    ``judged`` marks unjudged before ranking (trec_eval ``-J``).
 
     Example:
         >>> import torch
@@ -119,6 +122,7 @@ def evaluate(
     """
     if isinstance(measures, str):
         raise TypeError("Argument `measures` must be a sequence of names, got a single string.")
+    mask = judged_only_mask(mask, judged, judged_only)  # an input filter: unjudged items become padding
     groups, depth = _plan(tuple(measures))
     fused = fused_per_query(  # the triton backend's kernel, where it covers the request
         [(family.kernel, [m.k for m in members], params) for family, params, members in groups], preds, target,

@@ -55,6 +55,13 @@ from torchrank.functional.first_relevant import (
     reciprocal_rank,
 )
 from torchrank.functional.gap import _gap_options, _graded_average_precision, graded_average_precision
+from torchrank.functional.judgments import (
+    _inferred_ap,
+    _judged_fraction,
+    inferred_average_precision,
+    judged_fraction,
+    recall_cap,
+)
 from torchrank.functional.kendall import kendall_tau
 from torchrank.functional.precision import _f1, _precision, _r_precision, _recall, f1, precision, r_precision, recall
 from torchrank.functional.rbp import _rbp, _rbp_options, rbp
@@ -312,11 +319,24 @@ DECLARATIONS: tuple[Declaration, ...] = (
         grammar=False, higher_is_better=False, function=kendall_tau, function_params={"distance": True},
         metric="KendallTauDistance",
     ),
-    # trec_eval's own measures, reached through their trec_eval names
+    # incomplete judgments (torchrank.functional.judgments)
     Declaration(
-        "relative_p", "Relevant items in the top k / min(k, R).", "linear", trec_extra._relative_precision,
-        grammar=False, trec=(TrecName("relative_P", "cuts", CUTS), TrecName("set_relative_P")),
+        "relative_p", "Relevant items in the top k / min(k, R): capped recall (BEIR's R_cap@k).", "linear",
+        trec_extra._relative_precision, aliases=("recall_cap", "r_cap"), function=recall_cap, metric="RecallCap",
+        trec=(TrecName("relative_P", "cuts", CUTS), TrecName("set_relative_P")),
     ),
+    Declaration(
+        "judged", "Share of the top k with a judgment (ir_measures' Judged@k; / min(k, retrieved)).", "linear",
+        _judged_fraction, higher_is_better=None, empty_target_action=False, function=judged_fraction,
+        metric="JudgedFraction",
+    ),
+    Declaration(
+        "infap", "Inferred AP from a judged sample of the pool (trec_eval infAP; qrels label -1: pooled, unjudged).",
+        "refused", _inferred_ap, aliases=("inferred_average_precision", "inf_ap"), takes_k=False,
+        function=inferred_average_precision, metric="InfAP",
+        trec=(TrecName("infAP", from_batch=("pooled_unjudged",)),),
+    ),
+    # trec_eval's own measures, reached through their trec_eval names
     Declaration(
         "set", "Measures of the retrieved set: set_map, set_F.", "linear", trec_extra._set_measure, takes_k=False,
         grammar=False,

@@ -220,6 +220,8 @@ class TrecBatch:
         num_judged: ``[Q]`` int64 number of judged (label >= 0) qrels documents of each query, retrieved
             or not (bpref's judged non-relevant documents are those below the relevance level).
         runid: The run's tag (sixth field of its first line) when read from a file by :func:`read_trec`.
+        pooled_unjudged: ``[Q, N]`` bool, True where the retrieved document has a negative qrels label: in the
+            judgment pool but not judged (trec_eval's infAP reads it; other measures see it as unjudged).
     """
 
     qids: list[str]
@@ -231,6 +233,7 @@ class TrecBatch:
     docnos: Sequence[list[str]]
     num_judged: Tensor | None = None
     runid: str | None = None
+    pooled_unjudged: Tensor | None = None
 
     def to(self, device: torch.device | str) -> TrecBatch:
         """Return a copy with every tensor moved to ``device``."""
@@ -303,6 +306,7 @@ def trec_to_dense(
     depth: int | None = None,
     all_queries: bool = False,
     dtype: torch.dtype = torch.float64,
+    judged_only: bool = False,
 ) -> TrecBatch:
     """Turn qrels and a run into padded ``[Q, N]`` tensors ranked the way ``trec_eval`` ranks them.
 
@@ -317,6 +321,8 @@ def trec_to_dense(
         all_queries: Also evaluate qrels queries absent from the run, as rows whose ``mask`` is all
             False (``trec_eval -c``). Run queries without qrels are always dropped.
         dtype: Floating dtype of ``preds``; float64 (default) keeps distinct doubles distinct.
+        judged_only: Drop the documents without a judgment (label >= 0) before ranking and ``depth``
+            (``trec_eval -J``): the judged documents below them move up.
 
     Returns:
         A :class:`TrecBatch`. ``N`` (and ``M``) is at least 1.
@@ -384,19 +390,26 @@ def trec_to_dense(
     row = torch.repeat_interleave(torch.arange(num_q), count_t)
     order = _rank_order(row, score, docnos)
 
+    label = _tensor(labels, "q", torch.int64)[order]
+    in_pool = _tensor(in_qrels, "b", torch.bool)[order]
+    if judged_only:  # trec_eval -J: unjudged documents leave before ranks are counted
+        keep = in_pool & (label >= 0)
+        order, label, in_pool = order[keep], label[keep], in_pool[keep]
+        count_t = torch.bincount(row[order], minlength=num_q)
+
     # Rank within the row, then truncate at depth.
     row = row[order]
     pos = torch.arange(row.numel()) - (torch.cumsum(count_t, 0) - count_t)[row]
     if depth is not None:
         keep = pos < depth
-        order, row = order[keep], row[keep]
+        order, row, label, in_pool = order[keep], row[keep], label[keep], in_pool[keep]
         count_t = count_t.clamp(max=depth)
     width = max(int(count_t.max()), 1)
 
-    label = _tensor(labels, "q", torch.int64)[order]
     preds = _pack(row, score[order], count_t, width, dtype)
     target = _pack(row, label.clamp(min=0), count_t, width, torch.int64)
-    judged = _pack(row, _tensor(in_qrels, "b", torch.bool)[order] & (label >= 0), count_t, width, torch.bool)
+    judged = _pack(row, in_pool & (label >= 0), count_t, width, torch.bool)
+    pooled_unjudged = _pack(row, in_pool & (label < 0), count_t, width, torch.bool)
     mask = _pack(row, torch.ones(row.numel(), dtype=torch.bool), count_t, width, torch.bool)
 
     ordered_docnos = list(map(docnos.__getitem__, order.tolist()))
@@ -423,6 +436,7 @@ def trec_to_dense(
         ideal_target=ideal_target,
         docnos=row_docnos,
         num_judged=icounts,
+        pooled_unjudged=pooled_unjudged,
     )
 
 
@@ -491,6 +505,7 @@ def read_trec(
     all_queries: bool = False,
     dtype: torch.dtype = torch.float64,
     progress: ProgressCallback | None = None,
+    judged_only: bool = False,
 ) -> TrecBatch:
     """Read qrels and a run into a :class:`TrecBatch`: :func:`trec_to_dense` of the two files, vectorised.
 
@@ -506,6 +521,7 @@ def read_trec(
         all_queries: Also evaluate qrels queries absent from the run (``trec_eval -c``).
         dtype: Floating dtype of ``preds``; ranking always uses the float64 scores.
         progress: Called with byte counts as files are read and scanned (for a progress bar).
+        judged_only: Drop the documents without a judgment before ranking (``trec_eval -J``).
 
     Raises:
         TrecFormatError: A malformed file (see :func:`read_qrels`, :func:`read_run`).
@@ -525,11 +541,18 @@ def read_trec(
         raise ValueError(f"dtype must be a floating dtype, got {dtype}")
     qrels_file = qrels if isinstance(qrels, TrecFile) else load_qrels(qrels, progress=progress)
     run_file = run if isinstance(run, TrecFile) else load_run(run, progress=progress)
+    if not isinstance(judged_only, bool):
+        raise TypeError(f"judged_only must be a bool, got {judged_only!r}")
     try:
-        return _dense(qrels_file, run_file, depth, all_queries, dtype)
+        return _dense(qrels_file, run_file, depth, all_queries, dtype, judged_only)
     except _scan.Fallback:  # a 64-bit hash collision: the dict path decides exactly
         batch = trec_to_dense(
-            _as_dict(qrels_file), _as_dict(run_file), depth=depth, all_queries=all_queries, dtype=dtype
+            _as_dict(qrels_file),
+            _as_dict(run_file),
+            depth=depth,
+            all_queries=all_queries,
+            dtype=dtype,
+            judged_only=judged_only,
         )
         return TrecBatch(**{f.name: getattr(batch, f.name) for f in fields(batch)} | {"runid": run_file.runid})
 
@@ -662,7 +685,9 @@ class _HashIndex:
         return found
 
 
-def _dense(qrels: TrecFile, run: TrecFile, depth: int | None, all_queries: bool, dtype: torch.dtype) -> TrecBatch:
+def _dense(
+    qrels: TrecFile, run: TrecFile, depth: int | None, all_queries: bool, dtype: torch.dtype, judged_only: bool = False
+) -> TrecBatch:
     qc, rc = qrels.columns, run.columns
     judged_q = set(qc.qids)
     qids = sorted(judged_q) if all_queries else sorted(judged_q.intersection(rc.qids))
@@ -703,18 +728,25 @@ def _dense(qrels: TrecFile, run: TrecFile, depth: int | None, all_queries: bool,
     label[hit] = qc.value[match[hit]]
     judged = np.zeros(len(row), dtype=bool)
     judged[hit] = label[hit] >= 0
+    pooled = np.zeros(len(row), dtype=bool)
+    pooled[hit] = label[hit] < 0
+    if judged_only:  # trec_eval -J: unjudged documents leave before ranks are counted
+        keep = judged
+        row, score, label, pooled, lines = row[keep], score[keep], label[keep], pooled[keep], lines[keep]
+        judged = judged[keep]
 
     counts = np.bincount(row, minlength=num_q)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     col = np.arange(len(row)) - starts[row]
     if depth is not None and (counts > depth).any():
         kept = col < depth
-        row, col, score, label, judged, lines = (
+        row, col, score, label, judged, pooled, lines = (
             row[kept],
             col[kept],
             score[kept],
             label[kept],
             judged[kept],
+            pooled[kept],
             lines[kept],
         )
         counts = np.minimum(counts, depth)
@@ -732,6 +764,7 @@ def _dense(qrels: TrecFile, run: TrecFile, depth: int | None, all_queries: bool,
     preds = pack(score, dtype)
     target = pack(np.maximum(label, 0), torch.int64)
     judged_t = pack(judged, torch.bool)
+    pooled_t = pack(pooled, torch.bool)
 
     # ideal list: judged (>= 0) labels of each evaluated query, descending
     useful = (qrels_row >= 0) & (qc.value >= 0)
@@ -754,6 +787,7 @@ def _dense(qrels: TrecFile, run: TrecFile, depth: int | None, all_queries: bool,
         docnos=_LazyDocnos(rc, lines, starts, counts),
         num_judged=torch.from_numpy(icounts),
         runid=run.runid,
+        pooled_unjudged=pooled_t,
     )
 
 

@@ -67,7 +67,7 @@ class _TrecMeasure:
 # the measure registry with their trec_eval names and parameter syntax (torchrank.functional.registry)
 _TREC_ORDER = (
     "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
-    "iprec_at_recall", "P", "recall", "gm_bpref", "Rprec_mult", "utility", "11pt_avg", "ndcg", "ndcg_cut", "map_cut",
+    "iprec_at_recall", "P", "recall", "infAP", "gm_bpref", "Rprec_mult", "utility", "11pt_avg", "ndcg", "ndcg_cut", "map_cut",
     "relative_P", "success", "set_P", "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret",
     "rbp", "rbp_resid", "unj",
 )
@@ -107,7 +107,6 @@ ALL_TREC = tuple(m.name for m in TABLE)
 #: trec_eval measures of ``all_trec`` (and others) that torchrank does not compute.
 UNSUPPORTED = (
     "relstring",
-    "infAP",
     "binG",
     "G",
     "ndcg_rel",
@@ -272,7 +271,9 @@ def _takes_suffix(measure: _TrecMeasure) -> bool:
 def _grammar_item(name: str) -> _Item:
     parsed = parse_measure(name)
     family = MEASURES[parsed.family]
-    return _Item(name, "float", _column(family.kernel, (parsed.k,), 0, **family.kernel_params(**dict(parsed.params))))
+    batch = next((t.from_batch for t in family.trec if t.from_batch), ())  # as its trec_eval name reads them
+    params = family.kernel_params(**dict(parsed.params))
+    return _Item(name, "float", _column(family.kernel, (parsed.k,), 0, batch, **params))
 
 
 @dataclass

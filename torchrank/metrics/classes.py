@@ -33,6 +33,7 @@ from torch import Tensor
 
 import torchrank.functional as F
 from torchrank.functional.checks import normalize_k
+from torchrank.functional.judgments import judged_only_mask
 from torchrank.functional.measures import parse_measure
 from torchrank.functional.registry import MEASURES, Declaration
 from torchrank.metrics._base import RankingMetric, metric_config
@@ -66,6 +67,9 @@ class FunctionalMetric(RankingMetric):
         _identity: dict[str, Any] | None = None, **kwargs: Any,
     ) -> None:
         accepted = _parameters(type(self)._function) - set(_INPUTS)
+        self._judged_only = kwargs.pop("judged_only", False)  # drops unjudged items before the functional ranks
+        judged_only_mask(None, None, self._judged_only)  # checks it is a bool
+        judged_only = {"judged_only": True} if self._judged_only else {}  # a setting that tells configurations apart
         if k is not None and "k" not in accepted:
             raise TypeError(f"{type(self).__name__} takes no cut-off `k`: it evaluates whole lists.")
         params = {name: kwargs.pop(name) for name in list(kwargs) if name in accepted}
@@ -76,7 +80,8 @@ class FunctionalMetric(RankingMetric):
         self._k_is_sequence = k_is_sequence
         type(self)._function(*_PROBE, **params)  # a bad option fails here, not at the first update
         super().__init__(  # _identity: more settings that tell configurations apart (subclasses' own)
-            num_outputs=len(ks), config=metric_config(type(self).__name__, {**params, **(_identity or {})}),
+            num_outputs=len(ks),
+            config=metric_config(type(self).__name__, {**params, **(_identity or {}), **judged_only}),
             keep_per_query=keep_per_query, aggregation=aggregation, **kwargs,
         )
         self.k = list(k) if k_is_sequence else k
@@ -87,6 +92,10 @@ class FunctionalMetric(RankingMetric):
                 f"`k` changed from {self._params['k']!r} to {self.k!r} after construction; the accumulated "
                 "values are for the first. Create a new metric for another cut-off."
             )
+        if self._judged_only:  # the judged flags become the mask; a functional without `judged` needs no more
+            inputs["mask"] = judged_only_mask(inputs.get("mask"), inputs.get("judged"), True)
+            if "judged" not in _parameters(type(self)._function):
+                inputs.pop("judged", None)
         given = {name: value for name, value in inputs.items() if value is not None}
         unread = set(given) - _parameters(type(self)._function)
         if unread:

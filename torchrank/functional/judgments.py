@@ -1,0 +1,298 @@
+"""Measures for incomplete judgments: the judged share of the top k, inferred AP, recall capped at k.
+
+Shallow-judged collections (TREC DL, BEIR) leave most retrieved documents without a judgment. These measures
+say how much of a ranking was judged (``judged@k``, ir_measures' ``Judged@k``), estimate AP from a sample of the
+pool (``infAP``, Yilmaz and Aslam, CIKM 2006, as trec_eval computes it) and cap recall at what the cut-off
+allows (``recall_cap@k``, BEIR's ``R_cap@k``: trec_eval's ``relative_P``). :func:`judged_only_mask` drops
+unjudged items before ranking (trec_eval ``-J``, ir_measures' ``judged_only``).
+
+A kernel is ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])`` like every measure; the registry
+(:mod:`torchrank.functional.registry`) declares each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from torchrank.functional._pipeline import no_relevant_item, run_measure, with_common_args
+from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index
+from torchrank.functional.trec_extra import _relative_precision
+
+__all__ = ["inferred_average_precision", "judged_fraction", "judged_only_mask", "recall_cap"]
+
+# trec_eval's INFAP_EPSILON: keeps the judged precision above a relevant item defined when nothing above is judged
+INFAP_EPSILON = 0.00001
+
+
+def judged_only_mask(mask: Tensor | None, judged: Tensor | None, judged_only: bool) -> Tensor | None:
+    """The ``mask`` that keeps only judged items when ``judged_only`` (trec_eval ``-J``), else ``mask``.
+
+    Unjudged items become padding: they are never ranked and never counted, so the judged items below them move
+    up (the ranking closes the gaps). Without ``judged`` every item counts as judged and nothing is dropped.
+
+    Example:
+        >>> import torch
+        >>> judged_only_mask(None, torch.tensor([True, False, True]), True)
+        tensor([ True, False,  True])
+        >>> judged_only_mask(torch.tensor([True, True, False]), torch.tensor([True, False, True]), True)
+        tensor([ True, False, False])
+    """
+    if not isinstance(judged_only, bool):
+        raise TypeError(f"Argument `judged_only` must be a bool, got {judged_only!r}.")
+    if not judged_only or judged is None:
+        return mask
+    if not isinstance(judged, Tensor) or judged.dtype != torch.bool:
+        raise TypeError("Argument `judged` must be a bool tensor when `judged_only=True`.")
+    return judged if mask is None else mask & judged
+
+
+def _judged_items(r: Ranking) -> Tensor:
+    """Real items with a judgment ``[Q, N]`` bool (every real item when the ranking has no judged mask)."""
+    return r.valid if r.judged is None else r.judged & r.valid
+
+
+def _judged_fraction(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+    # judged items in the top k / min(k, retrieved), as ir_measures' Judged@k; linear in the per-position judged
+    # flags, so the tie groups' means give its exact expectation under ties="average"
+    judged = torch.cumsum(r.expected(_judged_items(r).to(r.dtype)), 1)
+    index, k_eff = cutoff_index(r, ks)
+    shown = torch.minimum(k_eff, r.num_valid.unsqueeze(1))
+    none = torch.zeros(r.num_queries, dtype=torch.bool, device=r.labels.device)  # defined without relevant items
+    return at_cutoffs(judged, index) / shown.clamp_min(1), none
+
+
+def _group_edges(r: Ranking) -> tuple[Tensor, Tensor]:
+    """0-based first and last position of each position's tie group ``[Q, N]`` (padding forms its own groups)."""
+    n = r.list_size
+    pos = torch.arange(n, device=r.labels.device).expand(r.num_queries, n)
+    differs = (r.scores[:, 1:] != r.scores[:, :-1]) | (r.valid[:, 1:] != r.valid[:, :-1])
+    edge = torch.ones(r.num_queries, 1, dtype=torch.bool, device=r.labels.device)
+    start, end = torch.cat([edge, differs], 1), torch.cat([differs, edge], 1)
+    first = torch.where(start, pos, 0).cummax(1).values
+    last = torch.where(end, pos, n - 1).flip(1).cummin(1).values.flip(1)
+    return first, last
+
+
+def _pooled_above(r: Ranking, pooled_unjudged: Tensor) -> Tensor:
+    """Pooled but unjudged items ranked above each relevant position ``[Q, N]``.
+
+    ``pooled_unjudged`` is given per column, with the columns in descending score order (a
+    :class:`~torchrank.io.TrecBatch`, or as :func:`inferred_average_precision` sorts them): the ranking then
+    permutes columns only within tie groups. With ``ties="first"`` it keeps the columns' order; with
+    ``"optimistic"`` a relevant item has no non-relevant item of its group above it, with ``"pessimistic"``
+    every one, so group totals suffice.
+    """
+    if pooled_unjudged.shape[0] != r.num_queries or pooled_unjudged.shape[1] < r.list_size:
+        raise ValueError(
+            f"Argument `pooled_unjudged` must be [queries, items] like the ranking ({r.num_queries}, "
+            f">= {r.list_size}), got {tuple(pooled_unjudged.shape)}."
+        )
+    pooled = (pooled_unjudged[:, : r.list_size] & r.valid).to(r.dtype)
+    before = torch.cumsum(pooled, 1) - pooled
+    if r.ties == "first":
+        return before
+    first, last = _group_edges(r)
+    through = torch.cumsum(pooled, 1)
+    if r.ties == "optimistic":
+        return before.gather(1, first)
+    return through.gather(1, last)  # pessimistic
+
+
+def _refuse_tie_average(r: Ranking, name: str) -> None:
+    if r.averages_ties or r.averaged_over_orders:
+        raise ValueError(
+            f"{name} has no tie-averaged form: pass ties='first' (trec_eval's order), 'optimistic' or 'pessimistic'."
+        )
+
+
+def _inferred_ap(r: Ranking, ks: Sequence[int | None], pooled_unjudged: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    _refuse_tie_average(r, "infAP")
+    # trec_eval's m_infAP.c: the relevant item at 0-based position j adds
+    #   1/(j+1) + j/(j+1) * (pooled above / j) * ((rel above + eps) / (judged above + 2 eps))
+    # = (1 + pooled above * (rel above + eps) / (judged above + 2 eps)) / (j + 1)
+    # where "pooled" counts judged items and pooled-but-unjudged ones (qrels label -1); items outside the pool
+    # count only in j. The sum over relevant retrieved items is divided by R, the query's relevant items.
+    rel = r.relevant * r.valid
+    judged = _judged_items(r).to(r.dtype)
+    rel_above = torch.cumsum(rel, 1) - rel
+    judged_above = torch.cumsum(judged, 1) - judged
+    pooled = judged_above if pooled_unjudged is None else judged_above + _pooled_above(r, pooled_unjudged)
+    nonrel_above = judged_above - rel_above
+    precision = (rel_above + INFAP_EPSILON) / (rel_above + nonrel_above + 2 * INFAP_EPSILON)
+    terms = (1 + pooled * precision) / r.positions * rel
+    # summed one by one in rank order as trec_eval does (a cumulative sum's end)
+    value = torch.cumsum(terms, 1)[:, -1:] / r.num_relevant.clamp_min(1).unsqueeze(1)
+    return value.expand(-1, len(ks)), no_relevant_item(r)
+
+
+@with_common_args
+def judged_fraction(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    k: int | Sequence[int] | None = None,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    judged: Tensor | None = None,
+    ties: str = "average",
+    reduction: str = "mean",
+    validate_args: bool = True,
+) -> Tensor:
+    """Judged@k: the share of the top k items that have a judgment (ir_measures' ``Judged@k``).
+
+    Divided by ``min(k, items retrieved)``, as ir_measures does; 0 for an empty list. It does not depend on the
+    labels: queries without relevant items are scored like any other. Under ``ties="average"`` it is the exact
+    expected share over the orders of each tie group.
+
+    {common_args}
+        judged: Bool ``[..., N]``, True for an item with a judgment (default: every real item).
+
+    Example:
+        >>> import torch
+        >>> preds = torch.tensor([0.9, 0.8, 0.7, 0.6])
+        >>> target = torch.tensor([1, 0, 0, 0])
+        >>> judged_fraction(preds, target, k=[2, 10], judged=torch.tensor([True, False, True, False]))
+        tensor([0.5000, 0.5000])
+    """
+    return run_measure(
+        _judged_fraction,
+        preds,
+        target,
+        k=k,
+        indexes=indexes,
+        mask=mask,
+        judged=judged,
+        ties=ties,
+        empty_target_action="neg",
+        reduction=reduction,
+        validate_args=validate_args,
+    )
+
+
+@with_common_args
+def inferred_average_precision(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    ideal_target: Tensor | None = None,
+    judged: Tensor | None = None,
+    pooled_unjudged: Tensor | None = None,
+    ties: str = "first",
+    empty_target_action: str = "neg",
+    reduction: str = "mean",
+    relevance_threshold: float = 1,
+    validate_args: bool = True,
+) -> Tensor:
+    """Inferred AP (Yilmaz and Aslam, CIKM 2006), as trec_eval's ``infAP`` computes it.
+
+    For each relevant item at rank ``i`` (1-based), the precision above it is estimated from the judged items
+    above: ``(1 + P * (r + eps) / (r + n + 2 eps)) / i``, where ``r`` and ``n`` count the relevant and the
+    judged non-relevant items above, and ``P`` the items above that are in the pool (judged, or pooled but
+    unjudged); items outside the pool count in ``i`` only. The sum over relevant items is divided by R (from
+    ``ideal_target``), ``eps = 1e-5``. With every item judged it is average precision.
+
+    Ties are taken in the order of the ranking (``"first"``, the default, keeps input order), or with relevant
+    items first or last (``"optimistic"``, ``"pessimistic"``); ``"average"`` is refused.
+
+    {common_args}
+        judged: Bool ``[..., N]``, True for an item with a judgment (default: every real item).
+        pooled_unjudged: Bool ``[..., N]``, True for an item in the pool that was not judged (qrels label -1;
+            default: none, every unjudged item lies outside the pool). Dense input only.
+
+    Example:
+        >>> import torch
+        >>> preds = torch.tensor([0.9, 0.8, 0.7, 0.6])
+        >>> target = torch.tensor([1, 0, 1, 0])
+        >>> judged = torch.tensor([True, False, True, True])
+        >>> inferred_average_precision(preds, target, judged=judged)  # (1 + (1 + 1 * 1) / 3) / 2
+        tensor(0.8333)
+        >>> inferred_average_precision(preds, target, judged=judged, pooled_unjudged=~judged)
+        tensor(1.)
+    """
+    if pooled_unjudged is not None:
+        if indexes is not None:
+            raise ValueError("Argument `pooled_unjudged` takes dense input only, not `indexes`.")
+        if not isinstance(pooled_unjudged, Tensor) or pooled_unjudged.dtype != torch.bool:
+            raise TypeError("Argument `pooled_unjudged` must be a bool tensor of the shape of `preds`.")
+        if pooled_unjudged.shape != preds.shape:
+            raise ValueError(
+                f"Argument `pooled_unjudged` must have the shape of `preds` {tuple(preds.shape)}, "
+                f"got {tuple(pooled_unjudged.shape)}."
+            )
+        # the kernel reads the flags per column: put real items first, in descending score order (stable: ties keep
+        # their input order), so that the ranking permutes columns only within tie groups
+        n = preds.shape[-1]
+        real = torch.ones_like(preds, dtype=torch.bool) if mask is None else mask
+        order = torch.argsort(preds, dim=-1, descending=True, stable=True)
+        order = order.gather(-1, torch.argsort((~real).gather(-1, order).to(torch.int8), dim=-1, stable=True))
+
+        def take(x: Tensor | None) -> Tensor | None:
+            return None if x is None else x.gather(-1, order)
+
+        preds, target, mask, judged = take(preds), take(target), take(mask), take(judged)
+        pooled_unjudged = take(pooled_unjudged).reshape(-1, n)
+    return run_measure(
+        _inferred_ap,
+        preds,
+        target,
+        indexes=indexes,
+        mask=mask,
+        ideal_target=ideal_target,
+        judged=judged,
+        ties=ties,
+        empty_target_action=empty_target_action,
+        reduction=reduction,
+        relevance_threshold=relevance_threshold,
+        validate_args=validate_args,
+        pooled_unjudged=pooled_unjudged,
+    )
+
+
+@with_common_args
+def recall_cap(
+    preds: Tensor,
+    target: Tensor,
+    *,
+    k: int | Sequence[int] | None = None,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    ideal_target: Tensor | None = None,
+    ties: str = "average",
+    empty_target_action: str = "neg",
+    reduction: str = "mean",
+    relevance_threshold: float = 1,
+    validate_args: bool = True,
+) -> Tensor:
+    """Capped recall at k: relevant items in the top k divided by ``min(k, R)`` (BEIR's ``R_cap@k``).
+
+    Recall that a perfect ranking brings to 1 at every cut-off, also when a query has more relevant items than
+    ``k``; trec_eval's ``relative_P``. Linear in the hits: exact under ``ties="average"``.
+
+    {common_args}
+
+    Example:
+        >>> import torch
+        >>> preds = torch.tensor([0.9, 0.8, 0.7, 0.6, 0.5])
+        >>> target = torch.tensor([1, 0, 1, 1, 1])
+        >>> recall_cap(preds, target, k=[2, 4])  # 1 / min(2, 4), 3 / min(4, 4)
+        tensor([0.5000, 0.7500])
+    """
+    return run_measure(
+        _relative_precision,
+        preds,
+        target,
+        k=k,
+        indexes=indexes,
+        mask=mask,
+        ideal_target=ideal_target,
+        ties=ties,
+        empty_target_action=empty_target_action,
+        reduction=reduction,
+        relevance_threshold=relevance_threshold,
+        validate_args=validate_args,
+    )
