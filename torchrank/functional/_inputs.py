@@ -108,8 +108,7 @@ def format_inputs(
     _check_bool_like_preds("judged", judged, preds)
     # a ranking reads values only (no measure is differentiable): scores or labels a model still holds a graph
     # for are read without it, and numpy can read them
-    preds, target = preds.detach(), target.detach()
-    ideal_target = None if ideal_target is None else ideal_target.detach()
+    preds, target, ideal_target = (_detached(x) for x in (preds, target, ideal_target))
 
     finite_scores = _check_values(preds, target) if validate_args and uses_numpy(preds) else False
     given = (preds, target, ideal_target)
@@ -132,8 +131,8 @@ def format_inputs(
         batch_shape = tuple(preds.shape[:-1])
         padded = mask is not None
         n = preds.shape[-1]
-        preds = preds.reshape(-1, n)
-        target = target.reshape(-1, n)
+        if preds.ndim != 2:  # [Q, N] already: no view to make
+            preds, target = preds.reshape(-1, n), target.reshape(-1, n)
         # no mask: a broadcast True, with no memory to fill (or to page in on large batches)
         mask = _true(preds.device).expand(preds.shape) if mask is None else mask.reshape(-1, n)
         judged = None if judged is None else judged.reshape(-1, n)
@@ -192,10 +191,21 @@ def check_dense_inputs(
         raise_value_problems(value_problems(preds, target, ideal_target).tolist())
 
 
+def _detached(x: Tensor | None) -> Tensor | None:
+    """``x`` without its autograd graph (a no-op, and no aten call, for tensors that have none)."""
+    return x.detach() if isinstance(x, Tensor) and x.requires_grad else x
+
+
 def read_by_blocks(x: Tensor) -> bool:
     """Whether the labels ``x`` form a large CPU batch (more than ``LARGE_BATCH_ITEMS``): kept in the caller's
     dtype and read by blocks of rows."""
     return uses_numpy(x) and x.numel() > LARGE_BATCH_ITEMS
+
+
+@functools.lru_cache(maxsize=16)
+def _false(device: torch.device) -> Tensor:
+    """A ``[]`` False on ``device`` (cached: read, never written): the flag of a check that cannot fail."""
+    return torch.zeros((), dtype=torch.bool, device=device)
 
 
 @functools.lru_cache(maxsize=16)
@@ -263,7 +273,7 @@ def value_problems(preds: Tensor, target: Tensor, ideal_target: Tensor | None = 
         >>> value_problems(torch.tensor([0.5, float("nan")]), torch.tensor([1, -1]), None).tolist()
         [True, False, True, False]
     """
-    false = torch.zeros((), dtype=torch.bool, device=preds.device)
+    false = _false(preds.device)
     nan_preds = torch.isnan(preds).any() if preds.is_floating_point() else false
     nan_target = torch.isnan(target).any() if target.is_floating_point() else false
     negative = (target < 0).any() if target.dtype != torch.bool else false

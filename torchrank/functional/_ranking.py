@@ -75,8 +75,8 @@ def rank(
         if ranked is not None:
             return ranked
     mask = inputs.mask if inputs.padded else None
-    order = _ranking_order(inputs.preds, inputs.target, mask, ties, inputs.padding_last)
-    return _gather_ranking(inputs, order, ties, relevance_threshold)
+    order, scores = _ranking_order(inputs.preds, inputs.target, mask, ties, inputs.padding_last)
+    return _gather_ranking(inputs, order, ties, relevance_threshold, scores)
 
 
 def _gather_ranking(
@@ -142,8 +142,9 @@ def _compare(op: Callable[..., Tensor], x: Tensor, other: Tensor | float, dtype:
 
 def _ranking_order(
     preds: Tensor, target: Tensor, mask: Tensor | None, ties: str, padding_last: bool = False
-) -> Tensor:
-    """Permutation of each row: real items by descending score, ties as ``ties`` says, padding last.
+) -> tuple[Tensor, Tensor]:
+    """Permutation of each row: real items by descending score, ties as ``ties`` says, padding last; and the scores in
+    that order (the last sort's values: scores that order and tie as the caller's, padding at the lowest score).
 
     Without padding, ``"average"`` needs one sort of any stability (tie groups are averaged whole) and
     ``"first"`` one stable sort. Otherwise two stable sorts: first by the tie-break key (descending), then
@@ -152,14 +153,16 @@ def _ranking_order(
     """
     scores = preds.float() if preds.dtype in (torch.float16, torch.bfloat16) else preds
     if mask is None and ties in ("average", "first"):
-        return torch.sort(scores, dim=1, descending=True, stable=ties == "first").indices
+        ordered, order = torch.sort(scores, dim=1, descending=True, stable=ties == "first")
+        return order, ordered
     if mask is None:
         mask = torch.ones_like(scores, dtype=torch.bool)
     # the lowest score there is; real items of equal score stay first through the key sort below
     lowest = -float("inf") if scores.is_floating_point() else torch.iinfo(scores.dtype).min
     scores = torch.where(mask, scores, lowest)
     if padding_last and ties in ("average", "first"):
-        return torch.sort(scores, dim=1, descending=True, stable=True).indices
+        ordered, order = torch.sort(scores, dim=1, descending=True, stable=True)
+        return order, ordered
     if ties == "first" or ties == "average":
         # padding last among equal (lowest) scores; input order kept otherwise
         key = mask.to(torch.int8)
@@ -168,8 +171,8 @@ def _ranking_order(
         target = target.to(working_dtype(preds))  # labels of large batches may come in the caller's dtype
         key = torch.where(mask, sign * target, torch.finfo(target.dtype).min)
     order = torch.sort(key, dim=1, descending=True, stable=True).indices
-    by_score = torch.sort(scores.gather(1, order), dim=1, descending=True, stable=True).indices
-    return order.gather(1, by_score)
+    ordered, by_score = torch.sort(scores.gather(1, order), dim=1, descending=True, stable=True)
+    return order.gather(1, by_score), ordered
 
 
 class Ranking:
@@ -294,14 +297,15 @@ class Ranking:
         ``group_id`` numbers the groups of a row from 0, ``start`` is the 0-based position where the
         position's group begins and ``size`` its number of items. Padding forms its own group.
         """
-        q, n = self.labels.shape
-        boundary = torch.ones(q, n, dtype=torch.bool, device=self.labels.device)
-        boundary[:, 1:] = (self.scores[:, 1:] != self.scores[:, :-1]) | (self.valid[:, 1:] != self.valid[:, :-1])
+        continues = self.scores[:, 1:] == self.scores[:, :-1]  # a position in the group of the one above
+        if not self.all_valid:  # padding (always last) is a group of its own
+            continues &= self.valid[:, 1:] == self.valid[:, :-1]
+        boundary = torch.nn.functional.pad(~continues, (1, 0), value=True)
         group_id = torch.cumsum(boundary, 1) - 1
-        sizes = torch.zeros(q, n, dtype=torch.long, device=self.labels.device)
-        sizes.scatter_add_(1, group_id, torch.ones_like(group_id))
-        starts = torch.cumsum(sizes, 1) - sizes
-        return group_id, starts.gather(1, group_id), sizes.gather(1, group_id)
+        # the group's first position: the last boundary at or above each position
+        start = torch.cummax(torch.where(boundary, _indices(self.list_size, self.labels.device), 0), 1).values
+        sizes = torch.zeros_like(group_id).scatter_add_(1, group_id, torch.ones_like(group_id))
+        return group_id, start, sizes.gather(1, group_id)
 
     @cached_property
     def averages_ties(self) -> bool:
@@ -501,6 +505,12 @@ def cutoff_index(ranking: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Te
             index, k_eff = index.expand(q, -1), k_eff.expand(q, -1)
         ranking.cutoffs[key] = (index, k_eff)
     return ranking.cutoffs[key]
+
+
+@functools.lru_cache(maxsize=64)
+def _indices(n: int, device: torch.device) -> Tensor:
+    """``0 .. n - 1`` as int64 ``[n]`` (cached: read, never written)."""
+    return torch.arange(n, device=device)
 
 
 @functools.lru_cache(maxsize=256)

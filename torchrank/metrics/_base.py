@@ -46,7 +46,7 @@ class RankingMetric(Metric):
     plot_lower_bound: float | None = 0.0
     plot_upper_bound: float | None = 1.0
 
-    # [2 * num_outputs + 4 + 3]: value sums, value counts, the first update with each of VALUE_PROBLEMS (inf: none;
+    # [2 * num_outputs + 4 + 3]: value sums, value counts, 1 / the first update with each of VALUE_PROBLEMS (0: none;
     # device backends), then the configuration id
     sums: Tensor
 
@@ -72,7 +72,7 @@ class RankingMetric(Metric):
         # update with each problem is raised at compute
         sums = torch.cat([
             torch.zeros(2 * num_outputs, dtype=torch.float64),
-            torch.full((len(VALUE_PROBLEMS),), torch.inf, dtype=torch.float64),
+            torch.zeros(len(VALUE_PROBLEMS), dtype=torch.float64),
             _config_id(config),
         ])
         self.add_state("sums", sums, dist_reduce_fx=_reduce_sums)
@@ -143,18 +143,18 @@ class RankingMetric(Metric):
         values = self._values(preds, target, mask=mask, ideal_target=ideal_target, judged=judged, validate_args=False)
         problems = value_problems(preds, target, ideal_target)  # after the functional's type, shape and device checks
         self._add(values.reshape(-1, self.num_outputs), valid=~problems.any())
+        # the first bad update n is kept as the largest 1 / n (one multiply and one maximum, no host-to-device copy)
         invalid = self.sums[2 * self.num_outputs : 2 * self.num_outputs + len(VALUE_PROBLEMS)]
-        # the update number as a Python scalar: a kernel argument, not a host-to-device copy
-        torch.minimum(invalid, torch.where(problems, float(self._update_count), torch.inf), out=invalid)
+        invalid.copy_(torch.maximum(invalid, problems * (1.0 / self._update_count)))
 
     def _raise_for_invalid_updates(self) -> None:
         """Raise for the first problem a device-checked update found (one host read, at compute)."""
-        first = self.sums[2 * self.num_outputs : 2 * self.num_outputs + len(VALUE_PROBLEMS)].tolist()
-        for (name, problem), update in zip(VALUE_PROBLEMS, first, strict=True):
-            if update != float("inf"):
+        inverse_first = self.sums[2 * self.num_outputs : 2 * self.num_outputs + len(VALUE_PROBLEMS)].tolist()
+        for (name, problem), inverse in zip(VALUE_PROBLEMS, inverse_first, strict=True):
+            if inverse > 0:
                 raise ValueError(
-                    f"Argument `{name}` {problem} in update {int(update)} (counted from 1 since the last reset, on "
-                    "the process that saw it); that batch was left out. Fix the input, then `reset()`."
+                    f"Argument `{name}` {problem} in update {round(1 / inverse)} (counted from 1 since the last reset, "
+                    "on the process that saw it); that batch was left out. Fix the input, then `reset()`."
                 )
 
     def _update_flat(
@@ -183,7 +183,7 @@ class RankingMetric(Metric):
         known = values == values  # not NaN
         # sums and counts in one add: a validation epoch calls this once per batch
         added = torch.cat([torch.nansum(values, 0, dtype=torch.float64), known.sum(0, dtype=torch.float64)])
-        self.sums[: 2 * self.num_outputs] += added if valid is None else torch.where(valid, added, 0)
+        self.sums[: 2 * self.num_outputs].add_(added if valid is None else torch.where(valid, added, 0))
         if self.keep_per_query:
             kept = values.to(torch.float64)
             self.per_query.append(kept if valid is None else torch.where(valid, kept, torch.nan))
@@ -259,10 +259,10 @@ def _config_id(config: str) -> Tensor:
 
 
 def _reduce_sums(stacked: Tensor) -> Tensor:
-    """Reduce ``[processes, 2K + 4 + 3]`` sums states: add sums and counts, the first bad update of each problem (the
-    least), keep the (equal) configuration id."""
-    invalid = slice(-_ID_WORDS - len(VALUE_PROBLEMS), -_ID_WORDS)
-    return torch.cat([stacked[:, : invalid.start].sum(0), stacked[:, invalid].amin(0), stacked[:, -_ID_WORDS:].amax(0)])
+    """Reduce ``[processes, 2K + 4 + 3]`` sums states: add sums and counts, keep the first bad update of each problem
+    (the largest 1 / n) and the (equal) configuration id."""
+    kept = -_ID_WORDS - len(VALUE_PROBLEMS)
+    return torch.cat([stacked[:, :kept].sum(0), stacked[:, kept:].amax(0)])
 
 
 def _concatenated(state: Tensor | list[Tensor]) -> Tensor | None:
