@@ -67,9 +67,9 @@ class _TrecMeasure:
 # the measure registry with their trec_eval names and parameter syntax (torchrank.functional.registry)
 _TREC_ORDER = (
     "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
-    "iprec_at_recall", "P", "recall", "infAP", "gm_bpref", "Rprec_mult", "utility", "11pt_avg", "ndcg", "ndcg_cut", "map_cut",
-    "relative_P", "success", "set_P", "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret",
-    "rbp", "rbp_resid", "unj",
+    "iprec_at_recall", "P", "recall", "infAP", "gm_bpref", "Rprec_mult", "utility", "11pt_avg", "ndcg", "ndcg_cut",
+    "map_cut", "relative_P", "success", "set_P", "set_relative_P", "set_recall", "set_map", "set_F",
+    "num_nonrel_judged_ret", "rbp", "rbp_resid", "unj",
 )
 _META = {"runid": _TrecMeasure("runid", "none", kind="meta"), "num_q": _TrecMeasure("num_q", "none", kind="meta")}
 _DECLARED = {
