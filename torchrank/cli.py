@@ -111,8 +111,19 @@ def add_evaluate_parser(commands: argparse._SubParsersAction) -> argparse.Argume
         help="evaluate TREC runs against qrels (trec_eval-compatible output)",
         description="Evaluate TREC runs against qrels. With no files, evaluates the bundled trec_eval sample.",
     )
-    ev.add_argument("qrels", nargs="?", help="qrels file 'qid iter docno rel' (default: the bundled sample)")
-    ev.add_argument("runs", nargs="*", metavar="run", help="run files 'qid Q0 docno rank score tag'")
+    ev.add_argument(
+        "qrels",
+        nargs="?",
+        help="qrels file 'qid iter docno rel' (.gz/.bz2/.xz too), or .parquet/.csv/.tsv with columns qid, docno, "
+        "label (default: the bundled sample)",
+    )
+    ev.add_argument(
+        "runs",
+        nargs="*",
+        metavar="run",
+        help="run files 'qid Q0 docno rank score tag' (.gz/.bz2/.xz too), or .parquet/.csv/.tsv with columns qid, "
+        "docno, score",
+    )
     ev.add_argument(
         "-m",
         "--measure",
@@ -140,6 +151,13 @@ def add_evaluate_parser(commands: argparse._SubParsersAction) -> argparse.Argume
         "-l", "--level", type=int, default=1, metavar="L", help="lowest label counted relevant (trec_eval -l)"
     )
     ev.add_argument("--format", choices=("trec_eval", "json", "csv", "table"), default="trec_eval")
+    ev.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="also write every query's values to PATH: trec_eval -q text, or by extension .csv, .tsv, .parquet "
+        "(rows run, runid, measure, qid, value)",
+    )
     ev.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     ev.add_argument(
         "--ties",
@@ -217,6 +235,10 @@ def run_evaluate(args: argparse.Namespace, stream: TextIO | None = None) -> list
     finally:
         bar.close()
     stream.write(_render(results, args.format, args.per_query))
+    if args.output:
+        from torchrank.io import write_results
+
+        write_results(results, args.output)
     return results
 
 

@@ -132,8 +132,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "Holm-adjusted p-values over all comparisons."
         ),
     )
-    p.add_argument("qrels", help="qrels file")
-    p.add_argument("runs", nargs="+", metavar="RUN", help="run files (at least two; the first is the baseline)")
+    p.add_argument("qrels", help="qrels file: TREC text (.gz/.bz2/.xz too), or .parquet/.csv/.tsv (qid, docno, label)")
+    p.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="run files, TREC text or tables (qid, docno, score), at least two; the first is the baseline",
+    )
     p.add_argument(
         "-m",
         "--measure",

@@ -8,6 +8,15 @@ Example:
 """
 
 from ._errors import TrecFormatError
+from .frames import (
+    from_dataframe,
+    qrels_from_dataframe,
+    read_table,
+    run_from_dataframe,
+    to_dataframe,
+    write_results,
+    write_run,
+)
 from .svmlight import SvmlightData, group_to_dense, read_svmlight
 from .trec import (
     SAMPLE_QRELS,
@@ -31,12 +40,19 @@ __all__ = [
     "TrecBatch",
     "TrecFile",
     "TrecFormatError",
+    "from_dataframe",
     "group_to_dense",
     "load_qrels",
     "load_run",
+    "qrels_from_dataframe",
     "read_qrels",
     "read_run",
     "read_svmlight",
+    "read_table",
     "read_trec",
+    "run_from_dataframe",
+    "to_dataframe",
     "trec_to_dense",
+    "write_results",
+    "write_run",
 ]

@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 from . import _scan
-from ._common import decode, read_lines
+from ._common import decode
 from ._errors import TrecFormatError
 
 __all__ = [
@@ -52,6 +52,58 @@ SAMPLE_QRELS: Path = _DATA_DIR / "qrels.test"
 SAMPLE_RUN: Path = _DATA_DIR / "results.test"
 
 _HASH = ord("#")
+
+
+#: Compressed TREC files, by extension: read through the standard library's decompressors.
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
+
+
+def _open_compressed(path: str | os.PathLike[str]):
+    """A binary file object decompressing ``path`` by its extension, or None for a plain file."""
+    suffix = os.fspath(path).lower().rsplit(".", 1)[-1]
+    if suffix == "gz":
+        import gzip
+
+        return gzip.open(path, "rb")
+    if suffix == "bz2":
+        import bz2
+
+        return bz2.open(path, "rb")
+    if suffix == "xz":
+        import lzma
+
+        return lzma.open(path, "rb")
+    return None
+
+
+def _file_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The text of a TREC file, decompressed when its name ends in ``.gz``, ``.bz2`` or ``.xz``."""
+    f = _open_compressed(path)
+    if f is None:
+        return Path(path).read_bytes()
+    with f:
+        return f.read()
+
+
+def read_lines(path: str | os.PathLike[str]) -> list[bytes]:
+    """The raw lines of a (possibly compressed) TREC file, a leading UTF-8 byte-order mark dropped."""
+    data = _file_bytes(path)
+    return (data[3:] if data.startswith(b"\xef\xbb\xbf") else data).splitlines()
+
+
+def _read_padded(path: str | os.PathLike[str], progress: ProgressCallback | None) -> tuple[bytearray, int]:
+    """:func:`_scan.read_padded` for plain and compressed files: the text plus ``PAD`` zero bytes, its offset."""
+    f = _open_compressed(path)
+    if f is None:
+        return _scan.read_padded(os.fspath(path), progress)
+    with f:
+        text = f.read()
+    if progress is not None:
+        progress(os.path.getsize(path))
+    data = bytearray(len(text) + _scan.PAD)
+    data[: len(text)] = text
+    del text
+    return data, 3 if data.startswith(b"\xef\xbb\xbf") else 0
 
 
 _QRELS_WHAT = "'qid iter docno rel'"
@@ -476,17 +528,25 @@ class TrecFile:
 def load_qrels(path: str | os.PathLike[str], *, progress: ProgressCallback | None = None) -> TrecFile:
     """Read a qrels file as columns (vectorised; errors exactly as :func:`read_qrels` reports them).
 
+    TREC text, compressed by extension (``.gz``, ``.bz2``, ``.xz``), or a table with PyTerrier's columns
+    ``qid, docno, label`` (``.parquet``, ``.csv``, ``.tsv``: :func:`torchrank.io.frames.read_table`).
+
     Example:
         >>> from torchrank.io import SAMPLE_QRELS, load_qrels
         >>> qrels = load_qrels(SAMPLE_QRELS)
         >>> len(qrels), qrels.qids
         (3681, ['301', '302', '303'])
     """
-    return TrecFile(path, "qrels", _load(path, "qrels", progress))
+    table = _table(path, "qrels", progress)
+    return table if table is not None else TrecFile(path, "qrels", _load(path, "qrels", progress))
 
 
 def load_run(path: str | os.PathLike[str], *, progress: ProgressCallback | None = None) -> TrecFile:
     """Read a run file as columns (vectorised; errors exactly as :func:`read_run` reports them).
+
+    TREC text, compressed by extension (``.gz``, ``.bz2``, ``.xz``), or a table with PyTerrier's columns
+    ``qid, docno, score`` (``.parquet``, ``.csv``, ``.tsv``: :func:`torchrank.io.frames.read_table`; its runid
+    is the file name without extensions).
 
     Example:
         >>> from torchrank.io import SAMPLE_RUN, load_run
@@ -494,7 +554,15 @@ def load_run(path: str | os.PathLike[str], *, progress: ProgressCallback | None 
         >>> len(run), run.runid
         (1500, 'STANDARD')
     """
-    return TrecFile(path, "run", _load(path, "run", progress))
+    table = _table(path, "run", progress)
+    return table if table is not None else TrecFile(path, "run", _load(path, "run", progress))
+
+
+def _table(path: str | os.PathLike[str], kind: str, progress: ProgressCallback | None) -> TrecFile | None:
+    """A parquet / CSV / TSV file read as a table (by its name), else None."""
+    from .frames import read_table, table_format  # frames builds on this module
+
+    return read_table(path, kind, progress=progress) if table_format(path) else None
 
 
 def read_trec(
@@ -558,7 +626,7 @@ def read_trec(
 
 
 def _load(path: str | os.PathLike[str], kind: str, progress: ProgressCallback | None) -> _scan.Columns:
-    data, begin = _scan.read_padded(os.fspath(path), progress)
+    data, begin = _read_padded(path, progress)
     nfields, value_field = (4, 3) if kind == "qrels" else (6, 4)
     try:
         columns = _scan.scan(data, begin, nfields, value_field, progress)

@@ -1,0 +1,267 @@
+"""Runs and qrels beyond TREC text: DataFrames, parquet, CSV/TSV, compressed files; writing them back.
+
+Every format must give the batch (and so the evaluation) of the same rows written as TREC text, checked field by
+field, and byte for byte through ``torchrank evaluate``; errors name the file, the row and the column."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import random
+
+import pytest
+import torch
+from test_judgments import _collection, _write
+
+from torchrank.cli import main
+from torchrank.io import (
+    SAMPLE_QRELS,
+    SAMPLE_RUN,
+    TrecFormatError,
+    from_dataframe,
+    load_qrels,
+    load_run,
+    read_qrels,
+    read_run,
+    read_trec,
+    to_dataframe,
+    trec_to_dense,
+    write_results,
+    write_run,
+)
+from torchrank.io.trec_eval import score_run
+
+pd = pytest.importorskip("pandas")
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+def _frames(qrels: dict, run: dict) -> tuple:
+    run_df = pd.DataFrame(
+        [(q, d, s) for q, docs in run.items() for d, s in docs.items()], columns=["qid", "docno", "score"]
+    )
+    qrels_df = pd.DataFrame(
+        [(q, d, rel) for q, docs in qrels.items() for d, rel in docs.items()], columns=["qid", "docno", "label"]
+    )
+    return run_df, qrels_df
+
+
+def _same_batch(a, b) -> None:
+    assert a.qids == b.qids
+    for name in ("preds", "target", "mask", "judged", "ideal_target", "num_judged", "pooled_unjudged"):
+        assert torch.equal(getattr(a, name), getattr(b, name)), name
+    assert list(a.docnos) == list(b.docnos)
+
+
+def _evaluate(argv: list, capsys) -> str:
+    assert main(["evaluate", *map(str, argv)]) == 0
+    return capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------------------- reading
+
+
+@pytest.mark.parametrize("options", [{}, {"depth": 7, "all_queries": True}, {"judged_only": True}])
+def test_dataframes_give_the_batch_of_the_trec_files(options, tmp_path):
+    qrels, run = _collection(1)
+    run_df, qrels_df = _frames(qrels, run)
+    _same_batch(from_dataframe(run_df, qrels_df, **options), read_trec(*_write(tmp_path, qrels, run), **options))
+    # ranx / ir_measures dicts need no conversion
+    dense = trec_to_dense(qrels, run, **{k: v for k, v in options.items() if k != "judged_only"})
+    if not options.get("judged_only"):
+        _same_batch(from_dataframe(run_df, qrels_df, **options), dense)
+
+
+def test_configurable_columns_and_numeric_ids(tmp_path):
+    frame = pd.DataFrame({"query_id": [1, 1, 2], "doc_id": [7, 3, 7], "sim": [0.2, 0.9, 0.5], "extra": [0, 0, 0]})
+    qrels = pd.DataFrame({"query_id": [1, 2], "doc_id": [7, 7], "rel": [1, 2]})
+    batch = from_dataframe(frame.rename(columns={"query_id": "qid", "doc_id": "docno", "sim": "score"}),
+                           qrels.rename(columns={"query_id": "qid", "doc_id": "docno", "rel": "label"}))  # fmt: skip
+    from torchrank.io import qrels_from_dataframe, run_from_dataframe
+
+    again = read_trec(
+        qrels_from_dataframe(qrels, qid="query_id", docno="doc_id", label="rel"),
+        run_from_dataframe(frame, qid="query_id", docno="doc_id", score="sim"),
+    )
+    _same_batch(batch, again)
+    assert batch.qids == ["1", "2"] and batch.docnos[0] == ["3", "7"]
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".tsv", ".csv.gz"])
+def test_table_files_give_the_batch_of_the_trec_files(suffix, tmp_path):
+    qrels, run = _collection(2)
+    run_df, qrels_df = _frames(qrels, run)
+    rpath, qpath = tmp_path / f"run{suffix}", tmp_path / f"qrels{suffix}"
+    if suffix == ".parquet":
+        pq.write_table(pa.Table.from_pandas(run_df), rpath)
+        pq.write_table(pa.Table.from_pandas(qrels_df), qpath)
+    else:
+        sep = "\t" if suffix == ".tsv" else ","
+        run_df.to_csv(rpath, sep=sep, index=False)  # floats as Python's repr: they read back exactly
+        qrels_df.to_csv(qpath, sep=sep, index=False)
+    text = _write(tmp_path, qrels, run)
+    _same_batch(read_trec(qpath, rpath), read_trec(*text))
+    assert load_run(rpath).runid == "run"
+
+
+@pytest.mark.parametrize(("suffix", "opener"), [(".gz", gzip.open), (".bz2", bz2.open), (".xz", lzma.open)])
+def test_compressed_trec_files_by_extension(suffix, opener, tmp_path, capsys):
+    qrels_path, run_path = _write(tmp_path, *_collection(3))
+    packed = []
+    for path in (qrels_path, run_path):
+        target = path.with_name(path.name + suffix)
+        with opener(target, "wb") as f:
+            f.write(path.read_bytes())
+        packed.append(target)
+    _same_batch(read_trec(*packed), read_trec(qrels_path, run_path))
+    assert read_run(packed[1]) == read_run(run_path) and read_qrels(packed[0]) == read_qrels(qrels_path)
+    flags = ["-q", "-m", "all_trec", "-c"]
+    assert _evaluate([*flags, *packed], capsys) == _evaluate([*flags, qrels_path, run_path], capsys)
+
+
+# ---------------------------------------------------------------------------------------------------- round trip
+
+
+def test_round_trip_trec_dataframe_parquet_trec_evaluates_byte_for_byte(tmp_path, capsys):
+    qrels_path, run_path = _write(tmp_path, *_collection(4))
+    for qrels_in, run_in in ((qrels_path, run_path), (SAMPLE_QRELS, SAMPLE_RUN)):
+        original = load_run(run_in)
+        frame = to_dataframe(original)  # TREC -> DataFrame
+        parquet = tmp_path / "run.parquet"
+        write_run(frame, parquet)  # -> parquet
+        assert pq.read_table(parquet).column_names == ["qid", "docno", "score"]
+        back = tmp_path / "back.txt"
+        write_run(load_run(parquet), back, runid=original.runid)  # -> TREC
+        flags = ["-q", "-m", "all_trec", "-c"]
+        expected = _evaluate([*flags, qrels_in, run_in], capsys)
+        assert _evaluate([*flags, qrels_in, back], capsys) == expected
+        assert _evaluate([*flags, qrels_in, parquet], capsys).replace("\trun\n", f"\t{original.runid}\n") == expected
+        # the qrels make the same round trip
+        qframe = to_dataframe(load_qrels(qrels_in))
+        qframe.to_parquet(tmp_path / "qrels.parquet")
+        assert _evaluate([*flags, tmp_path / "qrels.parquet", back], capsys) == expected
+
+
+def test_write_run_formats_and_compression(tmp_path):
+    run = {"q1": {"d1": 0.1, "d2": 1e-07, "d3": 0.1}, "q0": {"x": -2.5}}
+    for name in ("r.txt", "r.txt.gz", "r.csv", "r.tsv", "r.parquet"):
+        write_run(run, tmp_path / name, runid="sys")
+        assert read_run(tmp_path / name) == run if name.startswith("r.txt") else True
+        file = load_run(tmp_path / name)
+        assert {q: {file.columns.docno(i): v for i, v in enumerate(file.columns.value.tolist())
+                    if file.columns.qids[file.columns.qid[i]] == q} for q in file.qids} == run  # fmt: skip
+    lines = (tmp_path / "r.txt").read_text().splitlines()
+    assert lines[0] == "q0 Q0 x 1 -2.5 sys"  # queries sorted, then trec_eval's rank order (docno descending on ties)
+    assert lines[1:] == ["q1 Q0 d3 1 0.1 sys", "q1 Q0 d1 2 0.1 sys", "q1 Q0 d2 3 1e-07 sys"]
+    with pytest.raises(ValueError, match="whitespace"):
+        write_run({"q 1": {"d": 1.0}}, tmp_path / "bad.txt")
+
+
+@pytest.mark.parametrize("suffix", [".txt", ".csv", ".parquet"])
+def test_write_results(suffix, tmp_path, capsys):
+    scores = score_run(SAMPLE_QRELS, SAMPLE_RUN, ["map", "P.5,10", "gm_map", "num_rel_ret"])
+    path = tmp_path / f"results{suffix}"
+    write_results([scores, scores], path)
+    if suffix == ".txt":
+        one = _evaluate(["-q", "-m", "map", "-m", "P.5,10", "-m", "gm_map", "-m", "num_rel_ret", SAMPLE_QRELS,
+                         SAMPLE_RUN], capsys)  # fmt: skip
+        assert path.read_text() == one + one
+        return
+    frame = pd.read_parquet(path) if suffix == ".parquet" else pd.read_csv(path, dtype={"qid": str})
+    assert list(frame.columns) == ["run", "runid", "measure", "qid", "value"]
+    # 2 runs x (3 queries x 4 per-query measures + 5 "all" rows): gm_map has an "all" row only
+    assert len(frame) == 2 * (3 * 4 + 5)
+    rows = frame[(frame.measure == "map") & (frame.qid != "all")].value.tolist()[:3]
+    assert rows == scores.values["map"].tolist()
+    all_rows = frame[frame.qid == "all"].set_index("measure").value
+    assert all_rows["num_rel_ret"].tolist()[0] == scores.summary()["num_rel_ret"]
+
+
+def test_cli_output_option_writes_the_per_query_values(tmp_path, capsys):
+    path = tmp_path / "per_query.parquet"
+    printed = _evaluate(["-q", "-m", "map,P@5", "-o", path, SAMPLE_QRELS, SAMPLE_RUN], capsys)
+    frame = pd.read_parquet(path)
+    for line in printed.splitlines():
+        measure, qid, value = line.split()
+        row = frame[(frame.measure == measure) & (frame.qid == qid)]
+        assert f"{row.value.item():6.4f}" == value
+
+
+# ---------------------------------------------------------------------------------------------------- errors
+
+
+def _run_frame(changes: dict | None = None) -> pd.DataFrame:
+    frame = pd.DataFrame({"qid": ["q1", "q1", "q2"], "docno": ["a", "b", "a"], "score": [1.0, 0.5, 0.2]})
+    for (row, column), value in (changes or {}).items():
+        frame[column] = frame[column].astype(object)
+        frame.loc[row, column] = value
+    return frame
+
+
+@pytest.mark.parametrize(
+    ("frame", "message"),
+    [
+        (
+            _run_frame().drop(columns="score"),
+            r"<DataFrame>:0: columns .* \(missing \['score'\]",
+        ),
+        (_run_frame({(2, "score"): float("nan")}), r"<DataFrame>:3: column 'score': a numeric \(non-NaN\) score"),
+        (
+            _run_frame({(1, "score"): "high"}),
+            r"<DataFrame>:2: column 'score': a numeric .* got 'high'",
+        ),
+        (_run_frame({(1, "docno"): "a"}), r"<DataFrame>:2: column 'docno': each docno at most once per query"),
+        (_run_frame({(0, "docno"): None}), r"<DataFrame>:1: column 'docno': a value in every row"),
+    ],
+)
+def test_dataframe_errors_name_row_and_column(frame, message):
+    qrels = pd.DataFrame({"qid": ["q1"], "docno": ["a"], "label": [1]})
+    with pytest.raises(TrecFormatError, match=message):
+        from_dataframe(frame, qrels)
+
+
+def test_file_errors_name_file_row_and_column(tmp_path, capsys):
+    qrels = pd.DataFrame({"qid": ["q1", "q1"], "docno": ["a", "b"], "label": [1, 0.5]})
+    qrels.to_parquet(tmp_path / "q.parquet")
+    with pytest.raises(TrecFormatError, match=r"q\.parquet:2: column 'label': an integer relevance label, got 0\.5"):
+        load_qrels(tmp_path / "q.parquet")
+    (tmp_path / "r.csv").write_text("qid,docno,score\nq1,a,1.0\nq1,b,oops\n")
+    with pytest.raises(TrecFormatError, match=r"r\.csv:3: column 'score': a numeric \(non-NaN\) score, got 'oops'"):
+        load_run(tmp_path / "r.csv")
+    with gzip.open(tmp_path / "r.txt.gz", "wb") as f:
+        f.write(b"q1 Q0 a 1 1.0 t\nq1 Q0 b 2 x t\n")
+    with pytest.raises(TrecFormatError, match=r"r\.txt\.gz:2: a numeric \(non-NaN\) score in field 5, got 'x'"):
+        load_run(tmp_path / "r.txt.gz")
+    # the command line: one error line, exit status 2
+    assert main(["evaluate", str(tmp_path / "q.parquet"), str(SAMPLE_RUN)]) == 2
+    assert "q.parquet:2: column 'label'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------- compare
+
+
+def test_compare_reads_every_format(tmp_path, capsys):
+    qrels_path, run_path = _write(tmp_path, *_collection(6))
+    other = tmp_path / "other.txt"
+    rng = random.Random(0)
+    lines = [line.split() for line in run_path.read_text().splitlines()]
+    other.write_text("".join(f"{q} Q0 {d} {r} {float(s) + rng.gauss(0, 0.3)!r} o\n" for q, _, d, r, s, _ in lines))
+    write_run(load_run(other), tmp_path / "other.parquet")
+    with gzip.open(tmp_path / "run.txt.gz", "wb") as f:
+        f.write(run_path.read_bytes())
+    argv = ["compare", "-m", "map,P@10", "--format", "csv", "--names", "a,b"]
+    assert main([*argv, str(qrels_path), str(run_path), str(other)]) == 0
+    plain = capsys.readouterr().out
+    assert main([*argv, str(qrels_path), str(tmp_path / "run.txt.gz"), str(tmp_path / "other.parquet")]) == 0
+    assert capsys.readouterr().out == plain
+
+
+def test_to_dataframe_of_a_batch(tmp_path):
+    qrels, run = _collection(8, queries=5)
+    batch = trec_to_dense(qrels, run)
+    frame = to_dataframe(batch)
+    assert list(frame.columns) == ["qid", "docno", "rank", "score", "label"]
+    assert len(frame) == int(batch.mask.sum())
+    first = frame[frame.qid == batch.qids[0]]
+    assert first.docno.tolist() == batch.docnos[0] and first["rank"].tolist() == list(range(len(first)))

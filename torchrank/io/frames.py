@@ -1,0 +1,568 @@
+"""Runs and qrels as tables: pandas DataFrames, parquet and CSV files; writing runs and results back.
+
+Column names default to PyTerrier's: a run has ``qid, docno, score``, qrels have ``qid, docno, label`` (each
+configurable). A table becomes a :class:`~torchrank.io.TrecFile`, the columns :func:`~torchrank.io.read_trec`
+joins and ranks, so a DataFrame or a parquet file is evaluated exactly as the TREC text file with the same
+rows: the same ranking (score descending, then docno descending), the same checks (a NaN score, a label that
+is not an integer, a docno twice in a query), errors naming the file (or ``<DataFrame>``), the row and the
+column. Text columns are taken as they are stored by pyarrow (the ``parquet`` extra: ``pip install
+torchrank[parquet]``) without a Python loop over rows; without pyarrow, DataFrames are read through Python
+strings.
+
+ranx- and ir_measures-style dicts ``{qid: {docno: score}}`` and ``{qid: {docno: label}}`` need no conversion:
+:func:`~torchrank.io.trec_to_dense` takes them as they are.
+
+Example:
+    >>> import pandas as pd
+    >>> run = pd.DataFrame({"qid": ["q1", "q1", "q2"], "docno": ["d1", "d2", "d1"], "score": [0.3, 0.9, 0.5]})
+    >>> qrels = pd.DataFrame({"qid": ["q1", "q2"], "docno": ["d1", "d1"], "label": [1, 2]})
+    >>> batch = from_dataframe(run, qrels)
+    >>> batch.qids, batch.docnos, batch.target.tolist()
+    (['q1', 'q2'], [['d2', 'd1'], ['d1']], [[0, 1], [2, 0]])
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import _scan
+from ._errors import TrecFormatError
+from .trec import (
+    COMPRESSED_SUFFIXES,
+    ProgressCallback,
+    TrecBatch,
+    TrecFile,
+    _first_duplicate,
+    _open_compressed,
+    read_trec,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .trec_eval import RunScores
+
+__all__ = [
+    "QRELS_COLUMNS",
+    "RUN_COLUMNS",
+    "TABLE_SUFFIXES",
+    "from_dataframe",
+    "qrels_from_dataframe",
+    "read_table",
+    "run_from_dataframe",
+    "to_dataframe",
+    "write_results",
+    "write_run",
+]
+
+#: PyTerrier's column names of a run and of qrels (the defaults).
+RUN_COLUMNS = ("qid", "docno", "score")
+QRELS_COLUMNS = ("qid", "docno", "label")
+#: File names read as tables rather than TREC text (a CSV may be compressed: ``runs.csv.gz``).
+TABLE_SUFFIXES = (".parquet", ".pq", ".csv", ".tsv")
+_DATAFRAME = "<DataFrame>"
+
+
+def table_format(path: str | os.PathLike[str]) -> str | None:
+    """``"parquet"``, ``"csv"`` or ``"tsv"`` for a table file name (compression suffixes aside), else None.
+
+    Example:
+        >>> table_format("run.parquet"), table_format("run.csv.gz"), table_format("run.txt.gz")
+        ('parquet', 'csv', None)
+    """
+    name = os.fspath(path).lower()
+    for suffix in COMPRESSED_SUFFIXES:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    for suffix in TABLE_SUFFIXES:
+        if name.endswith(suffix):
+            return "parquet" if suffix in (".parquet", ".pq") else suffix[1:]
+    return None
+
+
+# ----------------------------------------------------------------------------------------------------
+# reading
+# ----------------------------------------------------------------------------------------------------
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return None
+    return pa
+
+
+def _need_pyarrow(what: str) -> Any:
+    pa = _pyarrow()
+    if pa is None:
+        raise ImportError(f"{what} needs pyarrow: pip install 'torchrank[parquet]' (or pyarrow).")
+    return pa
+
+
+class _Table:
+    """The columns of one table as pyarrow arrays (or, without pyarrow, Python lists), and where they came from."""
+
+    def __init__(self, source: str, columns: dict[str, Any], rows: int, first_row: int) -> None:
+        self.source, self.columns, self.rows, self.first_row = source, columns, rows, first_row
+
+    def error(self, row: int, column: str, expected: str, got: object) -> TrecFormatError:
+        """An error at 0-based data row ``row``: the file's row (or line) number and the column named."""
+        return TrecFormatError(self.source, row + self.first_row, f"column '{column}': {expected}", got)
+
+
+def _frame_table(frame: pd.DataFrame, names: Sequence[str], source: str, first_row: int = 1) -> _Table:
+    missing = [n for n in names if n not in frame.columns]
+    if missing:
+        raise TrecFormatError(
+            source, 0, f"columns {list(names)} (missing {missing}; rename them or pass the column names)",
+            list(map(str, frame.columns)),
+        )  # fmt: skip
+    pa = _pyarrow()
+
+    def column(name: str) -> Any:
+        if pa is not None:
+            try:
+                return pa.array(frame[name], from_pandas=True)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):  # mixed values: Python's view finds the bad row
+                pass
+        return frame[name].tolist()
+
+    return _Table(source, {n: column(n) for n in names}, len(frame), first_row)
+
+
+def _arrow_table(table: Any, names: Sequence[str], source: str, first_row: int = 1) -> _Table:
+    missing = [n for n in names if n not in table.column_names]
+    if missing:
+        raise TrecFormatError(source, 0, f"columns {list(names)} (missing {missing})", table.column_names)
+    return _Table(source, {n: table.column(n).combine_chunks() for n in names}, table.num_rows, first_row)
+
+
+def _strings(t: _Table, name: str) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """A text column as ``(utf-8 bytes, start offsets, lengths)``; numbers become their decimal text."""
+    values = t.columns[name]
+    pa = _pyarrow()
+    if pa is not None and isinstance(values, pa.Array):
+        if values.null_count:
+            row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
+            raise t.error(row, name, "a value in every row", None)
+        if not pa.types.is_large_string(values.type):
+            values = values.cast(pa.large_string())
+        _, offsets_buf, data_buf = values.buffers()
+        offsets = np.frombuffer(offsets_buf, dtype=np.int64)[values.offset : values.offset + len(values) + 1]
+        data = data_buf.to_pybytes() if data_buf is not None else b""
+        return data, offsets[:-1].copy(), np.diff(offsets)
+    encoded = []
+    for row, v in enumerate(values):
+        if v is None or (isinstance(v, float) and v != v):
+            raise t.error(row, name, "a value in every row", v)
+        encoded.append(str(v).encode("utf-8", errors="surrogateescape"))
+    lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+    return b"".join(encoded), np.cumsum(lengths) - lengths, lengths
+
+
+def _numbers(t: _Table, name: str, integer: bool) -> np.ndarray:
+    """A score (float64, no NaN) or label (int64) column."""
+    values = t.columns[name]
+    pa = _pyarrow()
+    what = "an integer relevance label" if integer else "a numeric (non-NaN) score"
+    if pa is not None and isinstance(values, pa.Array):
+        if values.null_count:
+            row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
+            raise t.error(row, name, what, None)
+        try:
+            array = values.cast(pa.float64()).to_numpy(zero_copy_only=False)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            array = None
+    else:
+        try:
+            array = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            array = None
+    if array is None:  # find the first row that is not a number, to name it
+        raw = values.to_pylist() if pa is not None and isinstance(values, pa.Array) else list(values)
+        for row, v in enumerate(raw):
+            try:
+                float(v)
+            except (TypeError, ValueError):
+                raise t.error(row, name, what, v) from None
+        raise t.error(0, name, what, raw[:1])  # not reached
+    bad = np.isnan(array) | (np.isinf(array) | (array != np.round(array)) if integer else False)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise t.error(row, name, what, array[row].item())
+    return array.astype(np.int64) if integer else array
+
+
+def _query_ids(t: _Table, name: str) -> tuple[list[str], np.ndarray]:
+    """Distinct qids in first-appearance order and each row's index into them."""
+    data, start, length = _strings(t, name)
+    if not len(start):
+        return [], np.zeros(0, dtype=np.int32)
+    # qids are few: the distinct byte strings of the rows, numbered in order of first appearance
+    width = int(length.max()) if len(length) else 0
+    buf = np.frombuffer(data + bytes(width), dtype=np.uint8)
+    fixed = np.zeros((len(start), width), dtype=np.uint8)
+    for i in range(width):  # a loop over characters, never over rows
+        inside = length > i
+        fixed[inside, i] = buf[start[inside] + i]
+    rows = fixed.view(np.dtype((np.void, width))).ravel() if width else np.zeros(len(start), dtype="V1")
+    _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    qids = [data[start[i] : start[i] + length[i]].decode("utf-8", errors="surrogateescape") for i in first[order]]
+    return qids, rank[inverse.ravel()].astype(np.int32)
+
+
+def _columns(t: _Table, names: Sequence[str], kind: str, runid: str | None) -> _scan.Columns:
+    qid_name, docno_name, value_name = names
+    qids, qid = _query_ids(t, qid_name)
+    text, start, length = _strings(t, docno_name)
+    if (length == 0).any():
+        raise t.error(int(np.flatnonzero(length == 0)[0]), docno_name, "a non-empty docno", "")
+    value = _numbers(t, value_name, integer=kind == "qrels")
+    data = bytearray(len(text) + _scan.PAD)
+    data[: len(text)] = text
+    u64 = np.ndarray((len(data) - 8,), dtype="<u8", buffer=data, strides=(1,))
+    key = _scan._words(u64, start, length) if len(start) else np.zeros((0, 1), np.uint64)
+    del u64
+    tag = None if kind == "qrels" else (runid or "torchrank").encode("utf-8", errors="surrogateescape")
+    columns = _scan.Columns(data, qids, qid, key, start, length.astype(np.int32), _scan.mix(key), value, tag)
+    duplicate = _first_duplicate(columns)
+    if duplicate is not None:
+        raise t.error(duplicate, docno_name, f"each docno at most once per query (qid {qids[qid[duplicate]]})",
+                      columns.docno(duplicate))  # fmt: skip
+    if not len(columns):
+        raise TrecFormatError(t.source, 0, f"at least one {kind} row", "an empty table")
+    return columns
+
+
+def _file(t: _Table, names: Sequence[str], kind: str, runid: str | None) -> TrecFile:
+    return TrecFile(t.source, kind, _columns(t, names, kind, runid))
+
+
+def run_from_dataframe(
+    frame: pd.DataFrame,
+    *,
+    qid: str = "qid",
+    docno: str = "docno",
+    score: str = "score",
+    runid: str | None = None,
+    name: str = _DATAFRAME,
+) -> TrecFile:
+    """A run as a :class:`~torchrank.io.TrecFile` from a DataFrame with a query id, docno and score column.
+
+    Other columns (PyTerrier's ``rank``, ``query``, ...) are ignored; ranks come from the scores, as in trec_eval.
+    ``runid`` is the run's tag (trec_eval's ``runid``); ``name`` stands for the file in error messages.
+
+    Example:
+        >>> import pandas as pd
+        >>> run = run_from_dataframe(pd.DataFrame({"qid": [1, 1], "docno": ["a", "b"], "score": [2.0, 1.0]}))
+        >>> run.qids, len(run), run.runid
+        (['1'], 2, 'torchrank')
+    """
+    return _file(_frame_table(frame, (qid, docno, score), name), (qid, docno, score), "run", runid)
+
+
+def qrels_from_dataframe(
+    frame: pd.DataFrame, *, qid: str = "qid", docno: str = "docno", label: str = "label", name: str = _DATAFRAME
+) -> TrecFile:
+    """Qrels as a :class:`~torchrank.io.TrecFile` from a DataFrame with a query id, docno and integer label column.
+
+    Example:
+        >>> import pandas as pd
+        >>> qrels = qrels_from_dataframe(pd.DataFrame({"qid": ["q1"], "docno": ["a"], "label": [2]}))
+        >>> qrels.qids, len(qrels)
+        (['q1'], 1)
+    """
+    return _file(_frame_table(frame, (qid, docno, label), name), (qid, docno, label), "qrels", None)
+
+
+def from_dataframe(
+    run: pd.DataFrame | TrecFile,
+    qrels: pd.DataFrame | TrecFile | str | os.PathLike[str],
+    *,
+    qid: str = "qid",
+    docno: str = "docno",
+    score: str = "score",
+    label: str = "label",
+    depth: int | None = None,
+    all_queries: bool = False,
+    judged_only: bool = False,
+) -> TrecBatch:
+    """A run and its qrels as DataFrames (PyTerrier's columns by default) -> :class:`~torchrank.io.TrecBatch`.
+
+    The batch is :func:`~torchrank.io.read_trec`'s for the same rows written as TREC files: rank order, ties,
+    judged flags and options (``depth``: trec_eval ``-M``, ``all_queries``: ``-c``, ``judged_only``: ``-J``).
+    ``qrels`` may also be a qrels file (any format :func:`~torchrank.io.load_qrels` reads).
+    """
+    run_file = run if isinstance(run, TrecFile) else run_from_dataframe(run, qid=qid, docno=docno, score=score)
+    if isinstance(qrels, TrecFile | str | os.PathLike):
+        qrels_file = qrels
+    else:
+        qrels_file = qrels_from_dataframe(qrels, qid=qid, docno=docno, label=label)
+    return read_trec(qrels_file, run_file, depth=depth, all_queries=all_queries, judged_only=judged_only)
+
+
+def read_table(
+    path: str | os.PathLike[str],
+    kind: str,
+    *,
+    columns: Sequence[str] | None = None,
+    runid: str | None = None,
+    progress: ProgressCallback | None = None,
+) -> TrecFile:
+    """A parquet or CSV/TSV file (with a header row) as a run or qrels :class:`~torchrank.io.TrecFile`.
+
+    Args:
+        path: ``.parquet``/``.pq`` (pyarrow), ``.csv`` or ``.tsv`` (compressed ones too: ``.csv.gz``).
+        kind: ``"run"`` or ``"qrels"``.
+        columns: The names of the qid, docno and score (or label) columns; PyTerrier's by default.
+        runid: The run's tag; default: the file name without its extensions.
+        progress: Called with byte counts as the file is read.
+
+    Errors name the file, the row (parquet: 1-based data row; CSV: line number, the header being line 1) and
+    the column.
+    """
+    if kind not in ("run", "qrels"):
+        raise ValueError(f"kind must be 'run' or 'qrels', got {kind!r}")
+    names = tuple(columns) if columns is not None else (RUN_COLUMNS if kind == "run" else QRELS_COLUMNS)
+    if len(names) != 3:
+        raise ValueError(f"columns must name 3 columns (qid, docno, {'score' if kind == 'run' else 'label'})")
+    fmt = table_format(path)
+    source = os.fspath(path)
+    if fmt == "parquet":
+        _need_pyarrow("Reading parquet")
+        import pyarrow.parquet as pq
+
+        try:
+            table = _arrow_table(pq.read_table(source, columns=list(names)), names, source)
+        except (KeyError, ValueError) as error:  # pyarrow's message for a missing column
+            if isinstance(error, TrecFormatError):
+                raise
+            schema = pq.read_schema(source)
+            raise TrecFormatError(source, 0, f"columns {list(names)}", schema.names) from None
+    elif fmt in ("csv", "tsv"):
+        table = _csv_table(source, names, "\t" if fmt == "tsv" else ",")
+    else:
+        raise ValueError(f"{source}: not a table file (expected one of {TABLE_SUFFIXES}, possibly compressed)")
+    if progress is not None:
+        progress(2 * os.path.getsize(source))
+    runid = runid if runid is not None else Path(source).name.split(".")[0]
+    return _file(table, names, kind, runid)
+
+
+def _csv_table(source: str, names: Sequence[str], delimiter: str) -> _Table:
+    pa = _pyarrow()
+    if pa is not None:
+        import pyarrow.csv as pacsv
+
+        f = _open_compressed(source)
+        # every column as text first: docnos such as 007 keep their zeros; numbers are parsed by _numbers
+        options = pacsv.ConvertOptions(column_types={n: pa.large_string() for n in names[:2]})
+        try:
+            table = pacsv.read_csv(
+                f if f is not None else source, parse_options=pacsv.ParseOptions(delimiter=delimiter),
+                convert_options=options,
+            )  # fmt: skip
+        except pa.ArrowInvalid as error:
+            raise TrecFormatError(source, 0, "a well-formed CSV file with a header row", str(error)) from None
+        finally:
+            if f is not None:
+                f.close()
+        return _arrow_table(table, names, source, first_row=2)
+    f = _open_compressed(source)
+    raw = f.read() if f is not None else Path(source).read_bytes()
+    reader = csv.reader(io.StringIO(raw.decode("utf-8", errors="surrogateescape")), delimiter=delimiter)
+    header = next(reader, [])
+    missing = [n for n in names if n not in header]
+    if missing:
+        raise TrecFormatError(source, 1, f"a header row naming columns {list(names)} (missing {missing})", header)
+    index = [header.index(n) for n in names]
+    rows = list(reader)
+    for lineno, row in enumerate(rows, 2):
+        if len(row) != len(header):
+            raise TrecFormatError(source, lineno, f"{len(header)} fields, as the header", row)
+    return _Table(source, {n: [row[i] for row in rows] for n, i in zip(names, index, strict=True)}, len(rows), 2)
+
+
+def to_dataframe(file: TrecFile | TrecBatch) -> pd.DataFrame:
+    """A run or qrels as a DataFrame with PyTerrier's columns (``qid, docno, score`` or ``qid, docno, label``).
+
+    A :class:`~torchrank.io.TrecBatch` gives its ranked documents with ``rank`` (0-based, as PyTerrier), ``score``
+    and ``label`` (the judged label; unjudged documents are NaN).
+
+    Example:
+        >>> from torchrank.io import SAMPLE_RUN, load_run
+        >>> frame = to_dataframe(load_run(SAMPLE_RUN))
+        >>> list(frame.columns), len(frame)
+        (['qid', 'docno', 'score'], 1500)
+    """
+    import pandas as pd
+
+    if isinstance(file, TrecBatch):
+        mask = file.mask.cpu().numpy()
+        rows, cols = np.nonzero(mask)
+        label = file.target.cpu().numpy()[rows, cols].astype(np.float64)
+        label[~file.judged.cpu().numpy()[rows, cols]] = np.nan
+        return pd.DataFrame({
+            "qid": [file.qids[r] for r in rows], "docno": [file.docnos[r][c] for r, c in zip(rows, cols, strict=True)],
+            "rank": cols, "score": file.preds.cpu().numpy()[rows, cols], "label": label,
+        })  # fmt: skip
+    c = file.columns
+    qid = np.asarray(c.qids, dtype=object)[c.qid] if len(c.qids) else np.zeros(0, dtype=object)
+    docno = [c.docno(i) for i in range(len(c))]
+    value = "score" if file.kind == "run" else "label"
+    return pd.DataFrame({"qid": qid, "docno": docno, value: c.value})
+
+
+# ----------------------------------------------------------------------------------------------------
+# writing
+# ----------------------------------------------------------------------------------------------------
+
+
+def _run_rows(run: TrecFile | pd.DataFrame | Mapping[str, Mapping[str, float]]) -> tuple[list, list, np.ndarray]:
+    """``(qids, docnos, scores)`` of every document of a run, in any order."""
+    if isinstance(run, TrecFile):
+        c = run.columns
+        return [c.qids[q] for q in c.qid.tolist()], [c.docno(i) for i in range(len(c))], np.asarray(c.value)
+    if isinstance(run, Mapping):
+        qids = [q for q, docs in run.items() for _ in docs]
+        docnos = [d for docs in run.values() for d in docs]
+        return qids, docnos, np.array([s for docs in run.values() for s in docs.values()], dtype=np.float64)
+    file = run_from_dataframe(run)
+    return _run_rows(file)
+
+
+def _trec_order(qids: list, docnos: list, scores: np.ndarray) -> np.ndarray:
+    """Rows ordered by qid, then score descending, then docno descending (trec_eval's rank order)."""
+    qid_codes = {q: i for i, q in enumerate(sorted(set(qids)))}
+    docno_codes = {d: i for i, d in enumerate(sorted(set(docnos)))}
+    q = np.fromiter((qid_codes[x] for x in qids), dtype=np.int64, count=len(qids))
+    d = np.fromiter((docno_codes[x] for x in docnos), dtype=np.int64, count=len(docnos))
+    return np.lexsort((-d, -scores, q))
+
+
+def _check_token(value: str, what: str) -> str:
+    if not value or any(ch.isspace() for ch in value):
+        raise ValueError(f"a {what} written to a TREC file must be non-empty without whitespace, got {value!r}")
+    return value
+
+
+def write_run(
+    run: TrecFile | pd.DataFrame | Mapping[str, Mapping[str, float]],
+    path: str | os.PathLike[str],
+    *,
+    runid: str | None = None,
+    format: str | None = None,
+) -> None:
+    """Write a run as TREC text (``qid Q0 docno rank score runid``), CSV or parquet (PyTerrier's columns).
+
+    The format follows the file name (``.parquet``, ``.csv``, ``.tsv``; TREC text otherwise; ``.gz``, ``.bz2``,
+    ``.xz`` compress) unless ``format`` (``"trec"``, ``"csv"``, ``"tsv"``, ``"parquet"``) says. TREC text is in
+    trec_eval's rank order with each score written exactly (Python's shortest round-trip ``repr``), so reading
+    the file back gives the same evaluation.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "run.txt")
+        >>> write_run({"q1": {"d1": 0.5, "d2": 2.0}}, path, runid="bm25")
+        >>> print(open(path).read(), end="")
+        q1 Q0 d2 1 2.0 bm25
+        q1 Q0 d1 2 0.5 bm25
+    """
+    qids, docnos, scores = _run_rows(run)
+    fmt = format or table_format(path) or "trec"
+    if fmt not in ("trec", "csv", "tsv", "parquet"):
+        raise ValueError(f"format must be 'trec', 'csv', 'tsv' or 'parquet', got {fmt!r}")
+    order = _trec_order(qids, docnos, scores)
+    qids = [qids[i] for i in order]
+    docnos = [docnos[i] for i in order]
+    scores = scores[order]
+    if fmt == "trec":
+        tag = _check_token(runid or (run.runid if isinstance(run, TrecFile) and run.runid else "torchrank"), "runid")
+        rank, previous = 0, None
+        lines = []
+        for q, d, s in zip(qids, docnos, scores.tolist(), strict=True):
+            rank = rank + 1 if q == previous else 1
+            previous = q
+            lines.append(f"{_check_token(q, 'qid')} Q0 {_check_token(d, 'docno')} {rank} {s!r} {tag}\n")
+        _write_text(path, "".join(lines))
+        return
+    _write_frame(path, fmt, {"qid": qids, "docno": docnos, "score": scores})
+
+
+def _write_text(path: str | os.PathLike[str], text: str) -> None:
+    data = text.encode("utf-8", errors="surrogateescape")
+    name = os.fspath(path).lower()
+    if name.endswith(COMPRESSED_SUFFIXES):
+        import bz2
+        import gzip
+        import lzma
+
+        opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}["." + name.rsplit(".", 1)[-1]]
+        with opener(path, "wb") as f:
+            f.write(data)
+        return
+    Path(path).write_bytes(data)
+
+
+def _write_frame(path: str | os.PathLike[str], fmt: str, columns: dict[str, Sequence]) -> None:
+    if fmt == "parquet":
+        pa = _need_pyarrow("Writing parquet")
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table(columns), os.fspath(path))
+        return
+    out = io.StringIO()
+    writer = csv.writer(out, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
+    writer.writerow(list(columns))
+    values = [v.tolist() if isinstance(v, np.ndarray) else v for v in columns.values()]
+    writer.writerows(zip(*[[repr(x) if isinstance(x, float) else x for x in v] for v in values], strict=True))
+    _write_text(path, out.getvalue())
+
+
+def write_results(
+    results: RunScores | Sequence[RunScores], path: str | os.PathLike[str], *, format: str | None = None
+) -> None:
+    """Write per-query results (:func:`~torchrank.io.trec_eval.score_run`'s) as trec_eval text, CSV or parquet.
+
+    TREC text is ``trec_eval -q``'s output (each run's block in turn); CSV and parquet hold the rows ``run,
+    runid, measure, qid, value``, the ``all`` rows after each measure's queries, values at full precision.
+
+    Example:
+        >>> import os, tempfile
+        >>> from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN
+        >>> from torchrank.io.trec_eval import score_run
+        >>> path = os.path.join(tempfile.mkdtemp(), "results.csv")
+        >>> write_results(score_run(SAMPLE_QRELS, SAMPLE_RUN, ["map"]), path)
+        >>> open(path).read().splitlines()[:2]
+        ['run,runid,measure,qid,value', 'results.test,STANDARD,map,301,0.032425344803747244']
+    """
+    from .trec_eval import format_trec_eval
+
+    runs = [results] if not isinstance(results, Sequence) else list(results)
+    fmt = format or table_format(path) or "trec"
+    if fmt == "trec":
+        _write_text(path, "".join(format_trec_eval(r, per_query=True) + "\n" for r in runs))
+        return
+    if fmt not in ("csv", "tsv", "parquet"):
+        raise ValueError(f"format must be 'trec', 'csv', 'tsv' or 'parquet', got {fmt!r}")
+    rows: dict[str, list] = {"run": [], "runid": [], "measure": [], "qid": [], "value": []}
+    for r in runs:
+        name = os.path.basename(r.path) if r.path else ""
+        summary = r.summary()
+        for measure, values in r.values.items():
+            per_query = list(zip(r.qids, values.tolist(), strict=True)) if r.kinds[measure] != "gm" else []
+            for qid, value in [*per_query, ("all", summary[measure])]:
+                for key, v in zip(rows, (name, r.runid or "", measure, qid, float(value)), strict=True):
+                    rows[key].append(v)
+    _write_frame(path, fmt, rows)
