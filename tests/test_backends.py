@@ -131,6 +131,23 @@ def test_triton_backend_equals_numpy(interpreted, ties, monkeypatch):
     assert len(launched) == 3  # the fused kernel ran, no fallback
 
 
+@pytest.mark.parametrize("backend", ["torch", pytest.param("triton", marks=TRITON)])
+def test_exponential_gains_of_labels_past_float32s_range(backend):
+    """2^label overflows float32 past label 127: NDCG and ERR, ratios of gains, stay exact on every backend."""
+    if backend == "triton" and not backends.triton_interprets():
+        pytest.skip("no Triton interpreter")
+    g = torch.Generator().manual_seed(11)
+    preds, target = torch.randn(4, 9, generator=g), torch.randint(100, 200, (4, 9), generator=g)
+    preds[1, :4] = 0.5  # a tie group of different labels
+    for ties in TIES:
+        names = ["ndcg_exp@5", "ndcg_exp", "err@5", "err"]
+        with torchrank.use_backend(backend):
+            got = F.evaluate(preds, target, names, ties=ties, reduction="none")
+        expected = F.evaluate(preds, target, names, ties=ties, reduction="none")
+        _assert_equal(got, expected, f"{backend} {ties}")
+        assert all(torch.isfinite(v).all() for v in got.values())
+
+
 @TRITON
 def test_triton_backend_single_functions_and_fallbacks(interpreted):
     preds, target, mask, _ = _batch(7, q=3, n=8)

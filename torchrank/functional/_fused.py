@@ -281,13 +281,16 @@ if triton is not None:
         err = hits
         ideal_dcg = tl.zeros([IDEAL_BLOCK], tl.float32)
         ideal_dcg_exp = ideal_dcg
+        scale = top_ideal
         if NEED_GAIN:
             gains = ranked
             if tied:
                 gains = _group_sum(gains, tl.cumsum(gains, 0), start, end) / size
             dcg = tl.cumsum(gains * discount, 0)
         if NEED_EXP:
-            gains_exp = tl.where(valid, tl.exp2(ranked) - 1.0, 0.0)
+            # 2^label - 1 over 2^scale (the largest label): NDCG's ratio unchanged, no overflow past label 127
+            scale = tl.maximum(tl.maximum(top_ideal, tl.max(ranked, 0)), 0.0)
+            gains_exp = tl.where(valid, tl.exp2(ranked - scale) - tl.exp2(-scale), 0.0)
             if tied:
                 gains_exp = _group_sum(gains_exp, tl.cumsum(gains_exp, 0), start, end) / size
             dcg_exp = tl.cumsum(gains_exp * discount, 0)
@@ -297,7 +300,7 @@ if triton is not None:
             if NEED_GAIN:
                 ideal_dcg = tl.cumsum(ideal_sorted * ideal_discount, 0)
             if NEED_EXP:
-                ideal_dcg_exp = tl.cumsum((tl.exp2(ideal_sorted) - 1.0) * ideal_discount, 0)
+                ideal_dcg_exp = tl.cumsum((tl.exp2(ideal_sorted - scale) - tl.exp2(-scale)) * ideal_discount, 0)
         if NEED_AP:
             precision_terms = relevant * hits_cum / rank
             if tied:  # E[rel_i * hits_i] in a group of m holding r, C relevant before it (McSherry and Najork)
@@ -326,8 +329,11 @@ if triton is not None:
             tl.store(mixed_ptr + row, mixed.to(tl.uint8))
         if NEED_ERR:  # the value of the order as sorted: exact where no tie group holds different labels
             top = tl.maximum(top_ideal, tl.max(ranked, 0))
-            stop = tl.where(valid, (tl.exp2(ranked) - 1.0) / tl.exp2(tl.where(top > 0, top, 1.0)), 0.0)
-            reach = tl.cumprod(1.0 - stop, 0) / (1.0 - stop)  # exclusive product: a stop probability is below 1
+            top = tl.where(top > 0, top, 1.0)
+            stop = tl.where(valid, tl.exp2(ranked - top) - tl.exp2(-top), 0.0)  # (2^g - 1) / 2^top, no overflow
+            # the exclusive product of (1 - stop) above each position (a stop probability can round to 1)
+            survive = tl.cumprod(1.0 - stop, 0)
+            reach = tl.where(pos == 0, 1.0, tl.gather(survive, tl.maximum(pos - 1, 0), 0))
             err = tl.cumsum(reach * stop / rank, 0)
 
         last = BLOCK - 1
@@ -350,8 +356,8 @@ if triton is not None:
                 value = _read(rr, pos, k, last)
             elif code == 6:
                 value = _read(dcg, pos, k, last)
-            elif code == 7:
-                value = _read(dcg_exp, pos, k, last)
+            elif code == 7:  # the scaled sum back in label units (inf where float32 cannot hold it)
+                value = _read(dcg_exp, pos, k, last) * tl.exp2(scale)
             elif code == 8:
                 ideal_value = _read(ideal_dcg, ipos, k, IDEAL_BLOCK - 1)
                 value = _read(dcg, pos, k, last) / tl.where(ideal_value > 0, ideal_value, 1.0)
