@@ -343,3 +343,61 @@ def test_infap_bpref_and_judged_only_equal_torchrank_evaluate(tmp_path, capsys):
             assert doc["runs"][r]["means"]["bpref"] == pytest.approx(ref["bpref"].mean().item(), abs=1e-12)
             assert doc["runs"][r]["means"]["judged@10"] == pytest.approx(ref["judged@10"].mean().item(), abs=1e-12)
         assert doc["settings"]["judged_only"] == bool(flags)
+
+
+# ---------------------------------------------------------------------------------------------------- plots
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    """(width, height) from a PNG's signature and IHDR chunk; fails on anything that is not a PNG."""
+    import struct
+
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_plot_option_draws_a_readable_png_of_the_expected_size(noisy_run, tmp_path, capsys):
+    image = pytest.importorskip("matplotlib.image")
+    path = tmp_path / "compare.png"
+    argv = [QRELS31, RUN31, noisy_run, RUN31, "-m", "map,P@10,mean_rank", "--bootstrap", "0", "--plot", path]
+    assert compare(argv) == 0
+    assert "map" in capsys.readouterr().out  # the table is printed as without --plot
+    # 3 measures x 360 px wide; 2 compared runs + the distributions, 240 px each, at 100 dpi
+    assert _png_size(path) == (3 * 360, 3 * 240)
+    pixels = image.imread(path)
+    assert pixels.shape[:2] == (3 * 240, 3 * 360) and pixels.std() > 0.05  # decoded, and not blank
+    assert compare([QRELS31, RUN31, noisy_run, "-m", "map", "--plot", tmp_path / "c.svg"]) == 0
+    assert (tmp_path / "c.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_plot_functions_draw_the_sorted_differences_and_distributions(tmp_path):
+    pytest.importorskip("matplotlib")
+    from matplotlib.colors import to_hex
+
+    from torchrank.compare import plot_comparison, plot_differences, plot_distributions
+
+    gen = torch.Generator().manual_seed(0)
+    scores = torch.rand(3, 2, 15, generator=gen, dtype=torch.float64)
+    scores[2, 0] = scores[0, 0]  # run (c) equals the baseline on map: every bar 0, grey
+    fig = plot_differences(scores, ["a", "b", "c"], ["map", "mean_rank"])
+    axes = fig.axes  # rows: runs b and c; columns: map, mean_rank
+    for ax, (r, k) in zip(axes, [(1, 0), (1, 1), (2, 0), (2, 1)], strict=True):
+        heights = [p.get_height() for p in ax.patches]
+        diff = scores[r, k] - scores[0, k]
+        lower = k == 1  # mean_rank: smaller is better, sorted with the best (most negative) first
+        assert heights == pytest.approx(diff.sort(descending=not lower).values.tolist())
+        for patch, h in zip(ax.patches, heights, strict=True):
+            better = h < 0 if lower else h > 0
+            expected = "#2e7d32" if better else "#c62828" if h != 0 else "#9e9e9e"
+            assert to_hex(patch.get_facecolor()) == expected
+    assert "better 0, worse 0, same 15" in axes[2].get_title()
+    dist = plot_distributions(scores, ["a", "b", "c"], ["map", "mean_rank"])
+    assert [ax.get_title() for ax in dist.axes] == ["map per query", "mean_rank per query"]
+    means = dist.axes[0].collections[0].get_offsets()[:, 1]
+    assert means.tolist() == pytest.approx(scores[:, 0].mean(-1).tolist())
+    path = tmp_path / "all.png"
+    plot_comparison(scores, ["a", "b", "c"], ["map", "mean_rank"]).savefig(path, dpi=100)
+    assert _png_size(path) == (2 * 360, 3 * 240)
+    with pytest.raises(ValueError, match="one row per run"):
+        plot_differences(scores, ["a", "b"], ["map", "mean_rank"])
