@@ -88,6 +88,19 @@ def test_configurable_columns_and_numeric_ids(tmp_path):
     assert batch.qids == ["1", "2"] and batch.docnos[0] == ["3", "7"]
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".tsv"])
+def test_without_pyarrow_dataframes_and_csv_read_the_same(suffix, tmp_path, monkeypatch):
+    import torchrank.io.frames as frames
+
+    qrels, run = _collection(9)
+    run_df, qrels_df = _frames(qrels, run)
+    run_df.to_csv(tmp_path / f"run{suffix}", sep="\t" if suffix == ".tsv" else ",", index=False)
+    expected = read_trec(*_write(tmp_path, qrels, run))
+    monkeypatch.setattr(frames, "_pyarrow", lambda: None)  # as on a machine without the extra
+    _same_batch(from_dataframe(run_df, qrels_df), expected)
+    _same_batch(read_trec(tmp_path / "qrels.txt", tmp_path / f"run{suffix}"), expected)
+
+
 @pytest.mark.parametrize("suffix", [".parquet", ".csv", ".tsv", ".csv.gz"])
 def test_table_files_give_the_batch_of_the_trec_files(suffix, tmp_path):
     qrels, run = _collection(2)

@@ -203,6 +203,12 @@ def _numbers(t: _Table, name: str, integer: bool) -> np.ndarray:
 
 def _query_ids(t: _Table, name: str) -> tuple[list[str], np.ndarray]:
     """Distinct qids in first-appearance order and each row's index into them."""
+    pa = _pyarrow()
+    values = t.columns[name]
+    if pa is not None and isinstance(values, pa.Array) and not values.null_count:
+        # a hash table in C; its dictionary lists the values in order of first appearance
+        encoded = values.cast(pa.large_string()).dictionary_encode()
+        return encoded.dictionary.to_pylist(), encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32)
     data, start, length = _strings(t, name)
     if not len(start):
         return [], np.zeros(0, dtype=np.int32)
