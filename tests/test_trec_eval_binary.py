@@ -3,7 +3,8 @@
 Runs only where a trec_eval binary is at hand (``python -m benchmarks.get_trec_eval`` fetches 9.0.4 into
 ``benchmarks/tools/``; or ``$TREC_EVAL``, or ``trec_eval`` on the PATH); CI has none and skips. The published
 outputs (``test_cli.py``) pin trec_eval 10.0; this adds random inputs: tied scores, graded and negative labels,
-unjudged and unretrieved documents, queries missing on either side, ``-c``, ``-M``, ``-l``.
+unjudged and unretrieved documents, queries missing on either side, ``-c``, ``-M``, ``-l``, ``-J``; infAP with
+qrels label -1 (pooled but unjudged).
 
 trec_eval 9.x differs from 10.0, whose behaviour torchrank follows, in four ways, left out of the comparison when
 the binary is a 9.x: ``iprec_at_recall`` (and so ``11pt_avg``) turns recall levels into counts of relevant
@@ -34,6 +35,8 @@ FLAGS = [
     ["-q", "-c", "-m", "all_trec"],
     ["-q", "-c", "-M20", "-l2", "-m", "all_trec"],
     ["-q", "-m", "ndcg_cut.3,7", "-m", "map_cut.4", "-m", "P.3", "-m", "recall.5", "-m", "success.2", "-m", "set_F"],
+    ["-q", "-J", "-m", "all_trec"],  # judged documents only (-1 labels: pooled but unjudged, dropped too)
+    ["-q", "-l2", "-m", "infAP", "-m", "bpref", "-m", "relative_P.2,5", "-m", "map", "-m", "P.3,10", "-m", "Rprec"],
 ]
 V9_ONLY_DIFFERENT = ("iprec_at_recall", "11pt_avg")
 V10_ONLY = ("rbp", "rbp_resid", "unj_5", "unj_10", "unj_20")
