@@ -298,3 +298,22 @@ def test_cli_infap_judged_and_j_flag_equal_pytrec_eval(tmp_path, capsys):
             assert value == pytest.approx(ref[qid][measure], abs=5e-5), (measure, qid, flags)
     assert main(["evaluate", str(qpath), str(rpath), "-m", "judged@10,recall_cap@5", "--format", "json"]) == 0
     assert '"judged@10"' in capsys.readouterr().out
+
+
+def test_judged_at_k_equals_ir_measures():
+    ir_measures = pytest.importorskip("ir_measures")
+    rng = random.Random(12)
+    qrels, run = {}, {}
+    for q in range(30):
+        docs = [f"d{i:03d}" for i in range(60)]
+        qrels[f"q{q}"] = {d: rng.choice([0, 0, 1, 2]) for d in rng.sample(docs, rng.randint(1, 40))}
+        # distinct scores: ir_measures breaks ties by docno ascending, trec_eval (and torchrank) descending
+        run[f"q{q}"] = {d: rng.random() for d in rng.sample(docs, rng.randint(1, 50))}
+    measures = [ir_measures.Judged @ k for k in (1, 5, 10, 20)]
+    ref = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(measures, qrels, run)}
+    batch = trec_to_dense(qrels, run)
+    ours = F.evaluate(batch.preds, batch.target, ["judged@1", "judged@5", "judged@10", "judged@20"],
+                      mask=batch.mask, judged=batch.judged, ties="first", reduction="none")  # fmt: skip
+    for k in (1, 5, 10, 20):
+        for i, qid in enumerate(batch.qids):
+            assert ours[f"judged@{k}"][i].item() == pytest.approx(ref[qid, f"Judged@{k}"], abs=1e-12), (qid, k)
