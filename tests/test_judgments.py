@@ -317,3 +317,18 @@ def test_judged_at_k_equals_ir_measures():
     for k in (1, 5, 10, 20):
         for i, qid in enumerate(batch.qids):
             assert ours[f"judged@{k}"][i].item() == pytest.approx(ref[qid, f"Judged@{k}"], abs=1e-12), (qid, k)
+
+
+def test_judged_only_with_flat_input_equals_dense():
+    gen = torch.Generator().manual_seed(13)
+    preds, target = torch.rand(6, 8, generator=gen), torch.randint(0, 3, (6, 8), generator=gen)
+    judged = torch.rand(6, 8, generator=gen) < 0.6
+    names = ["P@3", "map", "ndcg@5", "recall_cap@2"]
+    dense = F.evaluate(preds, target, names, judged=judged, judged_only=True, reduction="none")
+    indexes = torch.arange(6).repeat_interleave(8)
+    flat = F.evaluate(preds.reshape(-1), target.reshape(-1), names, indexes=indexes, judged=judged.reshape(-1),
+                      judged_only=True, reduction="none")  # fmt: skip
+    kept = [F.evaluate(preds[q][judged[q]], target[q][judged[q]], names, reduction="none") for q in range(6)]
+    for name in names:
+        torch.testing.assert_close(flat[name], dense[name])
+        torch.testing.assert_close(dense[name], torch.stack([k[name] for k in kept]))  # the unjudged items removed
