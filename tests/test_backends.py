@@ -51,8 +51,10 @@ def _batch(seed: int, q: int = 6, n: int = 13, tied: bool = True, padded: bool =
 def test_selection_by_call_context_and_environment(monkeypatch):
     monkeypatch.setattr(backends, "_process_wide", [None])  # this test's set_backend stays in this test
     monkeypatch.delenv("TORCHRANK_BACKEND", raising=False)
+    backends._from_environment.cache_clear()  # the environment is read once per process
     assert torchrank.get_backend() == "auto"
     monkeypatch.setenv("TORCHRANK_BACKEND", "torch")
+    backends._from_environment.cache_clear()
     assert torchrank.get_backend() == "torch"
     with torchrank.use_backend("numpy"):
         assert torchrank.get_backend() == "numpy"
@@ -61,6 +63,7 @@ def test_selection_by_call_context_and_environment(monkeypatch):
     assert torchrank.get_backend() == "torch"  # the call beats the environment
     torchrank.set_backend("auto")
     monkeypatch.delenv("TORCHRANK_BACKEND")
+    backends._from_environment.cache_clear()
     assert backends.backend_for(torch.device("cpu")) == "numpy"
 
 
@@ -76,8 +79,13 @@ def test_unknown_backend_is_a_clear_error(call):
 def test_unknown_backend_in_the_environment(monkeypatch):
     monkeypatch.setattr(backends, "_process_wide", [None])
     monkeypatch.setenv("TORCHRANK_BACKEND", "fast")
-    with pytest.raises(ValueError, match="TORCHRANK_BACKEND must be one of"):
-        F.ndcg(torch.rand(2, 3), torch.ones(2, 3))
+    backends._from_environment.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="TORCHRANK_BACKEND must be one of"):
+            F.ndcg(torch.rand(2, 3), torch.ones(2, 3))
+    finally:
+        monkeypatch.undo()
+        backends._from_environment.cache_clear()
 
 
 def test_triton_without_a_kernel_for_the_device_runs_on_torch(monkeypatch):

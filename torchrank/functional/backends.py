@@ -83,11 +83,14 @@ def use_backend(name: str) -> Iterator[None]:
 
 @torch.compiler.assume_constant_result  # torch.compile reads the setting once, at tracing, as a constant
 def get_backend() -> str:
-    """The backend in force: :func:`use_backend`'s, else :func:`set_backend`'s, else ``TORCHRANK_BACKEND``, else
-    ``"auto"``."""
-    name = _chosen.get() or _process_wide[0]
-    if name is not None:
-        return name
+    """The backend in force: :func:`use_backend`'s, else :func:`set_backend`'s, else ``TORCHRANK_BACKEND`` (read at the
+    first call), else ``"auto"``."""
+    return _chosen.get() or _process_wide[0] or _from_environment()
+
+
+@functools.cache
+def _from_environment() -> str:
+    """``TORCHRANK_BACKEND``, read once per process (every ranking call asks: the environment is not re-read)."""
     return _checked(os.environ.get(_ENV, "auto").strip().lower() or "auto", f"Environment variable {_ENV}")
 
 
