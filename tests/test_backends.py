@@ -356,3 +356,24 @@ def test_cuda_metric_update_is_capturable_in_a_graph():
         for _ in range(3):
             graph.replay()
         torch.testing.assert_close(metric.sums[1], torch.tensor(3 * 256.0, dtype=torch.float64, device="cuda"))
+
+
+def test_torch_backend_functional_compiles_without_graph_breaks():
+    """The torch backend's functional call on dense input is one graph under torch.compile(fullgraph=True)."""
+    import shutil
+    import warnings
+
+    if not any(shutil.which(c) for c in ("g++", "c++", "clang++")):
+        pytest.skip("no C++ compiler for torch.compile's CPU code")
+    preds, target = torch.randn(16, 20), torch.randint(0, 4, (16, 20))
+    tied = (preds * 2).round()
+
+    def measures(p: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        values = F.evaluate(p, t, ["ndcg@5", "map", "mrr@10", "P@3"], reduction="none", validate_args=False)
+        return torch.stack(list(values.values()), 1)
+
+    with torchrank.use_backend("torch"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # dynamo's notes on the cached constants it inlines
+        compiled = torch.compile(measures, fullgraph=True)
+        for p in (preds, tied):
+            torch.testing.assert_close(compiled(p, target), measures(p, target))

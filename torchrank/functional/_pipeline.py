@@ -282,16 +282,6 @@ _EMPTY_ERROR = (
 )
 
 
-def check_max_label(max_label: float | None, target: Tensor, validate_args: bool) -> None:
-    """``max_label`` (top of a graded label scale) is positive and, when values are checked, not exceeded."""
-    if max_label is None:
-        return
-    if isinstance(max_label, bool) or not isinstance(max_label, int | float) or not max_label > 0:
-        raise ValueError(f"Argument `max_label` must be a number > 0, got {max_label!r}.")
-    if validate_args and isinstance(target, Tensor) and bool((target > max_label).any()):
-        raise ValueError(f"Argument `target` holds a label above `max_label={max_label}`.")
-
-
 def no_relevant_item(ranking: Ranking) -> Tensor:
     """Queries with no judged item at or above the relevance threshold ``[Q]`` (binary measures)."""
     return ranking.no_relevant  # cached: the measures of one evaluate() share it

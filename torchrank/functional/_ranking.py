@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 from torch import Tensor
@@ -41,6 +40,23 @@ except ImportError:  # pragma: no cover
 
 if TYPE_CHECKING:
     from torchrank.functional._tied_rows import RowsApart
+
+T = TypeVar("T")
+
+
+def _cached(compute: Callable[[Any], T]) -> T:
+    """A property computed on first read and kept in the instance's ``__dict__``: ``functools.cached_property``
+    without its lock (a context manager torch.compile cannot trace), for the Ranking, which one thread builds and
+    reads."""
+    name = compute.__name__
+
+    def read(self: Any) -> T:
+        if name not in self.__dict__:
+            self.__dict__[name] = compute(self)
+        return self.__dict__[name]
+
+    read.__doc__ = compute.__doc__
+    return property(read)  # type: ignore[return-value]
 
 Gain = str | Callable[[Tensor], Tensor]
 Discount = str | Callable[[Tensor], Tensor]
@@ -219,31 +235,31 @@ class Ranking:
         return [a for a in self.apart if None in ks or max(ks) > a.first_tie]
 
     # ---------------------------------------------------------------- basic per-query quantities
-    @cached_property
+    @_cached
     def scores(self) -> Tensor:
         """Scores in rank order ``[Q, N]``, or keys that order and tie as they do: read only to find tie groups
         (so gathered on first use)."""
         return self._scores() if callable(self._scores) else self._scores
 
-    @cached_property
+    @_cached
     def positions(self) -> Tensor:
         """1-based ranks ``[N]``."""
         return torch.arange(1, self.list_size + 1, device=self.labels.device, dtype=self.dtype)
 
-    @cached_property
+    @_cached
     def num_valid(self) -> Tensor:
         """Number of ranked (real) items per query ``[Q]``."""
         if self.all_valid:
             return torch.full((self.num_queries,), self.list_size, dtype=self.dtype, device=self.labels.device)
         return self.valid.sum(1, dtype=torch.int32).to(self.dtype)  # int32 sums of bools: several times faster
 
-    @cached_property
+    @_cached
     def relevant(self) -> Tensor:
         """Binary relevance in rank order ``[Q, N]`` (``label >= relevance_threshold``)."""
         # padding holds label 0 and the threshold is > 0: no need to mask it
         return _compare(torch.ge, self.labels, self.relevance_threshold, self.dtype)
 
-    @cached_property
+    @_cached
     def num_relevant(self) -> Tensor:
         """``R``: relevant judged items per query, retrieved or not ``[Q]``."""
         exact = self.dtype == torch.float64 or self.ideal_labels.shape[1] < 2**24  # every partial sum is an integer
@@ -257,12 +273,12 @@ class Ranking:
 
         return self.per_ideal_row(count)
 
-    @cached_property
+    @_cached
     def no_relevant(self) -> Tensor:
         """Queries with no judged item at or above the relevance threshold ``[Q]`` bool (binary measures)."""
         return self.num_relevant == 0
 
-    @cached_property
+    @_cached
     def _ideal_labels_in_dtype(self) -> Tensor:
         return self.ideal_labels if self.ideal_labels.dtype == self.dtype else self.ideal_labels.to(self.dtype)
 
@@ -277,7 +293,7 @@ class Ranking:
         blocks = row_blocks(*self.ideal_labels.shape, _ROW_BLOCK_ITEMS)
         return torch.cat([fn(self.ideal_labels[rows].to(self.dtype)) for rows in blocks])
 
-    @cached_property
+    @_cached
     def has_positive_label(self) -> Tensor:
         """Queries with a judged label > 0 ``[Q]`` bool (graded measures)."""
         return self.per_ideal_row(lambda labels: labels.amax(1) > 0)
@@ -290,7 +306,7 @@ class Ranking:
         return torch.where(top > 0, top, 1).unsqueeze(1)
 
     # ---------------------------------------------------------------- tie groups
-    @cached_property
+    @_cached
     def _groups(self) -> tuple[Tensor, Tensor, Tensor]:
         """Tie group of each position: ``(group_id, start, size)``, each ``[Q, N]`` int64.
 
@@ -307,7 +323,7 @@ class Ranking:
         sizes = torch.zeros_like(group_id).scatter_add_(1, group_id, torch.ones_like(group_id))
         return group_id, start, sizes.gather(1, group_id)
 
-    @cached_property
+    @_cached
     def averages_ties(self) -> bool:
         """Whether tie groups need averaging: ``ties="average"`` and a tie exists (or, off CPU, may exist:
         finding out would synchronise the device)."""
@@ -331,17 +347,17 @@ class Ranking:
         return self.group_sum(values) / self._groups[2].to(self.dtype)
 
     # ---------------------------------------------------------------- shared cumulative quantities
-    @cached_property
+    @_cached
     def hits(self) -> Tensor:
         """Expected number of relevant items in the top i, ``[Q, N]``."""
         return torch.cumsum(self.expected_relevant, 1) if self.averages_ties else self.relevant_count
 
-    @cached_property
+    @_cached
     def expected_relevant(self) -> Tensor:
         """Probability that each position holds a relevant item ``[Q, N]``."""
         return self.expected(self.relevant)
 
-    @cached_property
+    @_cached
     def relevant_count(self) -> Tensor:
         """Relevant items in the top i in this order (ties as sorted) ``[Q, N]``."""
         if self.labels.device.type == "cpu" and self.list_size < 2**31:
@@ -350,17 +366,17 @@ class Ranking:
             return torch.cumsum(self.relevant, 1, dtype=torch.int32).to(self.dtype)
         return torch.cumsum(self.relevant, 1)
 
-    @cached_property
+    @_cached
     def relevant_before(self) -> Tensor:
         """Relevant items above each position in this order ``[Q, N]``."""
         return self.relevant_count - self.relevant
 
-    @cached_property
+    @_cached
     def reciprocal_positions(self) -> Tensor:
         """``1 / i`` for the 1-based ranks ``[N]``."""
         return 1.0 / self.positions
 
-    @cached_property
+    @_cached
     def _group_stats(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Per position: group size m, relevant items r in the group, relevant items before the group,
         and the 0-based offset inside the group (all floating ``[Q, N]``)."""
@@ -368,7 +384,7 @@ class Ranking:
         offset = self.positions.unsqueeze(0) - 1 - start.to(self.dtype)
         return size.to(self.dtype), self.group_sum(self.relevant), self.relevant_before.gather(1, start), offset
 
-    @cached_property
+    @_cached
     def relevant_times_count(self) -> Tensor:
         """``E[rel_i * c_i]`` ``[Q, N]``, with ``c_i`` the relevant items in the top i (AP, MAR).
 
@@ -383,7 +399,7 @@ class Ranking:
         within = torch.where(m > 1, offset * (r - 1) / (m - 1).clamp_min(1), 0)
         return r / m * (prior + 1 + within)
 
-    @cached_property
+    @_cached
     def first_relevant_position(self) -> Tensor:
         """1-based rank of the first relevant item in this order, ``inf`` where there is none ``[Q]``."""
         # one plus the positions above it, where no relevant item is yet: the relevant counts (shared with AP, P
@@ -392,7 +408,7 @@ class Ranking:
         before = torch.searchsorted(self.relevant_count, half).squeeze(1)
         return torch.where(before < self.list_size, (before + 1).to(self.dtype), float("inf"))
 
-    @cached_property
+    @_cached
     def first_relevant_probability(self) -> Tensor:
         """``P(first relevant item at position i)`` ``[Q, N]`` (RR, hit rate, FRP).
 
