@@ -278,3 +278,10 @@ def test_to_dataframe_of_a_batch(tmp_path):
     assert len(frame) == int(batch.mask.sum())
     first = frame[frame.qid == batch.qids[0]]
     assert first.docno.tolist() == batch.docnos[0] and first["rank"].tolist() == list(range(len(first)))
+
+
+def test_compressed_benchmark_runs_and_checks_its_means():
+    from benchmarks.bench_compressed import measure
+
+    record = measure(queries=30, docs=20, repeats=1, suffixes=[".gz", ".xz"])  # raises if a mean differs
+    assert set(record["median_s"]) == {"plain", ".gz", ".xz"} and record["lines"] == 600
