@@ -270,11 +270,14 @@ def test_functional_reads_once_to_check_values_and_never_without(monkeypatch):
     assert unchecked.reads == []
 
 
-def test_a_bad_batch_is_left_out_and_raised_at_compute():
+@pytest.mark.parametrize("backend", ["torch", pytest.param("triton", marks=TRITON)])
+def test_a_bad_batch_is_left_out_and_raised_at_compute(backend):
+    if backend == "triton" and not torch.cuda.is_available() and not backends.triton_interprets():
+        pytest.skip("no CUDA device and no Triton interpreter")
     preds, target, _, _ = _batch(5, padded=False)
     bad = preds.clone()
     bad[1, 2] = float("nan")
-    with torchrank.use_backend("torch"):
+    with torchrank.use_backend(backend):
         metric = NDCG(k=5)
         metric.update(preds, target)
         metric.update(bad, target)

@@ -101,12 +101,15 @@ def fused_values(
     ties: str,
     relevance_threshold: float,
     empty_target_action: str,
-) -> tuple[Tensor, Tensor | None, Tensor | None]:
+    check_values: bool = False,
+) -> tuple[Tensor, Tensor | None, Tensor | None, Tensor | None]:
     """Per-query values ``[Q, len(columns)]`` (float32) of dense ``[..., N]`` input, queries without a relevant item
     filled as ``empty_target_action`` says; for ``"error"``, also the flags ``[Q, len(columns)]`` of those queries
     (the caller reads them), else None; and for ERR under ``"average"``, the lists ``[Q]`` (bool) whose ERR the
     kernel left to the caller: a tie group there holds different labels, whose expectation is a dynamic program over
-    the group (the torch backend's), else None."""
+    the group (the torch backend's), else None; with ``check_values``, the value checks' flags ``[4]`` (bool, in
+    ``VALUE_PROBLEMS``' order: NaN scores, NaN labels, negative labels, negative ideal labels), found by the kernel as
+    it reads the input (no pass of its own), else None."""
     n = preds.shape[-1]
     preds2 = preds.reshape(-1, n)
     target2 = target.reshape(-1, n)
@@ -136,24 +139,32 @@ def fused_values(
     fill = _FILL.get(empty_target_action, 0.0)
     err_ties = ties == "average" and ERR in codes
     mixed = torch.empty(q, dtype=torch.uint8, device=preds.device) if err_ties else out
+    problems = torch.zeros(1, dtype=torch.int32, device=preds.device) if check_values else cuts
     _fused_kernel[(q,)](
         preds2, target2, preds2 if mask2 is None else mask2, preds2 if ideal2 is None else ideal2, cuts, out, flags,
-        mixed,
+        mixed, problems,
         n, m, preds2.stride(0), target2.stride(0), 0 if mask2 is None else mask2.stride(0),
         0 if ideal2 is None else ideal2.stride(0), float(relevance_threshold), fill,
         CODES=_pack(codes), NUM_COLS=len(columns), BLOCK=block, IDEAL_BLOCK=ideal_block,
         HAS_MASK=mask2 is not None, HAS_IDEAL=ideal2 is not None, TIES=TIE_CODES[ties],
         NEED_GAIN=any(c in (DCG, NDCG) for c in codes), NEED_EXP=any(c in (DCG_EXP, NDCG_EXP) for c in codes),
         NEED_AP=AP in codes, NEED_RR=RR in codes or SUCCESS in codes, NEED_ERR=ERR in codes,
-        WRITE_FLAGS=empty_target_action == "error", WRITE_MIXED=err_ties,
+        WRITE_FLAGS=empty_target_action == "error", WRITE_MIXED=err_ties, CHECK_VALUES=check_values,
         num_warps=4 if block <= 1024 else 8,
     )
-    return out, (flags.bool() if empty_target_action == "error" else None), (mixed.bool() if err_ties else None)
+    found = (problems & _problem_bits(preds.device)) != 0 if check_values else None
+    return out, (flags.bool() if errors else None), (mixed.bool() if err_ties else None), found
 
 
 def _pack(codes: tuple[int, ...]) -> int:
     """The column codes as one integer, four bits each (a constexpr the kernel unpacks at compile time)."""
     return sum(code << (4 * j) for j, code in enumerate(codes))
+
+
+@functools.lru_cache(maxsize=16)
+def _problem_bits(device: torch.device) -> Tensor:
+    """The kernel's problem bits, one per value check (cached: read, never written)."""
+    return torch.tensor([1, 2, 4, 8], dtype=torch.int32, device=device)
 
 
 @functools.lru_cache(maxsize=64)
@@ -195,12 +206,12 @@ if triton is not None:
 
     @triton.jit
     def _fused_kernel(
-        preds_ptr, target_ptr, mask_ptr, ideal_ptr, cuts_ptr, out_ptr, flags_ptr, mixed_ptr,
+        preds_ptr, target_ptr, mask_ptr, ideal_ptr, cuts_ptr, out_ptr, flags_ptr, mixed_ptr, problems_ptr,
         n, m, preds_stride, target_stride, mask_stride, ideal_stride, threshold, fill,
         CODES: tl.constexpr, NUM_COLS: tl.constexpr, BLOCK: tl.constexpr, IDEAL_BLOCK: tl.constexpr,
         HAS_MASK: tl.constexpr, HAS_IDEAL: tl.constexpr, TIES: tl.constexpr,
         NEED_GAIN: tl.constexpr, NEED_EXP: tl.constexpr, NEED_AP: tl.constexpr, NEED_RR: tl.constexpr,
-        NEED_ERR: tl.constexpr, WRITE_FLAGS: tl.constexpr, WRITE_MIXED: tl.constexpr,
+        NEED_ERR: tl.constexpr, WRITE_FLAGS: tl.constexpr, WRITE_MIXED: tl.constexpr, CHECK_VALUES: tl.constexpr,
     ):
         row = tl.program_id(0).to(tl.int64)
         pos = tl.arange(0, BLOCK)
@@ -211,6 +222,10 @@ if triton is not None:
         scores = tl.load(preds_ptr + row * preds_stride + pos, mask=inside, other=0.0).to(tl.float32)
         scores = scores + 0.0  # -0.0 becomes 0.0: equal scores, one key
         labels = tl.load(target_ptr + row * target_stride + pos, mask=inside, other=0).to(tl.float32)
+        if CHECK_VALUES:  # the value checks, on what this program reads anyway (padded items count, as elsewhere)
+            bits = tl.max((scores != scores).to(tl.int32), 0)
+            bits |= tl.max((labels != labels).to(tl.int32), 0) << 1
+            bits |= tl.max((labels < 0).to(tl.int32), 0) << 2
         labels = tl.where(real, labels, 0.0)
 
         # one key per item: ordered score bits high, then the tie-break: the label's ordered bits (ties that
@@ -264,6 +279,8 @@ if triton is not None:
         if HAS_IDEAL:
             ipos = tl.arange(0, IDEAL_BLOCK)
             ideal = tl.load(ideal_ptr + row * ideal_stride + ipos, mask=ipos < m, other=0).to(tl.float32)
+            if CHECK_VALUES:
+                bits |= tl.max((ideal < 0).to(tl.int32), 0) << 3
         else:
             ipos = pos
             ideal = labels
@@ -336,6 +353,8 @@ if triton is not None:
             reach = tl.where(pos == 0, 1.0, tl.gather(survive, tl.maximum(pos - 1, 0), 0))
             err = tl.cumsum(reach * stop / rank, 0)
 
+        if CHECK_VALUES:  # one atomic, by the few programs that found a problem
+            tl.atomic_or(problems_ptr, bits, mask=bits != 0)
         last = BLOCK - 1
         r_clamped = tl.maximum(num_relevant, 1.0)
         for j in tl.static_range(NUM_COLS):

@@ -8,8 +8,10 @@ dimensions flattened, or flat ``(preds, target, indexes)`` grouped into padded r
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -145,7 +147,7 @@ def format_inputs(
         target = target.to(work)
     ideal = _format_ideal(ideal_target, target, batch_shape, preds.device, work, validate_args)
     if validate_args and not uses_numpy(preds):  # the device backends: checks on the device, one read of their flags
-        raise_value_problems(value_problems(*given).tolist())
+        report_value_problems(value_problems(*given))
     return RankingInput(
         preds=preds, target=target, mask=mask, ideal_target=ideal, batch_shape=batch_shape, judged=judged,
         padded=padded, padding_last=padding_last, integer_labels=integer_labels, finite_scores=finite_scores,
@@ -188,7 +190,7 @@ def check_dense_inputs(
     if ideal_target is not None:
         _check_ideal(ideal_target, tuple(preds.shape[:-1]), preds.device)
     if validate_args:
-        raise_value_problems(value_problems(preds, target, ideal_target).tolist())
+        report_value_problems(value_problems(preds, target, ideal_target))
 
 
 def _detached(x: Tensor | None) -> Tensor | None:
@@ -280,6 +282,41 @@ def value_problems(preds: Tensor, target: Tensor, ideal_target: Tensor | None = 
     ideal = ideal_target is not None and ideal_target.dtype != torch.bool
     negative_ideal = (ideal_target < 0).any() if ideal else false
     return torch.stack([nan_preds, nan_target, negative, negative_ideal])
+
+
+_DEFERRED: contextvars.ContextVar[list[Tensor] | None] = contextvars.ContextVar("torchrank_deferred", default=None)
+
+
+@contextlib.contextmanager
+def deferred_value_checks() -> Iterator[list[Tensor]]:
+    """Inside the block, the device backends' value checks are not read: each call appends its flags (``[4]`` bool,
+    in :data:`VALUE_PROBLEMS`' order, on the device) to the yielded list instead of raising. A metric's update runs its
+    functional so, and never waits on the device.
+
+    Example:
+        >>> import torch, torchrank
+        >>> from torchrank.functional import ndcg
+        >>> with torchrank.use_backend("torch"), deferred_value_checks() as found:
+        ...     _ = ndcg(torch.tensor([[float("nan"), 0.5]]), torch.tensor([[1, 0]]))
+        >>> found[0].tolist()
+        [True, False, False, False]
+    """
+    found: list[Tensor] = []
+    token = _DEFERRED.set(found)
+    try:
+        yield found
+    finally:
+        _DEFERRED.reset(token)
+
+
+def report_value_problems(flags: Tensor) -> None:
+    """The device backends' value-check ``flags`` (:func:`value_problems`' layout): kept for the caller inside
+    :func:`deferred_value_checks`, else read (one synchronisation) and raised for."""
+    found = _DEFERRED.get()
+    if found is not None:
+        found.append(flags)
+    else:
+        raise_value_problems(flags.tolist())
 
 
 def raise_value_problems(flags: Sequence[bool], where: str = "") -> None:

@@ -23,6 +23,7 @@ from torchrank.functional._inputs import (
     check_dense_inputs,
     format_inputs,
     normalize_k,
+    report_value_problems,
 )
 from torchrank.functional._ranking import Ranking, apply_measure, rank
 from torchrank.functional.backends import backend_for
@@ -224,11 +225,13 @@ def fused_per_query(
     if preds.ndim == 0 or not _fused.fits(preds, target, ideal_target):
         return None
     check_options(ties, empty_target_action, reduction, relevance_threshold)
-    check_dense_inputs(preds, target, mask=mask, ideal_target=ideal_target, validate_args=validate_args)
-    values, empty, mixed = _fused.fused_values(
+    check_dense_inputs(preds, target, mask=mask, ideal_target=ideal_target, validate_args=False)
+    values, empty, mixed, problems = _fused.fused_values(
         preds, target, columns, mask=mask, ideal_target=ideal_target, ties=ties,
-        relevance_threshold=relevance_threshold, empty_target_action=empty_target_action,
+        relevance_threshold=relevance_threshold, empty_target_action=empty_target_action, check_values=validate_args,
     )
+    if problems is not None:  # the kernel's own value checks: read here, or kept for a metric's update
+        report_value_problems(problems)
     if empty is not None and bool(empty.any()):
         raise ValueError(_EMPTY_ERROR)
     if mixed is not None:  # ERR of lists whose tie groups hold different labels: their rows by the torch backend

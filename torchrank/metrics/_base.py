@@ -20,7 +20,7 @@ from torchmetrics.utilities.data import dim_zero_cat
 from torchmetrics.utilities.distributed import gather_all_tensors
 
 from torchrank.functional.backends import uses_numpy
-from torchrank.functional.checks import VALUE_PROBLEMS, check_choice, value_problems
+from torchrank.functional.checks import VALUE_PROBLEMS, check_choice, deferred_value_checks, value_problems
 
 AGGREGATIONS = ("mean", "median", "min", "max")
 
@@ -140,8 +140,11 @@ class RankingMetric(Metric):
     ) -> None:
         """A dense update on a device backend: the value checks run on the device beside the measure, and a batch
         that fails one adds nothing; :meth:`compute` raises for it (no host read here: the stream never waits)."""
-        values = self._values(preds, target, mask=mask, ideal_target=ideal_target, judged=judged, validate_args=False)
-        problems = value_problems(preds, target, ideal_target)  # after the functional's type, shape and device checks
+        with deferred_value_checks() as found:  # the functional's checks run on the device (the fused kernel's own)
+            values = self._values(preds, target, mask=mask, ideal_target=ideal_target, judged=judged)
+        if not found:  # every path reports; a functional that did not is checked here
+            found.append(value_problems(preds, target, ideal_target))
+        problems = found[0] if len(found) == 1 else torch.stack(found).any(0)  # chunked calls report per chunk
         self._add(values.reshape(-1, self.num_outputs), valid=~problems.any())
         # the first bad update n is kept as the largest 1 / n (one multiply and one maximum, no host-to-device copy)
         invalid = self.sums[2 * self.num_outputs : 2 * self.num_outputs + len(VALUE_PROBLEMS)]
