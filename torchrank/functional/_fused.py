@@ -149,7 +149,7 @@ def fused_values(
         HAS_MASK=mask2 is not None, HAS_IDEAL=ideal2 is not None, TIES=TIE_CODES[ties],
         NEED_GAIN=any(c in (DCG, NDCG) for c in codes), NEED_EXP=any(c in (DCG_EXP, NDCG_EXP) for c in codes),
         NEED_AP=AP in codes, NEED_RR=RR in codes or SUCCESS in codes, NEED_ERR=ERR in codes,
-        WRITE_FLAGS=empty_target_action == "error", WRITE_MIXED=err_ties, CHECK_VALUES=check_values,
+        WRITE_FLAGS=errors, WRITE_MIXED=err_ties, CHECK_VALUES=check_values,
         num_warps=4 if block <= 1024 else 8,
     )
     found = (problems & _problem_bits(preds.device)) != 0 if check_values else None
