@@ -3,16 +3,16 @@
 Run from the repository root::
 
     python -m benchmarks.bench_compressed            # 7,000 queries x 1,000 documents (7M run lines), gzip only
-    python -m benchmarks.bench_compressed --all      # also .bz2 and .xz
+    python -m benchmarks.bench_compressed --all      # also .bz2, .xz and the run as parquet (pyarrow)
     python -m benchmarks.bench_compressed --smoke    # 200 x 100
 
-The files are :func:`benchmarks.bench_cli.generate`'s (random scores in rank order, 6 decimals; qrels of 20
-judged documents per query), written into a temporary folder and compressed there with the standard library at
-its default level; nothing is committed but the results. Each round times ``score_run(qrels, run, MEASURES)``
-(reading, decompressing, parsing and evaluating: what a user waits for) on the plain and on each compressed run,
-in turn, ``repeats`` rounds; the compressed run's means must equal the plain run's. The promise of issue 22: a
-gzipped run evaluates in at most 1.5x the plain file's time. Writes ``benchmarks/results/compressed_cpu.json``
-and ``.md`` (``--smoke``: ``compressed_cpu_smoke.*``).
+The files are :func:`benchmarks.bench_cli.generate`'s (random scores in rank order, 6 decimals; qrels of 20 judged
+documents per query), written into a temporary folder and compressed there with the standard library at its default
+level; nothing is committed but the results. Each round times ``score_run(qrels, run, MEASURES)`` (reading,
+decompressing, parsing and evaluating: what a user waits for) on the plain and on each compressed run, in turn,
+``repeats`` rounds (``--all``: also the run as parquet); every file's means must equal the plain run's. The promise
+of issue 22: a gzipped run evaluates in at most 1.5x the plain file's time. Writes
+``benchmarks/results/compressed_cpu.json`` and ``.md`` (``--smoke``: ``compressed_cpu_smoke.*``).
 """
 
 from __future__ import annotations
@@ -41,12 +41,29 @@ def _compress(path: Path, suffix: str) -> Path:
     return target
 
 
+def _parquet(path: Path) -> Path:
+    """The run as a parquet file with PyTerrier's columns (qid, docno, score), converted by pyarrow."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    names = ["qid", "q0", "docno", "rank", "score", "tag"]
+    table = pacsv.read_csv(
+        path, read_options=pacsv.ReadOptions(column_names=names),
+        parse_options=pacsv.ParseOptions(delimiter=" "),
+        convert_options=pacsv.ConvertOptions(column_types={"qid": pa.string(), "docno": pa.string()}),
+    )  # fmt: skip
+    target = path.with_suffix(".parquet")
+    pq.write_table(table.select(["qid", "docno", "score"]), target)
+    return target
+
+
 def measure(queries: int, docs: int, repeats: int, suffixes: list[str]) -> dict:
     from torchrank.io.trec_eval import score_run
 
     with tempfile.TemporaryDirectory() as folder:
         qrels, plain = generate(Path(folder), queries, docs, judged=20, seed=0)
-        runs = {"plain": plain} | {s: _compress(plain, s) for s in suffixes}
+        runs = {"plain": plain} | {s: _parquet(plain) if s == ".parquet" else _compress(plain, s) for s in suffixes}
         reference = score_run(qrels, plain, MEASURES).summary()
         for name, path in runs.items():
             if score_run(qrels, path, MEASURES).summary() != reference:
@@ -97,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
     queries, docs = (200, 100) if args.smoke else (7000, 1000)
-    record = measure(queries, docs, args.repeats, [".gz", ".bz2", ".xz"] if args.all else [".gz"])
+    record = measure(queries, docs, args.repeats, [".gz", ".bz2", ".xz", ".parquet"] if args.all else [".gz"])
     meta = _metadata()
     stem = "compressed_cpu_smoke" if args.smoke else "compressed_cpu"
     RESULTS.mkdir(exist_ok=True)
