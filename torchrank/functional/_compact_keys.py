@@ -10,16 +10,11 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from torchrank.functional._inputs import RankingInput, working_dtype
-
-try:  # numpy's SIMD sort ranks on CPU several times faster than torch.sort; torch runs without it
-    import numpy as np
-except ImportError:  # pragma: no cover
-    np = None
-
 from torchrank.functional._numpy_keys import (
     _INT32_MAX,
     _LABEL_FLIP,

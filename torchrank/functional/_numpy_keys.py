@@ -8,16 +8,11 @@ import functools
 import sys
 from collections.abc import Callable
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from torchrank.functional._inputs import RankingInput
-
-try:  # numpy's SIMD sort ranks on CPU several times faster than torch.sort; torch runs without it
-    import numpy as np
-except ImportError:  # pragma: no cover
-    np = None
-
 from torchrank.functional._ranking import _ROW_BLOCK_ITEMS, Ranking, _ranks_every_judged_item, row_blocks
 
 # the low half of a label key per tie order: None keeps the label's bits (any order within a tie group will do:
@@ -28,7 +23,7 @@ _LABEL_FLIP = {"average": None, "pessimistic": -(2**31), "optimistic": 2**31 - 1
 
 def _packs(preds: Tensor) -> bool:
     """Whether the CPU key sort (:func:`_sorted_keys`) can rank ``preds``."""
-    return preds.device.type == "cpu" and np is not None and preds.dtype in _PACKABLE
+    return preds.device.type == "cpu" and preds.dtype in _PACKABLE
 
 
 def _sorts_head_only(head: int | None, n: int, items: int, padded: bool) -> bool:
@@ -386,9 +381,7 @@ def _gather_scores(preds: Tensor, order: Tensor) -> Tensor:
 
 def _negated_scores(preds: Tensor, mask: Tensor | None) -> Tensor | None:
     """``-preds`` in a float dtype that holds them exactly, NaN at padding (sorted last); None where there
-    is none (int64 scores) or, on CPU, numpy is missing."""
-    if np is None:
-        return None
+    is none (int64 scores)."""
     if preds.dtype in (torch.float16, torch.bfloat16):
         preds = preds.float()
     elif preds.dtype in (torch.int8, torch.uint8, torch.int16, torch.int32):

@@ -11,17 +11,12 @@ import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
+import numpy as np
 import torch
 from torch import Tensor
 
-from torchrank.functional._inputs import RankingInput
-
-try:  # numpy's SIMD sort ranks on CPU several times faster than torch.sort; torch runs without it
-    import numpy as np
-except ImportError:  # pragma: no cover
-    np = None
-
 from torchrank.functional._compact_keys import _compact_key_ranking
+from torchrank.functional._inputs import RankingInput
 from torchrank.functional._numpy_keys import (
     _LABEL_FLIP,
     _cpu_topk_is_partial,
@@ -148,7 +143,7 @@ class FastOrder(NamedTuple):
 
 def _fast_order(inputs: RankingInput, depth: int | None, topk: bool = True) -> FastOrder | None:
     """The order of each row, padding last, cut at ``depth``, and where it ties (:class:`FastOrder`); None where
-    no fast path applies (rows known to hold ties, int64 scores, no numpy).
+    no fast path applies (rows known to hold ties, int64 scores).
 
     A top-k of a short prefix of long unpadded lists (where ``topk`` allows) is cheaper than any sort; otherwise
     on CPU one numpy sort of packed 64-bit keys (:func:`_packed_sort`), else one unstable sort.

@@ -26,17 +26,13 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from torchrank.functional._inputs import RankingInput, read_by_blocks, working_dtype
 from torchrank.functional.backends import uses_numpy
 from torchrank.functional.core import gain_values
-
-try:  # numpy's SIMD sort ranks on CPU several times faster than torch.sort; torch runs without it
-    import numpy as np
-except ImportError:  # pragma: no cover
-    np = None
 
 if TYPE_CHECKING:
     from torchrank.functional._tied_rows import RowsApart
@@ -449,7 +445,7 @@ def _descending(values: Tensor, depth: int | None) -> Tensor:
         if depth is not None and depth < values.shape[1]:
             return torch.topk(values, depth, dim=1).values
         return torch.sort(values, dim=1, descending=True).values
-    if np is not None and values.dtype in (torch.float32, torch.float64):
+    if values.dtype in (torch.float32, torch.float64):
         from torchrank.functional._numpy_keys import _nonnegative_head, _partitioned
 
         head = _nonnegative_head(values.numpy(), depth, select=_partitioned(depth, values.shape[1]))
@@ -480,7 +476,7 @@ def rows_any(x: Tensor) -> Tensor:
     q, n = x.shape
     if n == 0:
         return torch.zeros(q, dtype=torch.bool, device=x.device)
-    if not uses_numpy(x) or np is None:
+    if not uses_numpy(x):
         return x.view(torch.uint8).amax(1).bool()
     flags = x.view(torch.bool).numpy()
     if n < _SHORT_ROW_ITEMS and np.count_nonzero(flags) <= q:

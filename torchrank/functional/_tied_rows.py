@@ -18,12 +18,6 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._inputs import RankingInput
-
-try:  # numpy's SIMD sort ranks on CPU several times faster than torch.sort; torch runs without it
-    import numpy as np
-except ImportError:  # pragma: no cover
-    np = None
-
 from torchrank.functional._ranking import Ranking
 
 # a tie order is worked out separately for at most this share of the rows; past it, for the whole batch
