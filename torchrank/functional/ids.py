@@ -1,0 +1,188 @@
+"""Id-list input: the top-K item ids a retriever or recommender returns, and the ids of the relevant items.
+
+:func:`ids_to_dense` turns ``ranked_ids [B, K]`` and ``relevant_ids [B, M]`` into the ``preds``, ``target``,
+``mask`` and ``ideal_target`` every ranking function (and every metric's ``update``) takes, so
+``ndcg(**ids_to_dense(ranked, relevant), k=10)`` evaluates id lists. :func:`top_k_ids` takes the top-K of
+catalogue scores ``[B, C]`` in chunks of queries, and :func:`catalogue_to_dense` chains the two.
+
+The matching sorts each query's relevant ids once and looks the ranked ids up with ``searchsorted``: memory
+``O(B (K + M))``, time ``O(B (K + M) log M)``, on any device, with no host read and no loop over queries.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from torchrank.functional._chunking import _budget
+
+# top-k working memory per catalogue score: the scores' copy a sort-based top-k may make plus its indices
+_TOPK_BYTES_PER_SCORE = 16
+_DEFAULT_TOPK_BUDGET = 2**30
+
+
+def ids_to_dense(
+    ranked_ids: Tensor,
+    relevant_ids: Tensor,
+    relevant_labels: Tensor | None = None,
+    *,
+    pad_id: int = -1,
+    scores: Tensor | None = None,
+) -> dict[str, Tensor]:
+    """Dense ranking input from id lists: ``{"preds", "target", "mask", "ideal_target"}``.
+
+    Args:
+        ranked_ids: ``[B, K]`` integer ids of each query's retrieved items, best first; ``pad_id`` pads a
+            shorter list (anywhere in the row).
+        relevant_ids: ``[B, M]`` integer ids of each query's relevant (judged) items, ``pad_id`` as padding.
+            Relevant items missing from the ranked list still count in ``R`` and in the ideal ranking
+            (``ideal_target``), as trec_eval counts them.
+        relevant_labels: ``[B, M]`` graded labels (>= 0) of ``relevant_ids``; None: every relevant id has
+            label 1 (binary relevance).
+        pad_id: The id that marks padding in both id tensors.
+        scores: Optional ``[B, K]`` scores of the ranked items (ties among them are then resolved by the
+            measures' ``ties``); None: the list order itself (position scores ``K, K-1, ..., 1``).
+
+    Returns:
+        ``preds [B, K]`` (float), ``target [B, K]`` (each ranked item's label, 0 when not relevant),
+        ``mask [B, K]`` (False at padding) and ``ideal_target [B, max(M, 1)]``: keyword arguments of every
+        ranking function and of every metric's ``update``.
+
+    Repeated ids: an id repeated in a ranked list counts at its first position only (later copies are
+    non-relevant items), so no relevant item is counted twice; an id repeated among ``relevant_ids`` counts
+    once, with its largest label.
+
+    Example:
+        >>> import torch
+        >>> from torchrank.functional import ids_to_dense, ndcg, recall
+        >>> ranked = torch.tensor([[7, 3, 9], [4, 5, -1]])
+        >>> relevant = torch.tensor([[3, 8], [5, -1]])
+        >>> inputs = ids_to_dense(ranked, relevant)
+        >>> inputs["target"]
+        tensor([[0, 1, 0],
+                [0, 1, 0]])
+        >>> recall(**inputs, k=3)  # item 8 is relevant but not retrieved: R = 2 for the first query
+        tensor(0.7500)
+    """
+    _check_ids(ranked_ids, relevant_ids, relevant_labels, scores)
+    mask = ranked_ids != pad_id
+    if relevant_ids.shape[1] == 0:  # searchsorted needs one entry: a padding column matches nothing
+        relevant_ids = torch.full_like(ranked_ids[:, :1], pad_id)
+        relevant_labels = None if relevant_labels is None else relevant_labels.new_zeros(relevant_ids.shape)
+    labels = torch.ones_like(relevant_ids) if relevant_labels is None else relevant_labels
+    labels = torch.where(relevant_ids != pad_id, labels, torch.zeros_like(labels))
+    sorted_ids, sorted_labels = _sorted_relevant(relevant_ids, labels)
+    # the first entry of each id holds its largest label (duplicates carry 0): look the ranked ids up there
+    where = torch.searchsorted(sorted_ids, ranked_ids).clamp_(max=sorted_ids.shape[1] - 1)
+    found = (sorted_ids.gather(1, where) == ranked_ids) & first_occurrence(ranked_ids, pad_id)
+    target = torch.where(found, sorted_labels.gather(1, where), torch.zeros_like(sorted_labels[:, :1]))
+    if scores is None:
+        k = ranked_ids.shape[1]
+        preds = torch.arange(k, 0, -1, dtype=torch.get_default_dtype(), device=ranked_ids.device).expand(
+            ranked_ids.shape)
+    else:
+        preds = scores
+    return {"preds": preds, "target": target, "mask": mask, "ideal_target": sorted_labels}
+
+
+def first_occurrence(ids: Tensor, pad_id: int = -1) -> Tensor:
+    """``[B, K]`` bool: True where an id is not padding and does not occur earlier in its row.
+
+    One stable sort per row (``O(B K log K)``, no host read): equal ids become neighbours in input order.
+
+    Example:
+        >>> import torch
+        >>> first_occurrence(torch.tensor([[4, 2, 4, -1, 2, 5]]))
+        tensor([[ True,  True, False, False, False,  True]])
+    """
+    ordered, order = torch.sort(ids, dim=1, stable=True)
+    repeat = torch.zeros_like(ordered, dtype=torch.bool)
+    repeat[:, 1:] = ordered[:, 1:] == ordered[:, :-1]
+    first = torch.empty_like(repeat).scatter_(1, order, ~repeat)
+    return first & (ids != pad_id)
+
+
+def _sorted_relevant(relevant_ids: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
+    """Each row's relevant ids ascending, the largest label first among equal ids, repeats' labels set to 0."""
+    by_label = torch.argsort(labels, dim=1, descending=True, stable=True)
+    ids = relevant_ids.gather(1, by_label)
+    order = torch.argsort(ids, dim=1, stable=True)  # stable: equal ids keep the largest label first
+    ids, labels = ids.gather(1, order), labels.gather(1, by_label).gather(1, order)
+    repeat = torch.zeros_like(ids, dtype=torch.bool)
+    repeat[:, 1:] = ids[:, 1:] == ids[:, :-1]
+    return ids, torch.where(repeat, torch.zeros_like(labels), labels)
+
+
+def top_k_ids(scores: Tensor, k: int, *, max_bytes: int | None = None) -> tuple[Tensor, Tensor]:
+    """The ``k`` best items of each query over a catalogue: ``(values [B, k], ids [B, k])``, best first.
+
+    Queries go through ``topk`` in chunks whose working memory stays under ``max_bytes`` (default: the budget
+    :func:`torchrank.functional.memory_budget` sets, else 1 GiB); the scores themselves are not copied.
+
+    Example:
+        >>> import torch
+        >>> values, ids = top_k_ids(torch.tensor([[0.1, 0.9, 0.5], [0.7, 0.2, 0.3]]), 2)
+        >>> ids
+        tensor([[1, 2],
+                [0, 2]])
+    """
+    if not isinstance(scores, Tensor) or scores.ndim != 2 or not scores.is_floating_point():
+        raise ValueError(f"Argument `scores` must be a [queries, items] float tensor, got {_describe(scores)}.")
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 < k <= scores.shape[1]:
+        raise ValueError(f"Argument `k` must be an int in [1, {scores.shape[1]}] (the catalogue size), got {k!r}.")
+    budget = max_bytes or _budget() or _DEFAULT_TOPK_BUDGET
+    rows = max(1, budget // (_TOPK_BYTES_PER_SCORE * scores.shape[1]))
+    parts = [chunk.topk(k, dim=1) for chunk in scores.split(rows)]
+    return torch.cat([p.values for p in parts]), torch.cat([p.indices for p in parts])
+
+
+def catalogue_to_dense(
+    scores: Tensor, relevant_ids: Tensor, k: int, relevant_labels: Tensor | None = None, *, pad_id: int = -1,
+) -> dict[str, Tensor]:
+    """Dense ranking input of the top ``k`` of catalogue scores ``[B, C]`` (item ids are column numbers).
+
+    The retrieved items keep their scores (ties among them follow the measures' ``ties``); relevant items
+    outside the top ``k`` count in ``R`` and the ideal, as in :func:`ids_to_dense`.
+
+    Example:
+        >>> import torch
+        >>> from torchrank.functional import catalogue_to_dense, recall
+        >>> scores = torch.tensor([[0.1, 0.9, 0.5, 0.3], [0.7, 0.2, 0.3, 0.8]])
+        >>> recall(**catalogue_to_dense(scores, torch.tensor([[2, 0], [3, -1]]), k=2))
+        tensor(0.7500)
+    """
+    values, ids = top_k_ids(scores, k)
+    return ids_to_dense(ids, relevant_ids, relevant_labels, pad_id=pad_id, scores=values)
+
+
+def _check_ids(ranked_ids: Tensor, relevant_ids: Tensor, relevant_labels: Tensor | None, scores: Tensor | None) -> None:
+    """Types, shapes and devices (no value is read)."""
+    for name, ids in (("ranked_ids", ranked_ids), ("relevant_ids", relevant_ids)):
+        if not isinstance(ids, Tensor) or ids.ndim != 2 or ids.is_floating_point() or ids.is_complex() \
+                or ids.dtype == torch.bool:
+            raise ValueError(f"Argument `{name}` must be a [queries, items] integer tensor, got {_describe(ids)}.")
+    if ranked_ids.shape[0] != relevant_ids.shape[0]:
+        raise ValueError(
+            f"Arguments `ranked_ids` and `relevant_ids` must have the same number of queries, got "
+            f"{tuple(ranked_ids.shape)} and {tuple(relevant_ids.shape)}."
+        )
+    if ranked_ids.shape[1] == 0:
+        raise ValueError("Argument `ranked_ids` must hold at least one position, got shape "
+                         f"{tuple(ranked_ids.shape)}.")
+    for name, other in (("relevant_labels", relevant_labels), ("scores", scores)):
+        like = relevant_ids if name == "relevant_labels" else ranked_ids
+        if other is not None and (not isinstance(other, Tensor) or other.shape != like.shape):
+            raise ValueError(f"Argument `{name}` must be a tensor of shape {tuple(like.shape)}, got "
+                             f"{_describe(other)}.")
+    for name, other in (("relevant_ids", relevant_ids), ("relevant_labels", relevant_labels), ("scores", scores)):
+        if other is not None and other.device != ranked_ids.device:
+            raise ValueError(f"Argument `{name}` must be on {ranked_ids.device}, got {other.device}.")
+    if scores is not None and not scores.is_floating_point():
+        raise ValueError(f"Argument `scores` must hold float scores, got dtype {scores.dtype}.")
+    if relevant_ids.dtype != ranked_ids.dtype:
+        raise ValueError(f"Arguments `ranked_ids` and `relevant_ids` must have the same dtype, got "
+                         f"{ranked_ids.dtype} and {relevant_ids.dtype}.")
+
+
+def _describe(x: object) -> str:
+    return f"shape {tuple(x.shape)} dtype {x.dtype}" if isinstance(x, Tensor) else type(x).__name__
