@@ -103,7 +103,7 @@ def _gather_ranking(
     return Ranking(
         scores=inputs.preds.gather(1, order) if scores is None else scores,
         labels=_ranked_labels(inputs.target, order, working_dtype(inputs.preds)),
-        valid=inputs.mask.gather(1, order) if inputs.padded else inputs.mask[:, : order.shape[1]],  # all True
+        valid=inputs.mask.gather(1, order) if inputs.padded else _leading(inputs.mask, order.shape[1]),  # all True
         ideal_labels=inputs.ideal_target,
         judged=None if inputs.judged is None else inputs.judged.gather(1, order),
         ties=ties,
@@ -111,6 +111,11 @@ def _gather_ranking(
         all_valid=not inputs.padded,
         ranks_every_judged_item=_ranks_every_judged_item(inputs, order.shape[1]),
     )
+
+
+def _leading(x: Tensor, width: int) -> Tensor:
+    """The first ``width`` columns of ``x`` (``x`` itself when that is all of them: no view to make)."""
+    return x if x.shape[1] == width else x[:, :width]
 
 
 def _ranks_every_judged_item(inputs: RankingInput, width: int) -> bool:
@@ -302,22 +307,36 @@ class Ranking:
         return torch.where(top > 0, top, 1).unsqueeze(1)
 
     # ---------------------------------------------------------------- tie groups
-    @_cached
+    @property
     def _groups(self) -> tuple[Tensor, Tensor, Tensor]:
         """Tie group of each position: ``(group_id, start, size)``, each ``[Q, N]`` int64.
 
         ``group_id`` numbers the groups of a row from 0, ``start`` is the 0-based position where the
         position's group begins and ``size`` its number of items. Padding forms its own group.
         """
+        return self._group_ids[1], self._group_starts, self._group_sizes
+
+    @_cached
+    def _group_ids(self) -> tuple[Tensor, Tensor]:
+        """Where each tie group begins ``[Q, N]`` bool, and each position's group number from 0 ``[Q, N]`` int64."""
         continues = self.scores[:, 1:] == self.scores[:, :-1]  # a position in the group of the one above
         if not self.all_valid:  # padding (always last) is a group of its own
             continues &= self.valid[:, 1:] == self.valid[:, :-1]
         boundary = torch.nn.functional.pad(~continues, (1, 0), value=True)
-        group_id = torch.cumsum(boundary, 1) - 1
-        # the group's first position: the last boundary at or above each position
-        start = torch.cummax(torch.where(boundary, _indices(self.list_size, self.labels.device), 0), 1).values
-        sizes = torch.zeros_like(group_id).scatter_add_(1, group_id, torch.ones_like(group_id))
-        return group_id, start, sizes.gather(1, group_id)
+        return boundary, torch.cumsum(boundary, 1) - 1
+
+    @_cached
+    def _group_sizes(self) -> Tensor:
+        """The number of items of each position's tie group ``[Q, N]`` int64."""
+        group_id = self._group_ids[1]
+        return torch.zeros_like(group_id).scatter_add_(1, group_id, torch.ones_like(group_id)).gather(1, group_id)
+
+    @_cached
+    def _group_starts(self) -> Tensor:
+        """The 0-based position where each position's tie group begins ``[Q, N]`` int64: the last boundary at or
+        above it (only the closed forms of AP, RR and ERR read it, not the group means)."""
+        boundary = self._group_ids[0]
+        return torch.cummax(torch.where(boundary, _indices(self.list_size, self.labels.device), 0), 1).values
 
     @_cached
     def averages_ties(self) -> bool:
@@ -332,7 +351,7 @@ class Ranking:
 
     def group_sum(self, values: Tensor) -> Tensor:
         """Sum of ``values`` over each position's tie group, broadcast back to positions ``[Q, N]``."""
-        group_id = self._groups[0]
+        group_id = self._group_ids[1]
         sums = torch.zeros_like(values).scatter_add_(1, group_id, values)
         return sums.gather(1, group_id)
 
@@ -340,7 +359,7 @@ class Ranking:
         """Expected per-position value under random order of tie groups (the group mean), or ``values``."""
         if not self.averages_ties:
             return values
-        return self.group_sum(values) / self._groups[2].to(self.dtype)
+        return self.group_sum(values) / self._group_sizes.to(self.dtype)
 
     # ---------------------------------------------------------------- shared cumulative quantities
     @_cached
@@ -499,22 +518,22 @@ def exclusive_cumprod(x: Tensor) -> Tensor:
 
 
 def cutoff_index(ranking: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
-    """For each cut-off, the gather index ``[Q, K]`` into the rank axis and the effective k ``[Q, K]``.
+    """For each cut-off, the index into the rank axis and the effective k, for :func:`at_cutoffs`: ``[Q, K]`` each,
+    or, when every cut-off is a number (the same for every query), ``[K]`` and ``[1, K]`` (they broadcast).
 
     ``None`` means the whole list: the effective k is then the number of ranked items of each query.
-    A cut-off past the list end gathers the last position (every later position would add nothing).
+    A cut-off past the list end reads the last position (every later position would add nothing).
     """
     key = tuple(ks)
     if key not in ranking.cutoffs:  # measures of one evaluate() often share their cut-offs
-        q, n = ranking.num_queries, ranking.list_size
+        n = ranking.list_size
         if None in ks:
             # filled on the device from Python numbers: no host-to-device copy (a synchronisation)
             valid = ranking.num_valid
             k_eff = torch.stack([valid if k is None else torch.full_like(valid, k) for k in ks], 1)
             index = (k_eff - 1).clamp(0, n - 1).long()
-        else:  # the same for every query: two small constant rows, broadcast
+        else:  # the same for every query: two small constant rows (cached), nothing built per call
             index, k_eff = fixed_cutoffs(key, n, ranking.dtype, ranking.labels.device)
-            index, k_eff = index.expand(q, -1), k_eff.expand(q, -1)
         ranking.cutoffs[key] = (index, k_eff)
     return ranking.cutoffs[key]
 
@@ -527,8 +546,8 @@ def _indices(n: int, device: torch.device) -> Tensor:
 
 @functools.lru_cache(maxsize=256)
 def fixed_cutoffs(ks: tuple[int, ...], n: int, dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor]:
-    """``(index [1, K], k_eff [1, K])`` of integer cut-offs on lists of ``n`` positions (cached: constants)."""
-    index = torch.tensor([min(k, n) - 1 for k in ks], device=device).unsqueeze(0)
+    """``(index [K], k_eff [1, K])`` of integer cut-offs on lists of ``n`` positions (cached: constants)."""
+    index = torch.tensor([min(k, n) - 1 for k in ks], device=device)
     return index, torch.tensor([float(k) for k in ks], dtype=dtype, device=device).unsqueeze(0)
 
 
@@ -541,8 +560,9 @@ def sum_to_cutoffs(values: Tensor, index: Tensor, ks: Sequence[int | None]) -> T
 
 
 def at_cutoffs(cumulative: Tensor, index: Tensor) -> Tensor:
-    """Read a per-position cumulative quantity ``[Q, N]`` at each query's cut-offs ``[Q, K]``."""
-    return cumulative.gather(1, index)
+    """Read a per-position cumulative quantity ``[Q, N]`` at each query's cut-offs ``[Q, K]``, or at the same cut-offs
+    ``[K]`` in every query."""
+    return cumulative.index_select(1, index) if index.ndim == 1 else cumulative.gather(1, index)
 
 
 def apply_measure(

@@ -63,7 +63,7 @@ def _ideal_dcg_at(
     cumulative = torch.cumsum(discounted_gains(ideal, weights(m, ideal.dtype, ideal.device)), 1)
     # the whole list (None) is cut-off m; the index is cached, not built per call
     index, _ = fixed_cutoffs(tuple(m if k is None else k for k in ks), m, ideal.dtype, ideal.device)
-    return at_cutoffs(cumulative, index.expand(len(cumulative), -1)), ideal
+    return at_cutoffs(cumulative, index), ideal
 
 
 def _dcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> tuple[Tensor, Tensor]:

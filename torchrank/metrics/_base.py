@@ -145,10 +145,10 @@ class RankingMetric(Metric):
         if not found:  # every path reports; a functional that did not is checked here
             found.append(value_problems(preds, target, ideal_target))
         problems = found[0] if len(found) == 1 else torch.stack(found).any(0)  # chunked calls report per chunk
-        self._add(values.reshape(-1, self.num_outputs), valid=~problems.any())
+        self._add(values.reshape(-1, self.num_outputs), bad=problems.any())
         # the first bad update n is kept as the largest 1 / n (one multiply and one maximum, no host-to-device copy)
         invalid = self.sums[2 * self.num_outputs : 2 * self.num_outputs + len(VALUE_PROBLEMS)]
-        invalid.copy_(torch.maximum(invalid, problems * (1.0 / self._update_count)))
+        torch.maximum(invalid, problems * (1.0 / self._update_count), out=invalid)
 
     def _raise_for_invalid_updates(self) -> None:
         """Raise for the first problem a device-checked update found (one host read, at compute)."""
@@ -181,15 +181,15 @@ class RankingMetric(Metric):
         self.flat_items.append(torch.stack([c.to(torch.float64) for c in columns], 1))
         self.flat_indexes.append(indexes[keep].to(torch.int64))  # one dtype on every process
 
-    def _add(self, values: Tensor, valid: Tensor | None = None) -> None:
-        """Add per-query ``values`` ``[Q, num_outputs]``; ``valid`` (a bool on the device) False adds nothing."""
+    def _add(self, values: Tensor, bad: Tensor | None = None) -> None:
+        """Add per-query ``values`` ``[Q, num_outputs]``; ``bad`` (a bool on the device) True adds nothing."""
         known = values == values  # not NaN
         # sums and counts in one add: a validation epoch calls this once per batch
         added = torch.cat([torch.nansum(values, 0, dtype=torch.float64), known.sum(0, dtype=torch.float64)])
-        self.sums[: 2 * self.num_outputs].add_(added if valid is None else torch.where(valid, added, 0))
+        self.sums[: 2 * self.num_outputs].add_(added if bad is None else added.masked_fill(bad, 0))
         if self.keep_per_query:
             kept = values.to(torch.float64)
-            self.per_query.append(kept if valid is None else torch.where(valid, kept, torch.nan))
+            self.per_query.append(kept if bad is None else kept.masked_fill(bad, torch.nan))
 
     def compute(self) -> Any:
         """The mean (or ``aggregation``) over every query seen, across updates and processes."""
