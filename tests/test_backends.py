@@ -69,7 +69,7 @@ def test_selection_by_call_context_and_environment(monkeypatch):
 
 @pytest.mark.parametrize("call", [backends.set_backend, backends.use_backend])
 def test_unknown_backend_is_a_clear_error(call):
-    with pytest.raises(ValueError, match="must be one of .*'numpy'.*got 'cuda'"):
+    with pytest.raises(ValueError, match=r"must be one of .*'numpy'.*got 'cuda'"):
         with contextlib.ExitStack() as stack:
             result = call("cuda")
             if hasattr(result, "__enter__"):
