@@ -13,9 +13,22 @@ Example:
 from torchrank.metrics import classes as _classes
 from torchrank.metrics._base import RankingMetric
 from torchrank.metrics.classes import FunctionalMetric, RankingMetrics
+from torchrank.metrics.recommenders import (
+    AveragePopularity,
+    Coverage,
+    ExposureEntropy,
+    GiniIndex,
+    IntraListDiversity,
+    LongTailShare,
+    Novelty,
+    Personalization,
+)
 
 # every derived class under its own name (as torchrank.functional exports the declared functions)
 globals().update({name: getattr(_classes, name) for name in _classes.__all__})
 
-__all__ = ["FunctionalMetric", "RankingMetric", "RankingMetrics"]  # a literal list first: linters see these
+__all__ = [  # a literal list first: linters see these
+    "AveragePopularity", "Coverage", "ExposureEntropy", "FunctionalMetric", "GiniIndex", "IntraListDiversity",
+    "LongTailShare", "Novelty", "Personalization", "RankingMetric", "RankingMetrics",
+]
 __all__ += sorted(set(_classes.__all__) - set(__all__))

@@ -1,0 +1,362 @@
+"""Beyond-accuracy measures of recommendation lists, accumulated over an epoch and synced exactly.
+
+Each class takes the ranked item ids ``[B, K]`` of a batch (``pad_id`` pads short lists; an id repeated in a
+list counts at its first position only) and reads the first ``k`` positions. Every state is a fixed-shape
+float64 sum (``dist_reduce_fx="sum"``): per-item exposure ``[num_items]``, or sums and counts of per-list
+values, so a sync is one all-reduce per state, exact for uneven shards and for ranks that saw no data, on any
+backend. Ids outside ``[0, num_items)`` add nothing and are counted on the device (no host read in
+``update``); ``compute`` raises if there were any. Formulas and sources: docs/recommenders.md.
+
+Example:
+    >>> import torch
+    >>> coverage = Coverage(k=2, num_items=5)
+    >>> coverage.update(torch.tensor([[0, 1, 2], [1, 3, 4]]))
+    >>> coverage.compute()  # items 0, 1 and 3 of 5 appear in a top 2
+    tensor(0.6000)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import Tensor
+from torchmetrics import Metric
+
+from torchrank.functional.ids import first_occurrence
+
+__all__ = [
+    "AveragePopularity", "Coverage", "ExposureEntropy", "GiniIndex", "IntraListDiversity", "LongTailShare",
+    "Novelty", "Personalization",
+]
+
+
+class _ListMetric(Metric):
+    """Shared mechanics: the cut-off, padding and id checks, and the out-of-range id count (a sum state)."""
+
+    is_differentiable = False
+    higher_is_better: bool | None = True
+    full_state_update = False
+    plot_lower_bound: float | None = 0.0
+    plot_upper_bound: float | None = 1.0
+
+    def __init__(self, k: int | None, num_items: int, pad_id: int = -1, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k <= 0):
+            raise ValueError(f"Argument `k` must be a positive int or None (the whole list), got {k!r}.")
+        if isinstance(num_items, bool) or not isinstance(num_items, int) or num_items <= 0:
+            raise ValueError(f"Argument `num_items` must be a positive int (the catalogue size), got {num_items!r}.")
+        self.k, self.num_items, self.pad_id = k, num_items, pad_id
+        self.add_state("out_of_range", torch.zeros((), dtype=torch.float64), dist_reduce_fx="sum")
+
+    def _lists(self, ranked_ids: Tensor) -> tuple[Tensor, Tensor]:
+        """The top-``k`` ids ``[B, k]`` (out-of-range and padding replaced by 0) and which of them count."""
+        if not isinstance(ranked_ids, Tensor) or ranked_ids.ndim != 2 or ranked_ids.is_floating_point() \
+                or ranked_ids.dtype == torch.bool:
+            shown = tuple(ranked_ids.shape) if isinstance(ranked_ids, Tensor) else type(ranked_ids).__name__
+            raise ValueError(f"Argument `ranked_ids` must be a [queries, k] integer tensor, got {shown}.")
+        ids = ranked_ids[:, : self.k] if self.k is not None else ranked_ids
+        first = first_occurrence(ids, self.pad_id)
+        in_range = (ids >= 0) & (ids < self.num_items)
+        self.out_of_range += (first & ~in_range).sum(dtype=torch.float64)
+        valid = first & in_range
+        return torch.where(valid, ids, torch.zeros_like(ids)), valid
+
+    def _check_ids_seen(self) -> None:
+        if self.out_of_range > 0:  # one host read, at compute
+            raise ValueError(
+                f"Argument `ranked_ids` held {int(self.out_of_range)} ids outside [0, num_items={self.num_items}) "
+                "(other than `pad_id`); they were left out. Fix the ids, then `reset()`."
+            )
+
+
+class _ExposureMetric(_ListMetric):
+    """Counts each item's appearances in the top-``k`` lists: a ``[num_items]`` sum state."""
+
+    def __init__(self, k: int | None, num_items: int, pad_id: int = -1, **kwargs: Any) -> None:
+        super().__init__(k, num_items, pad_id, **kwargs)
+        self.add_state("exposure", torch.zeros(num_items, dtype=torch.float64), dist_reduce_fx="sum")
+
+    def update(self, ranked_ids: Tensor) -> None:
+        """Add a batch of ranked lists ``[B, K]``."""
+        ids, valid = self._lists(ranked_ids)
+        self.exposure.index_add_(0, ids.reshape(-1), valid.reshape(-1).to(torch.float64))
+
+    def compute(self) -> Tensor:
+        self._check_ids_seen()
+        return self._from_exposure(self.exposure).to(torch.get_default_dtype())
+
+    def _from_exposure(self, exposure: Tensor) -> Tensor:
+        raise NotImplementedError
+
+
+class Coverage(_ExposureMetric):
+    """Catalogue coverage@k: the share of the ``num_items`` items that appear in at least one top-``k`` list.
+
+    Example:
+        >>> import torch
+        >>> metric = Coverage(k=1, num_items=4)
+        >>> metric.update(torch.tensor([[2, 0], [2, 1]]))
+        >>> metric.compute()
+        tensor(0.2500)
+    """
+
+    def _from_exposure(self, exposure: Tensor) -> Tensor:
+        return (exposure > 0).sum(dtype=torch.float64) / self.num_items
+
+
+class GiniIndex(_ExposureMetric):
+    """Gini index of item exposure@k over the whole catalogue (0: equal exposure; near 1: a few items get all).
+
+    Example:
+        >>> import torch
+        >>> metric = GiniIndex(k=1, num_items=2)
+        >>> metric.update(torch.tensor([[0], [0]]))
+        >>> metric.compute()  # one item of two gets every exposure
+        tensor(0.5000)
+    """
+
+    higher_is_better = False
+
+    def _from_exposure(self, exposure: Tensor) -> Tensor:
+        ascending = exposure.sort().values
+        rank = torch.arange(1, self.num_items + 1, dtype=torch.float64, device=exposure.device)
+        weights = 2 * rank - self.num_items - 1
+        return (weights * ascending).sum() / (self.num_items * ascending.sum())  # NaN before any exposure
+
+
+class ExposureEntropy(_ExposureMetric):
+    """Shannon entropy of item exposure@k, ``-sum_i p_i log p_i`` with ``p_i`` item i's share of all exposure.
+
+    Args:
+        base: Logarithm base (default e, as RecBole's ShannonEntropy; 2 gives bits).
+
+    Example:
+        >>> import torch
+        >>> metric = ExposureEntropy(k=1, num_items=4, base=2)
+        >>> metric.update(torch.tensor([[0], [1], [2], [3]]))
+        >>> metric.compute()  # four items equally exposed: 2 bits
+        tensor(2.)
+    """
+
+    plot_upper_bound = None
+
+    def __init__(self, k: int | None, num_items: int, pad_id: int = -1, base: float = math.e, **kwargs: Any) -> None:
+        super().__init__(k, num_items, pad_id, **kwargs)
+        if isinstance(base, bool) or not isinstance(base, int | float) or base <= 0 or base == 1:
+            raise ValueError(f"Argument `base` must be a positive number other than 1, got {base!r}.")
+        self.base = float(base)
+
+    def _from_exposure(self, exposure: Tensor) -> Tensor:
+        share = exposure / exposure.sum()
+        terms = torch.where(exposure > 0, share * torch.log(torch.where(exposure > 0, share, 1.0)), 0.0)
+        return -terms.sum() / math.log(self.base)
+
+
+class _PerListMetric(_ListMetric):
+    """The mean over lists of a per-list value: states ``[sum, count]`` (lists without a counted item skipped)."""
+
+    def __init__(self, k: int | None, num_items: int, pad_id: int = -1, **kwargs: Any) -> None:
+        super().__init__(k, num_items, pad_id, **kwargs)
+        self.add_state("sums", torch.zeros(2, dtype=torch.float64), dist_reduce_fx="sum")
+
+    def update(self, ranked_ids: Tensor) -> None:
+        """Add a batch of ranked lists ``[B, K]``."""
+        ids, valid = self._lists(ranked_ids)
+        values, counted = self._per_list(ids, valid)
+        values = torch.where(counted, values.to(torch.float64), 0.0)
+        self.sums += torch.stack([values.sum(), counted.sum(dtype=torch.float64)])
+
+    def compute(self) -> Tensor:
+        self._check_ids_seen()
+        return (self.sums[0] / self.sums[1]).to(torch.get_default_dtype())  # NaN before any list
+
+    def _per_list(self, ids: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
+        """Per-list values ``[B]`` and whether each list counts ``[B]``."""
+        raise NotImplementedError
+
+
+def _mean_over_list(item_values: Tensor, ids: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
+    """Mean of ``item_values[id]`` over each list's counted items; lists with none are not counted."""
+    n = valid.sum(1)
+    total = torch.where(valid, item_values[ids], 0.0).sum(1)
+    return total / n.clamp(min=1), n > 0
+
+
+def _popularity(item_popularity: Tensor, num_items: int) -> Tensor:
+    if not isinstance(item_popularity, Tensor) or item_popularity.shape != (num_items,):
+        shown = tuple(item_popularity.shape) if isinstance(item_popularity, Tensor) else type(item_popularity).__name__
+        raise ValueError(f"Argument `item_popularity` must be a tensor of shape ({num_items},), got {shown}.")
+    return item_popularity.to(torch.float64)
+
+
+class Novelty(_PerListMetric):
+    """Mean self-information ``-log2 p_i`` of the items in each top-``k`` list, averaged over lists.
+
+    Args:
+        item_popularity: ``[num_items]`` share of users who interacted with each item (in ``(0, 1]``), e.g.
+            training interactions per item divided by the number of users. Checked once, here.
+
+    Example:
+        >>> import torch
+        >>> metric = Novelty(k=2, item_popularity=torch.tensor([0.5, 0.25, 0.125]))
+        >>> metric.update(torch.tensor([[0, 1], [2, 2]]))
+        >>> metric.compute()  # list 1: (1 + 2) / 2, list 2: 3
+        tensor(2.2500)
+    """
+
+    higher_is_better = True
+    plot_upper_bound = None
+
+    def __init__(self, k: int | None, item_popularity: Tensor, pad_id: int = -1, **kwargs: Any) -> None:
+        popularity = item_popularity if not isinstance(item_popularity, Tensor) else item_popularity.reshape(-1)
+        num_items = popularity.shape[0] if isinstance(popularity, Tensor) else 0
+        super().__init__(k, max(num_items, 1), pad_id, **kwargs)
+        popularity = _popularity(popularity, num_items)
+        if not bool(((popularity > 0) & (popularity <= 1)).all()):  # at construction, not in update
+            raise ValueError("Argument `item_popularity` must hold shares in (0, 1] (smooth items never seen).")
+        self.register_buffer("information", -torch.log2(popularity), persistent=False)
+
+    def _per_list(self, ids: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
+        return _mean_over_list(self.information, ids, valid)
+
+
+class AveragePopularity(_PerListMetric):
+    """Mean popularity of the items in each top-``k`` list, averaged over lists (in the units given).
+
+    Args:
+        item_popularity: ``[num_items]`` popularity of each item, e.g. its number of training interactions.
+
+    Example:
+        >>> import torch
+        >>> metric = AveragePopularity(k=2, item_popularity=torch.tensor([10.0, 4.0, 1.0]))
+        >>> metric.update(torch.tensor([[0, 1], [2, -1]]))
+        >>> metric.compute()  # (7 + 1) / 2
+        tensor(4.)
+    """
+
+    higher_is_better = False
+    plot_upper_bound = None
+
+    def __init__(self, k: int | None, item_popularity: Tensor, pad_id: int = -1, **kwargs: Any) -> None:
+        num_items = item_popularity.numel() if isinstance(item_popularity, Tensor) else 0
+        super().__init__(k, max(num_items, 1), pad_id, **kwargs)
+        self.register_buffer("popularity", _popularity(item_popularity, num_items), persistent=False)
+
+    def _per_list(self, ids: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
+        return _mean_over_list(self.popularity, ids, valid)
+
+
+class LongTailShare(_PerListMetric):
+    """Share of each top-``k`` list's items in the long tail, averaged over lists.
+
+    Args:
+        long_tail: ``[num_items]`` bool, True for a long-tail item; or None with ``item_popularity``.
+        item_popularity: ``[num_items]`` popularity; the tail is then the ``tail_ratio`` least popular share
+            of the catalogue (``floor(tail_ratio * num_items)`` items, ties by id), as RecBole's TailPercentage.
+        tail_ratio: Share of the catalogue in the tail (default 0.8: the head is the 20% most popular items).
+
+    Example:
+        >>> import torch
+        >>> metric = LongTailShare(k=2, long_tail=torch.tensor([False, True, True]))
+        >>> metric.update(torch.tensor([[0, 1], [2, 1]]))
+        >>> metric.compute()  # (1/2 + 2/2) / 2
+        tensor(0.7500)
+    """
+
+    higher_is_better = True
+
+    def __init__(
+        self, k: int | None, long_tail: Tensor | None = None, *, item_popularity: Tensor | None = None,
+        tail_ratio: float = 0.8, pad_id: int = -1, **kwargs: Any,
+    ) -> None:
+        if (long_tail is None) == (item_popularity is None):
+            raise ValueError("Give exactly one of `long_tail` (a bool mask) and `item_popularity`.")
+        if long_tail is not None:
+            if not isinstance(long_tail, Tensor) or long_tail.dtype != torch.bool or long_tail.ndim != 1:
+                raise ValueError("Argument `long_tail` must be a 1-D bool tensor (True: a long-tail item).")
+            tail = long_tail
+        else:
+            if not 0 <= tail_ratio <= 1:
+                raise ValueError(f"Argument `tail_ratio` must be in [0, 1], got {tail_ratio!r}.")
+            popularity = _popularity(item_popularity, item_popularity.numel())
+            least = torch.argsort(popularity, stable=True)[: math.floor(tail_ratio * popularity.numel())]
+            tail = torch.zeros(popularity.numel(), dtype=torch.bool).index_fill_(0, least, True)
+        super().__init__(k, max(tail.numel(), 1), pad_id, **kwargs)
+        self.register_buffer("tail", tail.to(torch.float64), persistent=False)
+
+    def _per_list(self, ids: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
+        return _mean_over_list(self.tail, ids, valid)
+
+
+class IntraListDiversity(_PerListMetric):
+    """Mean pairwise cosine distance ``1 - cos(e_i, e_j)`` between the items of each top-``k`` list, averaged
+    over lists with at least two items. Memory ``[B, k, k]`` for the similarities of a batch, no more.
+
+    Args:
+        item_embeddings: ``[num_items, d]`` item vectors (a zero vector has distance 1 to every item).
+
+    Example:
+        >>> import torch
+        >>> embeddings = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+        >>> metric = IntraListDiversity(k=2, item_embeddings=embeddings)
+        >>> metric.update(torch.tensor([[0, 1], [0, 0]]))  # the second list has one distinct item: not counted
+        >>> metric.compute()
+        tensor(1.)
+    """
+
+    plot_upper_bound = 2.0
+
+    def __init__(self, k: int | None, item_embeddings: Tensor, pad_id: int = -1, **kwargs: Any) -> None:
+        if not isinstance(item_embeddings, Tensor) or item_embeddings.ndim != 2 \
+                or not item_embeddings.is_floating_point():
+            raise ValueError("Argument `item_embeddings` must be a [num_items, dim] float tensor.")
+        super().__init__(k, item_embeddings.shape[0], pad_id, **kwargs)
+        unit = torch.nn.functional.normalize(item_embeddings.detach().to(torch.float64), dim=1)
+        self.register_buffer("unit", unit, persistent=False)
+
+    def _per_list(self, ids: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
+        vectors = self.unit[ids] * valid.unsqueeze(2)  # [B, k, d], zero at items that do not count
+        similarity = vectors @ vectors.transpose(1, 2)  # [B, k, k]
+        n = valid.sum(1).to(torch.float64)
+        pairs = n * (n - 1)  # ordered pairs of distinct positions
+        off_diagonal = similarity.sum((1, 2)) - similarity.diagonal(dim1=1, dim2=2).sum(1)
+        return 1 - off_diagonal / pairs.clamp(min=1), n >= 2
+
+
+class Personalization(_ListMetric):
+    """Inter-list diversity over an epoch: ``1 -`` the mean cosine similarity of every pair of users' top-``k``
+    lists as binary item vectors (recmetrics' personalization), over all lists of all updates and processes.
+
+    Exact in ``O(num_items)`` memory and ``O(B k)`` time per update, not ``O(U^2)``: the sum over all ordered
+    pairs (u, v) of ``|L_u & L_v| / sqrt(|L_u| |L_v|)`` equals ``sum_i w_i^2`` with ``w_i = sum over lists
+    holding i of 1 / sqrt(|L|)``; the ``U`` self-pairs (similarity 1) are subtracted and the rest divided by
+    ``U (U - 1)``. ``w`` is a ``[num_items]`` sum state.
+
+    Example:
+        >>> import torch
+        >>> metric = Personalization(k=2, num_items=4)
+        >>> metric.update(torch.tensor([[0, 1], [0, 2], [3, 2]]))
+        >>> metric.compute()  # similarities 1/2, 0, 1/2: 1 - 1/3
+        tensor(0.6667)
+    """
+
+    def __init__(self, k: int | None, num_items: int, pad_id: int = -1, **kwargs: Any) -> None:
+        super().__init__(k, num_items, pad_id, **kwargs)
+        self.add_state("weights", torch.zeros(num_items, dtype=torch.float64), dist_reduce_fx="sum")
+        self.add_state("lists", torch.zeros((), dtype=torch.float64), dist_reduce_fx="sum")
+
+    def update(self, ranked_ids: Tensor) -> None:
+        """Add a batch of ranked lists ``[B, K]`` (lists with no counted item are left out)."""
+        ids, valid = self._lists(ranked_ids)
+        n = valid.sum(1, keepdim=True).to(torch.float64)
+        share = torch.where(valid, n.clamp(min=1).rsqrt(), 0.0)
+        self.weights.index_add_(0, ids.reshape(-1), share.reshape(-1))
+        self.lists += (n > 0).sum(dtype=torch.float64)
+
+    def compute(self) -> Tensor:
+        self._check_ids_seen()
+        users = self.lists
+        similarity = ((self.weights**2).sum() - users) / (users * (users - 1))  # NaN with fewer than 2 lists
+        return (1 - similarity).to(torch.get_default_dtype())
