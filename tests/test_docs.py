@@ -51,7 +51,7 @@ NUMBER = re.compile(r"-?(\d+\.?\d*(e-?\d+)?|nan)(?![\w.])")
 
 
 def _value(text: str) -> object:
-    return eval(text, {"__builtins__": {}, "tensor": lambda x, **_: x, "nan": math.nan})  # noqa: S307
+    return eval(text, {"__builtins__": {}, "tensor": lambda x, **_: x, "nan": math.nan})
 
 
 def _stated(text: str) -> str | None:
@@ -130,14 +130,14 @@ def _run(path: Path, first_line: int, code: str, namespace: dict) -> int:
     for stmt in tree.body:
         line = first_line + stmt.lineno - 1
         if isinstance(stmt, ast.Expr):
-            got = eval(compile(ast.Expression(stmt.value), f"{where} (line {line})", "eval"), namespace)  # noqa: S307
+            got = eval(compile(ast.Expression(stmt.value), f"{where} (line {line})", "eval"), namespace)
             if stmt.end_lineno in expected:
                 text = expected[stmt.end_lineno]
                 want = _value(text)
                 assert _agrees(_plain(got), _plain(want)), f"{path.name} line {line}: got {got!r}, documented {text}"
                 checked += 1
         else:
-            exec(compile(ast.Module([stmt], []), f"{where} (line {line})", "exec"), namespace)  # noqa: S102
+            exec(compile(ast.Module([stmt], []), f"{where} (line {line})", "exec"), namespace)
     return checked
 
 
