@@ -91,15 +91,24 @@ def listmle(
     """
     x = prepare(scores, labels, mask, validate_args=validate_args)
     order = _label_order(x.labels, x.mask, ties, generator)
-    ranked = x.scores.gather(1, order)
+    ranked = _scan_dtype(x.scores.gather(1, order))
     if not x.padded:
         from_here = torch.logcumsumexp(ranked.flip(1), 1).flip(1)  # log sum_{l >= i} exp(s_(l))
-        return reduce_loss((from_here - ranked).sum(1), x.mask[:, 0], reduction)
+        return reduce_loss((from_here - ranked).sum(1).to(x.scores.dtype), x.mask[:, 0], reduction)
     ranked_mask = x.mask.gather(1, order)
     ranked = _masked(ranked, ranked_mask)
     from_here = torch.logcumsumexp(ranked.flip(1), 1).flip(1)
     per_list = torch.where(ranked_mask, from_here - ranked, 0).sum(1)
-    return reduce_loss(per_list, x.mask.any(1), reduction)
+    return reduce_loss(per_list.to(x.scores.dtype), x.mask.any(1), reduction)
+
+
+def _scan_dtype(ranked: Tensor) -> Tensor:
+    """``ranked`` in float64 where the device has it: ListMLE's log-cumsum-exp in float32 rounds
+    ``log sum_{l >= i} exp(s_l)`` to ``eps |s|`` (8 at scores of 1e8), and its gradient ``exp(s_l - that)`` is then
+    off by a factor up to ``e^8``; the scan is ``O(N)`` per list, so float64 costs little against the rest."""
+    if ranked.dtype == torch.float32 and ranked.device.type != "mps":  # MPS has no float64
+        return ranked.to(torch.float64)
+    return ranked
 
 
 class ListNetLoss(LossModule):

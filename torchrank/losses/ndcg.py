@@ -99,11 +99,49 @@ def smooth_ranks(scores: Tensor, mask: Tensor, temperature: float, padded: bool)
     """``1 + sum_{l != j} sigmoid((s_l - s_j) / T)`` over the real items l ``[B, N]`` (ApproxNDCG's ranks).
 
     Each item's own term is ``sigmoid(0) = 1/2``, so the sum runs over every real item from ``1/2``.
+
+    Example:
+        >>> smooth_ranks(torch.tensor([[3.0, 0.0, -3.0]]), torch.ones(1, 3, dtype=torch.bool), 1.0, False)
+        tensor([[1.0499, 2.0000, 2.9501]])
     """
-    beaten_by = torch.sigmoid((scores.unsqueeze(1) - scores.unsqueeze(2)) / temperature)  # [B, j, l]
-    if padded:
-        return 0.5 + torch.bmm(beaten_by, mask.to(scores.dtype).unsqueeze(2)).squeeze(2)
-    return 0.5 + beaten_by.sum(2)
+    return _SmoothRanks.apply(scores, mask.to(scores.dtype), float(temperature), padded)
+
+
+def _sigmoid_slope(z: Tensor) -> Tensor:
+    """``sigmoid'(z) = e^-|z| / (1 + e^-|z|)^2``, accurate down to the dtype's smallest normal number.
+
+    Why not autograd's ``y (1 - y)``: in float32 ``y = sigmoid(z)`` rounds to 1 for ``z > 17``, so every pair more
+    than 17 temperatures apart got an exactly-zero slope, and items with only such neighbours no gradient at all.
+    """
+    e = z.abs_().neg_().exp_()  # in place: z is a temporary of the caller
+    return e.div_((e + 1).square_())
+
+
+class _SmoothRanks(torch.autograd.Function):
+    """:func:`smooth_ranks` with the pairwise slopes recomputed in backward: ``O(B N)`` saved instead of ``[B, N, N]``."""
+
+    @staticmethod
+    def forward(ctx, scores, real, temperature, padded):
+        beaten_by = (scores.unsqueeze(1) - scores.unsqueeze(2)).div_(temperature).sigmoid_()  # [B, j, l]
+        ctx.save_for_backward(scores, real)
+        ctx.temperature = temperature
+        if padded:
+            return 0.5 + torch.bmm(beaten_by, real.unsqueeze(2)).squeeze(2)
+        return 0.5 + beaten_by.sum(2)
+
+    @staticmethod
+    def backward(ctx, grad_ranks):
+        scores, real = ctx.saved_tensors
+        # d r_j / d s_l = slope_jl real_l / T (l != j), d r_j / d s_j = -sum_l slope_jl real_l / T; slope symmetric
+        slope = _sigmoid_slope((scores.unsqueeze(1) - scores.unsqueeze(2)).div_(ctx.temperature))
+        both = torch.bmm(slope, torch.stack([grad_ranks * real, real], 2))
+        grad = (real * both[..., 0] - grad_ranks * both[..., 1]) / ctx.temperature
+        return grad, None, None, None
+
+
+def _stable_sigmoid(z: Tensor) -> Tensor:
+    """``sigmoid(z)`` whose gradient stays nonzero (relative) where ``sigmoid(z)`` rounds to 1 (see _sigmoid_slope)."""
+    return torch.exp(torch.nn.functional.logsigmoid(z))
 
 
 @loss_function()
@@ -139,7 +177,7 @@ def approx_ndcg(
     ranks = smooth_ranks(x.scores, x.mask, temperature, x.padded)
     discounted = item_gains * discount_weights(discount, ranks, log_base=log_base)
     if k is not None:
-        discounted = discounted * torch.sigmoid((k + 0.5 - ranks) / temperature)
+        discounted = discounted * _stable_sigmoid((k + 0.5 - ranks) / temperature)
     weights = position_weights(x.scores.shape[1], x.scores, discount, log_base)
     return _ndcg_loss(discounted.sum(1), item_gains, x.mask, k, weights, empty_target_action, reduction)
 
