@@ -170,6 +170,24 @@ def test_triton_backend_single_functions_and_fallbacks(interpreted):
 
 
 @TRITON
+def test_a_kernel_that_fails_to_build_falls_back_to_torch_with_a_warning(interpreted, monkeypatch):
+    from torchrank.functional import _fused
+
+    class BuildError(Exception):
+        pass
+
+    def fail(*args, **kwargs):
+        raise BuildError("no such instruction on this device")
+
+    monkeypatch.setattr(_fused, "KERNEL_ERRORS", (BuildError,))
+    monkeypatch.setattr(_fused, "fused_values", fail)
+    preds, target, mask, _ = _batch(8, q=3, n=10)
+    with torchrank.use_backend("triton"), pytest.warns(RuntimeWarning, match="ran on the torch backend instead"):
+        got = F.ndcg(preds, target, k=5, mask=mask)
+    torch.testing.assert_close(got, F.ndcg(preds, target, k=5, mask=mask))
+
+
+@TRITON
 def test_triton_backend_checks_values_and_empty_queries(interpreted):
     preds, target = torch.rand(2, 4), torch.tensor([[1, 0, 0, 0], [0, 0, 0, 0]])
     with torchrank.use_backend("triton"):

@@ -175,8 +175,14 @@ def _cuts(ks: tuple[int, ...], device: torch.device) -> Tensor:
 try:  # the triton backend's compiler (or its CPU interpreter); the other backends run without it
     import triton
     import triton.language as tl
+    from triton.compiler.errors import CompilationError
+    from triton.runtime.errors import OutOfResources
+
+    # what a triton version or device that cannot build or run the kernel raises: the call then runs on torch
+    KERNEL_ERRORS: tuple[type[Exception], ...] = (CompilationError, OutOfResources)
 except ImportError:  # pragma: no cover - checked by backends.triton_available before any use
     triton = None
+    KERNEL_ERRORS = ()
 
 if triton is not None:
 

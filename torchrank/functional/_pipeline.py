@@ -8,6 +8,7 @@ treat queries without relevant items or reduce.
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Callable, Sequence
 
 import torch
@@ -226,10 +227,15 @@ def fused_per_query(
         return None
     check_options(ties, empty_target_action, reduction, relevance_threshold)
     check_dense_inputs(preds, target, mask=mask, ideal_target=ideal_target, validate_args=False)
-    values, empty, mixed, problems = _fused.fused_values(
-        preds, target, columns, mask=mask, ideal_target=ideal_target, ties=ties,
-        relevance_threshold=relevance_threshold, empty_target_action=empty_target_action, check_values=validate_args,
-    )
+    try:
+        values, empty, mixed, problems = _fused.fused_values(
+            preds, target, columns, mask=mask, ideal_target=ideal_target, ties=ties,
+            relevance_threshold=relevance_threshold, empty_target_action=empty_target_action,
+            check_values=validate_args,
+        )
+    except _fused.KERNEL_ERRORS as error:  # this triton cannot build or run the kernel: the same values by torch
+        _warn_kernel_failed(error)
+        return None
     if problems is not None:  # the kernel's own value checks: read here, or kept for a metric's update
         report_value_problems(problems)
     if empty is not None and bool(empty.any()):
@@ -238,6 +244,18 @@ def fused_per_query(
         values = _err_of_mixed_ties(values, mixed, requests, preds, target, mask, ideal_target, empty_target_action,
                                     relevance_threshold)
     return values.reshape(*preds.shape[:-1], len(columns))
+
+
+def _warn_kernel_failed(error: Exception) -> None:
+    """Say that the fused kernel did not run (the call goes on on the torch backend); Python's warning filters show
+    it once per place."""
+    warnings.warn(
+        f"torchrank's fused Triton kernel failed to build or run ({type(error).__name__}: {str(error)[:200]}); "
+        "this call ran on the torch backend instead, with the same values. Please report it with your triton and "
+        "GPU versions; torchrank.set_backend('torch') silences this.",
+        RuntimeWarning,
+        stacklevel=4,
+    )
 
 
 def _err_of_mixed_ties(
