@@ -65,3 +65,24 @@ def task_synced_equals_one_process(seed: int, plan: dict[int, list[int]]) -> dic
         torch.testing.assert_close(got, want, atol=1e-9, rtol=1e-9, msg=lambda m, n=name: f"{n}: {m}")
         values[name] = float(got)
     return values
+
+
+def task_auc_synced(seed: int, plan: dict[int, list[int]]) -> list[float]:
+    """AUROC (per-query mean) and GAUC (weighted sums) synced over the ranks equal one process on all rows."""
+    def rows(rank: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        g = torch.Generator().manual_seed(7919 * seed + rank)
+        return [(torch.randint(0, 4, (n, 9), generator=g).float(), torch.randint(0, 2, (n, 9), generator=g))
+                for n in plan[rank]]
+
+    mine = rows(dist.get_rank())
+    everything = [batch for r in sorted(plan) for batch in rows(r)]
+    values = []
+    for build in (metrics.AUROC, metrics.GAUC):
+        synced, reference = build(), build(sync_on_compute=False)
+        for preds, target in mine:
+            synced.update(preds, target)
+        for preds, target in everything:
+            reference.update(preds, target)
+        torch.testing.assert_close(synced.compute(), reference.compute(), atol=1e-7, rtol=0)
+        values.append(float(synced.compute()))
+    return values

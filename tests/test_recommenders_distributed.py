@@ -21,3 +21,9 @@ def pool():
 def test_synced_equals_one_process(pool, plan):
     values = run_on_both(pool, R.task_synced_equals_one_process, 11, plan)
     assert values[0] == values[1]
+
+
+@pytest.mark.parametrize("plan", [R.PLANS, {0: [], 1: [3, 5]}], ids=["uneven", "rank-without-data"])
+def test_auroc_and_gauc_synced(pool, plan):
+    values = run_on_both(pool, R.task_auc_synced, 3, plan)
+    assert values[0] == values[1]

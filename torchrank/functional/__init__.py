@@ -14,12 +14,14 @@ Example:
 from torchrank.functional._chunking import memory_budget
 from torchrank.functional.ids import catalogue_to_dense, ids_to_dense, top_k_ids
 from torchrank.functional.measures import evaluate, parse_measure
+from torchrank.functional.per_query_auc import auroc, gauc
 from torchrank.functional.registry import MEASURES, public_functions
 
 # every declared measure's public function under its own name: declaring a measure exports it
 globals().update(public_functions())
 
 __all__ = [
-    "MEASURES", "catalogue_to_dense", "evaluate", "ids_to_dense", "memory_budget", "parse_measure", "top_k_ids",
+    "MEASURES", "auroc", "catalogue_to_dense", "evaluate", "gauc", "ids_to_dense", "memory_budget", "parse_measure",
+    "top_k_ids",
 ]
 __all__ += sorted(public_functions())

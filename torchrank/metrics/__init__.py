@@ -13,6 +13,7 @@ Example:
 from torchrank.metrics import classes as _classes
 from torchrank.metrics._base import RankingMetric
 from torchrank.metrics.classes import FunctionalMetric, RankingMetrics
+from torchrank.metrics.per_query_auc import AUROC, GAUC
 from torchrank.metrics.recommenders import (
     AveragePopularity,
     Coverage,
@@ -28,7 +29,18 @@ from torchrank.metrics.recommenders import (
 globals().update({name: getattr(_classes, name) for name in _classes.__all__})
 
 __all__ = [  # a literal list first: linters see these
-    "AveragePopularity", "Coverage", "ExposureEntropy", "FunctionalMetric", "GiniIndex", "IntraListDiversity",
-    "LongTailShare", "Novelty", "Personalization", "RankingMetric", "RankingMetrics",
+    "AUROC",
+    "GAUC",
+    "AveragePopularity",
+    "Coverage",
+    "ExposureEntropy",
+    "FunctionalMetric",
+    "GiniIndex",
+    "IntraListDiversity",
+    "LongTailShare",
+    "Novelty",
+    "Personalization",
+    "RankingMetric",
+    "RankingMetrics",
 ]
 __all__ += sorted(set(_classes.__all__) - set(__all__))

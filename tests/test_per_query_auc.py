@@ -1,0 +1,92 @@
+"""Per-query AUROC and GAUC (functional and classes) against scikit-learn's roc_auc_score per query and a
+brute-force count of pairs, ties included."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from sklearn.metrics import roc_auc_score
+
+import torchrank.functional as F
+from torchrank.metrics import AUROC, GAUC
+
+
+def _random(seed: int, rows: int = 30, items: int = 12):
+    g = torch.Generator().manual_seed(seed)
+    preds = torch.randint(0, 5, (rows, items), generator=g).double() / 4  # many ties
+    target = torch.randint(0, 3, (rows, items), generator=g)
+    mask = torch.rand(rows, items, generator=g) < 0.85
+    target[0] = 0  # no relevant item
+    target[1] = 2  # no non-relevant item
+    return preds, target, mask
+
+
+def _reference(preds, target, mask, threshold=1):
+    """Per-query (AUROC or None, number of items) with scikit-learn on each query's real items."""
+    out = []
+    for p, t, m in zip(preds, target, mask, strict=True):
+        labels = (t[m] >= threshold).int().numpy()
+        auc = roc_auc_score(labels, p[m].numpy()) if 0 < labels.sum() < labels.size else None
+        out.append((auc, int(m.sum())))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_auroc_equals_sklearn_per_query(seed: int) -> None:
+    preds, target, mask = _random(seed)
+    ref = _reference(preds, target, mask)
+    got = F.auroc(preds, target, mask=mask, reduction="none", empty_target_action="skip")
+    want = torch.tensor([float("nan") if auc is None else auc for auc, _ in ref], dtype=got.dtype)
+    torch.testing.assert_close(got, want, equal_nan=True)
+    neg = F.auroc(preds, target, mask=mask, reduction="none")
+    torch.testing.assert_close(neg, torch.nan_to_num(want, nan=0.0))
+    graded = F.auroc(preds, target, mask=mask, reduction="none", relevance_threshold=2, empty_target_action="skip")
+    want2 = [float("nan") if a is None else a for a, _ in _reference(preds, target, mask, threshold=2)]
+    torch.testing.assert_close(graded, torch.tensor(want2, dtype=graded.dtype), equal_nan=True)
+
+
+def test_auroc_counts_pairs_with_half_ties() -> None:
+    preds, target = torch.tensor([0.3, 0.3, 0.7, 0.1, 0.3]), torch.tensor([1, 0, 0, 1, 0])
+    pairs = [(p, n) for p in range(5) if target[p] for n in range(5) if not target[n]]
+    expected = sum(1.0 if preds[p] > preds[n] else 0.5 if preds[p] == preds[n] else 0.0 for p, n in pairs)
+    torch.testing.assert_close(F.auroc(preds, target), torch.tensor(expected / len(pairs)))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gauc_weights_by_impressions_or_given(seed: int) -> None:
+    preds, target, mask = _random(seed)
+    ref = _reference(preds, target, mask)
+    defined = [(auc, n) for auc, n in ref if auc is not None]
+    want = sum(a * n for a, n in defined) / sum(n for _, n in defined)
+    assert F.gauc(preds, target, mask=mask).item() == pytest.approx(want)
+    clicks = (target >= 1).sum(1).double()
+    weighted = [(auc, clicks[q].item()) for q, (auc, _) in enumerate(ref) if auc is not None]
+    want = sum(a * w for a, w in weighted) / sum(w for _, w in weighted)
+    assert F.gauc(preds, target, mask=mask, weights=clicks).item() == pytest.approx(want)
+    metric = GAUC()
+    for rows in (slice(0, 11), slice(11, None)):
+        metric.update(preds[rows], target[rows], mask=mask[rows], weights=clicks[rows])
+    assert metric.compute().item() == pytest.approx(want, abs=1e-6)
+
+
+def test_auroc_class_dense_and_flat() -> None:
+    preds, target, mask = _random(9)
+    want = F.auroc(preds, target, mask=mask)
+    dense = AUROC()
+    for rows in (slice(0, 11), slice(11, None)):
+        dense.update(preds[rows], target[rows], mask=mask[rows])
+    torch.testing.assert_close(dense.compute(), want.float())
+    # flat items of every query, split over two updates in shuffled order
+    indexes = torch.arange(preds.shape[0]).unsqueeze(1).expand_as(preds)[mask]
+    order = torch.randperm(indexes.numel(), generator=torch.Generator().manual_seed(0))
+    flat = AUROC()
+    for part in order.tensor_split(2):
+        flat.update(preds[mask][part], target[mask][part], indexes=indexes[part])
+    torch.testing.assert_close(flat.compute(), want.float())
+
+
+def test_bad_input() -> None:
+    with pytest.raises(ValueError, match="`empty_target_action`"):
+        F.auroc(torch.rand(2, 3), torch.zeros(2, 3), empty_target_action="maybe")
+    with pytest.raises(ValueError, match="`weights`"):
+        F.gauc(torch.rand(2, 3), torch.zeros(2, 3), weights=torch.ones(3))
