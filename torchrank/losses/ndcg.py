@@ -134,6 +134,8 @@ class _SmoothRanks(torch.autograd.Function):
         scores, real = ctx.saved_tensors
         # d r_j / d s_l = slope_jl real_l / T (l != j), d r_j / d s_j = -sum_l slope_jl real_l / T; slope symmetric
         slope = _sigmoid_slope((scores.unsqueeze(1) - scores.unsqueeze(2)).div_(ctx.temperature))
+        # an item's own term is constant; its slope 1/4 would swamp the e^-20 slopes of far neighbours in the sums
+        slope.diagonal(dim1=1, dim2=2).zero_()
         both = torch.bmm(slope, torch.stack([grad_ranks * real, real], 2))
         grad = (real * both[..., 0] - grad_ranks * both[..., 1]) / ctx.temperature
         return grad, None, None, None
