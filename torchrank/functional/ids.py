@@ -6,7 +6,7 @@
 catalogue scores ``[B, C]`` in chunks of queries, and :func:`catalogue_to_dense` chains the two.
 
 The matching sorts each query's relevant ids once and looks the ranked ids up with ``searchsorted``: memory
-``O(B (K + M))``, time ``O(B (K + M) log M)``, on any device, with no host read and no loop over queries.
+``O(B (K + M))``, time ``O(B (M log M + K log M))``, on any device, with no host read and no loop over queries.
 """
 
 from __future__ import annotations
@@ -71,18 +71,19 @@ def ids_to_dense(
         relevant_labels = None if relevant_labels is None else relevant_labels.new_zeros(relevant_ids.shape)
     labels = torch.ones_like(relevant_ids) if relevant_labels is None else relevant_labels
     labels = torch.where(relevant_ids != pad_id, labels, torch.zeros_like(labels))
-    sorted_ids, sorted_labels = _sorted_relevant(relevant_ids, labels)
-    # the first entry of each id holds its largest label (duplicates carry 0): look the ranked ids up there
+    sorted_ids, ideal = _sorted_relevant(relevant_ids, labels, graded=relevant_labels is not None)
+    # a ranked id found among the relevant ones points at its first (largest-label) entry
     where = torch.searchsorted(sorted_ids, ranked_ids).clamp_(max=sorted_ids.shape[1] - 1)
-    found = (sorted_ids.gather(1, where) == ranked_ids) & first_occurrence(ranked_ids, pad_id)
-    target = torch.where(found, sorted_labels.gather(1, where), torch.zeros_like(sorted_labels[:, :1]))
+    found = (sorted_ids.gather(1, where) == ranked_ids) & mask
+    found &= _first_found(where, found, sorted_ids.shape[1])
+    target = torch.where(found, ideal.gather(1, where), torch.zeros_like(ideal[:, :1]))
     if scores is None:
         k = ranked_ids.shape[1]
         preds = torch.arange(k, 0, -1, dtype=torch.get_default_dtype(), device=ranked_ids.device).expand(
             ranked_ids.shape)
     else:
         preds = scores
-    return {"preds": preds, "target": target, "mask": mask, "ideal_target": sorted_labels}
+    return {"preds": preds, "target": target, "mask": mask, "ideal_target": ideal}
 
 
 def first_occurrence(ids: Tensor, pad_id: int = -1) -> Tensor:
@@ -102,15 +103,28 @@ def first_occurrence(ids: Tensor, pad_id: int = -1) -> Tensor:
     return first & (ids != pad_id)
 
 
-def _sorted_relevant(relevant_ids: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
-    """Each row's relevant ids ascending, the largest label first among equal ids, repeats' labels set to 0."""
-    by_label = torch.argsort(labels, dim=1, descending=True, stable=True)
-    ids = relevant_ids.gather(1, by_label)
-    order = torch.argsort(ids, dim=1, stable=True)  # stable: equal ids keep the largest label first
-    ids, labels = ids.gather(1, order), labels.gather(1, by_label).gather(1, order)
+def _sorted_relevant(relevant_ids: Tensor, labels: Tensor, graded: bool) -> tuple[Tensor, Tensor]:
+    """Each row's relevant ids ascending, and their labels: an id's largest label at its first entry, 0 at its
+    repeats (one sort; the largest label of a run of equal ids by a segment maximum, not a second sort)."""
+    ids, order = relevant_ids.sort(1)
+    labels = labels.gather(1, order)
     repeat = torch.zeros_like(ids, dtype=torch.bool)
     repeat[:, 1:] = ids[:, 1:] == ids[:, :-1]
+    if graded:  # binary labels are equal within a run already
+        run = (~repeat).cumsum(1) - 1
+        largest = torch.zeros_like(labels).scatter_reduce_(1, run, labels, "amax", include_self=False)
+        labels = largest.gather(1, run)
     return ids, torch.where(repeat, torch.zeros_like(labels), labels)
+
+
+def _first_found(where: Tensor, found: Tensor, width: int) -> Tensor:
+    """``[B, K]`` True at the first ranked position of each found relevant entry: only a relevant id's repeats
+    need finding (a repeated non-relevant id is label 0 anyway), by a scatter of positions, not a sort."""
+    k = where.shape[1]
+    position = torch.arange(k, device=where.device).expand_as(where)
+    first = torch.full((where.shape[0], width), k, device=where.device, dtype=position.dtype)
+    first.scatter_reduce_(1, where, torch.where(found, position, k), "amin")
+    return first.gather(1, where) == position
 
 
 def top_k_ids(scores: Tensor, k: int, *, max_bytes: int | None = None) -> tuple[Tensor, Tensor]:
