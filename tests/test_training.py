@@ -216,3 +216,118 @@ def test_module_entry_point(monkeypatch, capsys):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert "--model.loss" in out and "--data.batch_size" in out
+
+
+# ----------------------------------------------------------------------------------------------- feature scaling
+def write_letor(path: Path, rows: list[tuple[int, int, list[float]]]) -> None:
+    """``(label, qid, features)`` per line, every feature written (1-based indices)."""
+    lines = [f"{y} qid:{q} " + " ".join(f"{i + 1}:{v!r}" for i, v in enumerate(x)) for y, q, x in rows]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def raw_web_files(tmp_path: Path, seed: int = 0) -> Path:
+    """A train and a test file with MSLR-like raw features: a heavy-tailed count up to ~1e8, a signed value, a
+    constant, and an ordinary [0, 1] feature; 6 queries of 5 documents (2 held out for validation)."""
+    g = torch.Generator().manual_seed(seed)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    for name, queries in (("train.txt", 6), ("test.txt", 3)):
+        rows = []
+        for q in range(queries):
+            for _ in range(5):
+                count = float(torch.exp(torch.randn((), generator=g) * 6).round().clamp(max=2e8))
+                signed = float(torch.randn((), generator=g) * 50)
+                plain = float(torch.rand((), generator=g))
+                rows.append((int(torch.randint(0, 5, (), generator=g)), q, [count, signed, 7.0, plain]))
+        write_letor(tmp_path / name, rows)
+    return tmp_path
+
+
+def training_docs(dm: LetorDataModule) -> torch.Tensor:
+    features, _, mask = dm.train_set.tensors
+    return features[mask].double()
+
+
+def test_zscore_and_log1p_zscore_use_training_statistics_only(tmp_path):
+    folder = raw_web_files(tmp_path)
+    for normalization in ("zscore", "log1p_zscore"):
+        dm = LetorDataModule(
+            str(folder), train_file="train.txt", test_file="test.txt", normalization=normalization, val_fraction=0.3
+        )
+        docs = training_docs(dm)
+        if normalization == "log1p_zscore":
+            docs = torch.sign(docs) * torch.log(1 + docs.abs())  # sign(x) log(1 + |x|), written out
+        mean, std = docs.mean(0), docs.std(0, correction=0)
+        std[2] = 1  # the constant feature: centred, not divided
+        for split, data in (("train", dm.train_set), ("val", dm.val_set), ("test", dm.test_set)):
+            features, _, mask = data.tensors
+            raw = features.double()
+            if normalization == "log1p_zscore":
+                raw = torch.sign(raw) * torch.log(1 + raw.abs())
+            expected = torch.where(mask.unsqueeze(-1), (raw - mean) / std, 0)
+            torch.testing.assert_close(dm.scaled(split).tensors[0].double(), expected, rtol=1e-5, atol=1e-5)
+        scaled = dm.scaled("train").tensors[0][dm.train_set.tensors[2]]
+        assert (scaled[:, 2] == 0).all()  # constant on the training split: 0, not NaN
+        assert len(dm.val_set) == 2 and not torch.allclose(dm.scaled("val").tensors[0].mean(), torch.tensor(0.0))
+
+
+def test_quantile_maps_to_the_training_cdf(tmp_path):
+    dm = LetorDataModule(
+        str(raw_web_files(tmp_path)),
+        train_file="train.txt",
+        test_file="test.txt",
+        normalization="quantile",
+        val_fraction=0.3,
+    )
+    docs = training_docs(dm)
+    scaled = dm.scaled("train").tensors[0][dm.train_set.tensors[2]].double()
+    assert ((scaled >= 0) & (scaled <= 1)).all()
+    # the mid-rank of each value among the training values, up to the stored CDF's resolution (1e-3)
+    below = (docs.unsqueeze(0) < docs.unsqueeze(1)).double().mean(1)
+    at_or_below = (docs.unsqueeze(0) <= docs.unsqueeze(1)).double().mean(1)
+    torch.testing.assert_close(scaled, (below + at_or_below) / 2, atol=2e-3, rtol=0)
+    assert (scaled[:, 2] == 0.5).all()  # a constant feature sits at its mid-rank
+
+
+def test_none_warns_on_wide_raw_features_only(tmp_path):
+    folder = raw_web_files(tmp_path)
+    wide = LetorDataModule(str(folder), train_file="train.txt", test_file="test.txt", normalization="none")
+    with pytest.warns(UserWarning, match="log1p_zscore"):
+        wide.train_dataloader()
+    assert torch.equal(wide.scaled("test").tensors[0], wide.test_set.tensors[0])  # as read
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        LetorDataModule(normalization="none").train_dataloader()  # the bundled [0, 1] features
+    with pytest.raises(ValueError, match="normalization"):
+        LetorDataModule(normalization="minmax")
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf"])
+def test_non_finite_features_are_refused_with_file_and_column(tmp_path, bad):
+    (tmp_path / "train.txt").write_text(f"1 qid:1 1:0.5 2:{bad}\n0 qid:1 1:1 2:3\n")
+    (tmp_path / "test.txt").write_text("1 qid:1 1:0.5\n")
+    dm = LetorDataModule(str(tmp_path), train_file="train.txt", test_file="test.txt", val_fraction=0)
+    with pytest.raises(ValueError, match=r"train\.txt: feature 2 \(the file's index\) has NaN or inf at 1 documents"):
+        dm.setup("fit")
+
+
+def test_scaling_travels_with_the_checkpoint(tmp_path):
+    folder = raw_web_files(tmp_path / "a")
+    other = raw_web_files(tmp_path / "b", seed=1)  # another training file: its own fit would differ
+    config = str(ROOT / "configs" / "train" / "listnet.yaml")
+    short = [f"--trainer.default_root_dir={tmp_path}", "--trainer.max_epochs=1", "--trainer.enable_progress_bar=false"]
+    data = ["--data.train_file=train.txt", "--data.test_file=test.txt", "--data.normalization=log1p_zscore"]
+    main(["fit", "--config", config, *short, *data, f"--data.data_dir={folder}"])
+    checkpoint = next(tmp_path.rglob("last.ckpt"))
+    saved = torch.load(checkpoint, weights_only=False)["LetorDataModule"]["scaling"]
+    files = {"train_file": "train.txt", "test_file": "test.txt", "normalization": "log1p_zscore"}
+    fitted = LetorDataModule(str(folder), **files).state_dict()["scaling"]
+    torch.testing.assert_close(saved["mean"], fitted["mean"])
+    cli = main(["test", "--config", config, *short, *data, f"--data.data_dir={other}", f"--ckpt_path={checkpoint}"])
+    restored = cli.datamodule.state_dict()["scaling"]
+    torch.testing.assert_close(restored["mean"], fitted["mean"])  # the checkpoint's, not other's own fit
+    own = LetorDataModule(str(other), **files).state_dict()["scaling"]
+    assert not torch.allclose(own["mean"], fitted["mean"])
+    predictions = cli.trainer.predict(cli.model, cli.datamodule)
+    assert torch.isfinite(torch.cat([p[~p.isnan()] for p in predictions])).all()

@@ -107,6 +107,11 @@ class MLPRanker(L.LightningModule):
         features, labels, mask = batch
         self.test_ndcg.update(self(features), labels, mask=mask)
 
+    def predict_step(self, batch: Batch, batch_idx: int) -> Tensor:
+        """Scores ``[B, N]`` of a batch's documents, NaN at padding (``trainer.predict``)."""
+        features, _, mask = batch
+        return self(features).masked_fill(~mask, float("nan"))
+
     def _log_ndcg(self, prefix: str, metric: NDCG) -> None:
         values = metric.compute()  # over all queries of the epoch (synced across processes)
         self.log_dict({f"{prefix}_ndcg@{k}": v for k, v in zip(EVAL_K, values, strict=True)}, prog_bar=prefix == "val")
