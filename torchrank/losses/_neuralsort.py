@@ -197,7 +197,8 @@ def _scale(k: Tensor, steps: str, col_valid: Tensor, row_valid: Tensor) -> tuple
 
 class _SoftSortFunction(torch.autograd.Function):
     """``P v`` with ``P = diag(e^u) P_hat diag(e^v)``; inputs ``(x, a, values)`` of the logits
-    ``L_ij = c_i x_j - a_j`` (the gradient's parametrisation; the values come from :func:`_sorted_logits`). Backward runs the scaling steps in reverse, collecting the gradient with respect
+    ``L_ij = c_i x_j - a_j`` (the gradient's parametrisation; the values come from :func:`_sorted_logits`).
+    Backward runs the scaling steps in reverse, collecting the gradient with respect
     to ``P_hat`` as a sum of rank-one terms ``X Y^T`` that is never materialised."""
 
     @staticmethod

@@ -118,7 +118,7 @@ def _sigmoid_slope(z: Tensor) -> Tensor:
 
 
 class _SmoothRanks(torch.autograd.Function):
-    """:func:`smooth_ranks` with the pairwise slopes recomputed in backward: ``O(B N)`` saved instead of ``[B, N, N]``."""
+    """:func:`smooth_ranks`, its pairwise slopes recomputed in backward: ``O(B N)`` saved, not ``[B, N, N]``."""
 
     @staticmethod
     def forward(ctx, scores, real, temperature, padded):
