@@ -352,6 +352,31 @@ def test_read_svmlight_with_qid_matches_sklearn(tmp_path):
     assert torch.equal(read_svmlight(shuffled).features, data.features)
 
 
+def test_read_svmlight_keeps_the_files_qids(tmp_path):
+    from sklearn.datasets import load_svmlight_file
+
+    data = read_svmlight(_write(tmp_path, "letor.txt", _LETOR))
+    _, _, q = load_svmlight_file(str(tmp_path / "letor.txt"), query_id=True, zero_based=False)
+    assert data.query_ids[data.qid].tolist() == q.tolist()  # every row joins back to its own qid
+    assert data.query_ids.tolist() == [10, 7, 42]  # query index order: first appearance
+    plain = _write(tmp_path, "g.txt", "1 1:1\n0 2:1\n2 1:3\n")
+    assert read_svmlight(plain, group_file=_write(tmp_path, "g.query", "2\n1\n")).query_ids.tolist() == [0, 1]
+
+
+def test_read_svmlight_keeps_letor4_docids(tmp_path):
+    # LETOR 4.0 (MQ2007) lines: "#docid = <id> inc = <x> prob = <p>"
+    text = (
+        "2 qid:10032 1:0.056537 2:0.000000 #docid = GX029-35-5894638 inc = 0.0119881192468859 prob = 0.139842\n"
+        "0 qid:10032 1:0.279152 2:0.000000 #docid = GX030-77-6315042 inc = 1 prob = 0.341364\n"
+        "0 qid:8 1:0.5 # no docid here\n"
+    )
+    data = read_svmlight(_write(tmp_path, "mq2007.txt", text))
+    assert data.docids == ["GX029-35-5894638", "GX030-77-6315042", ""]
+    assert data.query_ids[data.qid].tolist() == [10032, 10032, 8]
+    assert data.features[:, 0].tolist() == pytest.approx([0.056537, 0.279152, 0.5])
+    assert read_svmlight(_write(tmp_path, "l.txt", _LETOR)).docids is None
+
+
 def test_read_svmlight_n_features_and_comments(tmp_path):
     path = _write(tmp_path, "c.txt", "# all comment\n1 qid:1 2:3 #x 5:9\n  \n0 qid:1 # nothing\n")
     data = read_svmlight(path, n_features=4)

@@ -9,6 +9,7 @@ number of consecutive rows of each query).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -31,11 +32,29 @@ class SvmlightData:
         features: ``[num_docs, F]`` float32 dense feature matrix (absent features are 0).
         labels: ``[num_docs]`` float32 relevance labels.
         qid: ``[num_docs]`` int64 query index in ``0..Q-1``, numbered in order of first appearance.
+        query_ids: ``[Q]`` int64: the file's own ``qid:`` value of each query index (``query_ids[qid]`` per row),
+            so results join back to the file; ``0..Q-1`` for a group file, which names no query.
+        docids: The ``docid = X`` of each row's comment (LETOR 4.0 writes ``#docid = GX008-... inc = 1``), or
+            None when no line has one; a row without one reads ``""``.
     """
 
     features: Tensor
     labels: Tensor
     qid: Tensor
+    query_ids: Tensor | None = None
+    docids: list[str] | None = None
+
+
+# LETOR 4.0's comments: "#docid = GX000-00-0000000 inc = 1 prob = 0.0246"
+_DOCID = re.compile(rb"docid\s*=\s*(\S+)")
+
+
+def _docids(comments: list[bytes | None]) -> list[str] | None:
+    """Each row's ``docid = X`` from its comment; None when no row has one."""
+    found = [None if c is None else _DOCID.search(c) for c in comments]
+    if not any(found):
+        return None
+    return ["" if m is None else m.group(1).decode("utf-8", "replace") for m in found]
 
 
 def _strict_float(tok: bytes) -> float:
@@ -128,6 +147,8 @@ def read_svmlight(
                 [0.0000, 0.0000, 2.0000]])
         >>> data.labels, data.qid
         (tensor([2., 0., 1.]), tensor([0, 0, 1]))
+        >>> data.query_ids[data.qid]  # the file's own qids, row by row
+        tensor([10, 10,  7])
         >>> os.remove(f.name)
     """
     if n_features is not None and (isinstance(n_features, bool) or n_features < 0):
@@ -138,12 +159,14 @@ def read_svmlight(
     qid_tokens: list[bytes | None] = []
     feat_tokens: list[bytes] = []
     counts: list[int] = []
+    comments: list[bytes | None] = []
     for lineno, line in enumerate(lines, 1):
         hash_at = line.find(b"#")
         parts = (line if hash_at < 0 else line[:hash_at]).split()
         if not parts:
             continue
         linenos.append(lineno)
+        comments.append(None if hash_at < 0 else line[hash_at + 1 :])
         label_tokens.append(parts[0])
         if len(parts) > 1 and parts[1].startswith(b"qid:"):
             qid_tokens.append(parts[1][4:])
@@ -190,6 +213,8 @@ def read_svmlight(
         renumber = torch.empty_like(first_seen)
         renumber[torch.argsort(first_seen)] = torch.arange(uniq.numel())
         qid = renumber[inv]
+        query_ids = torch.empty_like(uniq)
+        query_ids[renumber] = uniq
     elif group_file is not None:
         sizes = _read_groups(group_file)
         if sum(sizes) != num_docs:
@@ -200,6 +225,7 @@ def read_svmlight(
                 f"{len(sizes)} groups adding up to {sum(sizes)}",
             )
         qid = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes, dtype=torch.int64))
+        query_ids = torch.arange(len(sizes))
     else:
         raise TrecFormatError(path, linenos[0], "a 'qid:' field (or a group_file argument)", line_of(0))
 
@@ -252,7 +278,7 @@ def read_svmlight(
             raise TrecFormatError(path, linenos[r], "each feature index at most once per line", line_of(r))
     features = torch.zeros((num_docs, width), dtype=torch.float32)
     features[row, idx - 1] = vals.to(torch.float32)
-    return SvmlightData(features=features, labels=labels, qid=qid)
+    return SvmlightData(features=features, labels=labels, qid=qid, query_ids=query_ids, docids=_docids(comments))
 
 
 def group_to_dense(values: Tensor, labels: Tensor, qid: Tensor) -> tuple[Tensor, Tensor, Tensor]:
