@@ -13,8 +13,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from torchrank.functional._inputs import format_inputs
-from torchrank.functional.per_query_auc import auroc, per_query_auroc
+from torchrank.functional.per_query_auc import auroc
 from torchrank.metrics.classes import FunctionalMetric
 
 __all__ = ["AUROC", "GAUC"]
@@ -64,15 +63,17 @@ class GAUC(Metric):
 
     def update(self, preds: Tensor, target: Tensor, mask: Tensor | None = None, weights: Tensor | None = None) -> None:
         """Add dense rows ``[..., N]``; ``weights`` ``[...]`` per query (default: its number of items)."""
-        inputs = format_inputs(preds, target, mask=mask, validate_args=self.validate_args)
-        values, relevant, other = per_query_auroc(inputs.preds, inputs.target >= self.relevance_threshold,
-                                                  inputs.mask)
-        if weights is None:
-            weights = inputs.mask.sum(1)
+        values = auroc(preds, target, mask=mask, empty_target_action="skip", reduction="none",
+                       relevance_threshold=self.relevance_threshold, validate_args=self.validate_args).reshape(-1)
+        if weights is None:  # the query's number of items: its impressions
+            weights = preds.shape[-1] if mask is None else mask.sum(-1)
+            weights = torch.as_tensor(weights, device=values.device).expand(preds.shape[:-1])
         elif not isinstance(weights, Tensor) or weights.numel() != values.numel():
             raise ValueError(f"Argument `weights` must hold one weight per query ({values.numel()}).")
-        w = torch.where((relevant > 0) & (other > 0), weights.reshape(-1).to(torch.float64), 0)
-        self.sums += torch.stack([(w * values.to(torch.float64)).sum(), w.sum()])
+        defined = ~torch.isnan(values)  # queries with both relevant and non-relevant items
+        w = torch.where(defined, weights.reshape(-1).to(torch.float64), 0)
+        values = torch.where(defined, values.to(torch.float64), 0)
+        self.sums += torch.stack([(w * values).sum(), w.sum()])
 
     def compute(self) -> Tensor:
         return (self.sums[0] / self.sums[1]).to(torch.get_default_dtype())
