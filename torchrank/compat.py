@@ -59,7 +59,8 @@ __all__ = [
 ]
 
 NOT_PROVIDED = {
-    "RetrievalAUROC": "torchrank has no AUROC kernel",
+    "RetrievalAUROC": "no drop-in with torchmetrics' top_k and max_fpr yet; torchrank.metrics.AUROC is per-query AUROC "
+    "over whole lists",
     "RetrievalPrecisionRecallCurve": "torchrank has no precision-recall curve",
     "RetrievalRecallAtFixedPrecision": "torchrank has no precision-recall curve",
 }
