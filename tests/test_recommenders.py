@@ -66,6 +66,11 @@ def test_exposure_measures(seed: int) -> None:
     # Gini as the mean absolute difference over all pairs / (2 * mean): an independent form of the index
     mad = sum(abs(a - b) for a in counts for b in counts) / NUM_ITEMS**2
     assert _feed(GiniIndex(k=K, num_items=NUM_ITEMS), ids) == pytest.approx(mad / (2 * total / NUM_ITEMS), abs=1e-6)
+    # RecBole's get_gini: the exposed items' counts ascending at the top ranks n - m + 1 .. n of the catalogue
+    exposed = sorted(c for c in counts if c)
+    ranks = range(NUM_ITEMS - len(exposed) + 1, NUM_ITEMS + 1)
+    recbole = sum((2 * j - NUM_ITEMS - 1) * c for j, c in zip(ranks, exposed, strict=True)) / total / NUM_ITEMS
+    assert _feed(GiniIndex(k=K, num_items=NUM_ITEMS), ids) == pytest.approx(recbole, abs=1e-6)
     entropy = -sum(c / total * math.log(c / total) for c in counts if c)
     assert _feed(ExposureEntropy(k=K, num_items=NUM_ITEMS), ids) == pytest.approx(entropy, abs=1e-6)
     assert _feed(ExposureEntropy(k=K, num_items=NUM_ITEMS, base=2), ids) == pytest.approx(entropy / math.log(2),

@@ -130,7 +130,8 @@ class ExposureEntropy(_ExposureMetric):
     """Shannon entropy of item exposure@k, ``-sum_i p_i log p_i`` with ``p_i`` item i's share of all exposure.
 
     Args:
-        base: Logarithm base (default e, as RecBole's ShannonEntropy; 2 gives bits).
+        base: Logarithm base (default e; 2 gives bits). RecBole's ShannonEntropy is this value (base e) divided by
+            the number of distinct items exposed.
 
     Example:
         >>> import torch
