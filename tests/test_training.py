@@ -331,3 +331,54 @@ def test_scaling_travels_with_the_checkpoint(tmp_path):
     assert not torch.allclose(own["mean"], fitted["mean"])
     predictions = cli.trainer.predict(cli.model, cli.datamodule)
     assert torch.isfinite(torch.cat([p[~p.isnan()] for p in predictions])).all()
+
+
+# ----------------------------------------------------------------------------------------------- dataset layouts
+def write_split(path: Path, queries: int, first_feature: float, docid: bool = False) -> None:
+    """``queries`` queries of 3 documents; feature 1 is ``first_feature`` everywhere (marks the file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    comment = " #docid = GX{q:03d}-{d} inc = 1 prob = 0.5" if docid else ""
+    lines = [
+        f"{d % 3} qid:{100 + q} 1:{first_feature} 2:{d}" + comment.format(q=q, d=d)
+        for q in range(queries)
+        for d in range(3)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize(
+    ("layout", "fold", "files"),
+    [
+        ("MSLR-WEB10K", 2, ("Fold2/train.txt", "Fold2/vali.txt", "Fold2/test.txt")),
+        ("MQ2007", 1, ("Fold1/train.txt", "Fold1/vali.txt", "Fold1/test.txt")),  # LETOR 4.0, docid comments
+        ("yahoo", 1, ("set1.train.txt", "set1.valid.txt", "set1.test.txt")),
+        ("istella", 1, ("train.txt", None, "test.txt")),
+    ],
+)
+def test_standard_layouts_are_found(tmp_path, layout, fold, files):
+    root = tmp_path / layout
+    for marker, (queries, name) in enumerate(zip((5, 2, 3), files, strict=True), start=1):
+        if name is not None:
+            write_split(root / name, queries, float(marker), docid=layout == "MQ2007")
+    if layout == "MSLR-WEB10K":  # another fold beside it, which must not be read
+        for name in ("train.txt", "vali.txt", "test.txt"):
+            write_split(root / "Fold1" / name, 4, 9.0)
+    dm = LetorDataModule(str(root), fold=fold, val_fraction=0.4, normalization="none")
+    first = {
+        name: getattr(dm, f"{name}_set").tensors[0][..., 0][getattr(dm, f"{name}_set").tensors[2]].unique()
+        for name in ("train", "val", "test")
+    }
+    assert first["train"].tolist() == [1.0] and first["test"].tolist() == [3.0]
+    if files[1] is not None:  # the split's own validation file, every training query trains
+        assert first["val"].tolist() == [2.0] and len(dm.val_set) == 2 and len(dm.train_set) == 5
+        assert len(dm.val_queries) == 0
+    else:  # none: a seeded share of the training queries
+        assert first["val"].tolist() == [1.0] and len(dm.val_set) == 2 and len(dm.train_set) == 3
+
+
+def test_unknown_layout_names_the_expected_files(tmp_path):
+    write_split(tmp_path / "data.txt", 2, 1.0)
+    with pytest.raises(FileNotFoundError, match=r"Fold1/train\.txt.*set1\.train\.txt.*train_file"):
+        LetorDataModule(str(tmp_path)).setup("fit")
+    dm = LetorDataModule(str(tmp_path), train_file="data.txt", test_file="data.txt", val_file="data.txt")
+    assert len(dm.val_set) == len(dm.train_set) == 2  # explicit names need no layout

@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from torchrank.io import group_to_dense, read_svmlight
 from torchrank.training.scaling import NORMALIZATIONS, FeatureScaler, check_finite
 
-__all__ = ["LIGHTGBM_LAMBDARANK", "LetorDataModule", "read_letor", "split_queries"]
+__all__ = ["LAYOUTS", "LIGHTGBM_LAMBDARANK", "LetorDataModule", "find_layout", "read_letor", "split_queries"]
 
 #: LightGBM's ``examples/lambdarank`` data, bundled: ``rank.train`` / ``rank.test`` with ``.query`` group files.
 LIGHTGBM_LAMBDARANK = Path(__file__).resolve().parent.parent / "data" / "lightgbm_lambdarank"
@@ -60,6 +60,36 @@ def split_queries(num_queries: int, val_fraction: float, seed: int) -> tuple[Ten
     return order[num_val:].sort().values, order[:num_val].sort().values
 
 
+#: The folder layouts users have on disk, tried in this order: name -> (train, validation, test) file names, with
+#: ``{fold}`` the fold (MSLR-WEB, LETOR 4.0) or set (Yahoo). A layout's validation file is used when present.
+LAYOUTS: dict[str, tuple[str, str, str]] = {
+    "mslr": ("Fold{fold}/train.txt", "Fold{fold}/vali.txt", "Fold{fold}/test.txt"),  # MSLR-WEB10K/30K, MQ2007/8
+    "yahoo": ("set{fold}.train.txt", "set{fold}.valid.txt", "set{fold}.test.txt"),  # Yahoo LTR challenge
+    "istella": ("train.txt", "vali.txt", "test.txt"),  # Istella (no validation file) and flat folders
+    "lightgbm": ("rank.train", "rank.vali", "rank.test"),  # LightGBM's examples, the bundled data
+}
+
+
+def find_layout(data_dir: str | os.PathLike[str], fold: int = 1) -> tuple[Path, Path | None, Path]:
+    """``(train, validation or None, test)`` files of the first :data:`LAYOUTS` entry whose training and test
+    files exist in ``data_dir``.
+
+    Example:
+        >>> find_layout(LIGHTGBM_LAMBDARANK)[0].name
+        'rank.train'
+    """
+    root = Path(data_dir)
+    for train, val, test in LAYOUTS.values():
+        paths = [root / name.format(fold=fold) for name in (train, val, test)]
+        if paths[0].is_file() and paths[2].is_file():
+            return paths[0], paths[1] if paths[1].is_file() else None, paths[2]
+    expected = "; ".join(f"{name}: {' '.join(files).format(fold=fold)}" for name, files in LAYOUTS.items())
+    raise FileNotFoundError(
+        f"No known learning-to-rank layout in {root} (fold {fold}); expected one of {expected}, or pass "
+        "`train_file` and `test_file`."
+    )
+
+
 def _widen(data: TensorDataset, n_features: int) -> TensorDataset:
     """Zero-pad the feature dimension (a file whose highest feature index is below another file's)."""
     features, labels, mask = data.tensors
@@ -70,8 +100,12 @@ class LetorDataModule(L.LightningDataModule):
     """Train / validation / test batches of whole queries from SVMlight / LETOR files.
 
     A batch is ``(features [B, N, F], labels [B, N], mask [B, N])`` with ``N`` the longest query of the
-    file. The validation queries are a seeded random ``val_fraction`` of the training file's queries; the
-    test file is used by ``trainer.test`` and ``trainer.predict``.
+    file. Validation uses the split's own validation file when there is one (``val_file``, or the layout's),
+    else a seeded random ``val_fraction`` of the training file's queries; the test file is used by
+    ``trainer.test`` and ``trainer.predict``. Without ``train_file``, the files come from the folder's layout
+    (:func:`find_layout`): MSLR-WEB10K/30K and LETOR 4.0 (``Fold1..5/{train,vali,test}.txt``, ``fold``
+    chooses), Yahoo LTR (``set1.{train,valid,test}.txt``), Istella (``train.txt``, ``test.txt``), LightGBM's
+    ``rank.{train,test}``.
 
     Features are scaled per column as ``normalization`` says (:mod:`torchrank.training.scaling`), fitted on the
     training split's documents only and applied to every split's batches; the fitted statistics are this
@@ -81,9 +115,13 @@ class LetorDataModule(L.LightningDataModule):
     Args:
         data_dir: Folder of the files; defaults to the bundled LightGBM lambdarank example
             (:data:`LIGHTGBM_LAMBDARANK`).
-        train_file: Training file name inside ``data_dir`` (``<name>.query`` beside it is its group file).
-        test_file: Test file name inside ``data_dir``.
-        val_fraction: Fraction of the training queries held out for validation (0 disables validation).
+        train_file: Training file name inside ``data_dir`` (``<name>.query`` beside it is its group file);
+            None: the layout's.
+        test_file: Test file name inside ``data_dir``; None: the layout's.
+        val_file: Validation file name inside ``data_dir``; None: the layout's when it exists.
+        fold: Fold of an MSLR / LETOR 4.0 folder (1-5), set of a Yahoo one (1 or 2).
+        val_fraction: Fraction of the training queries held out for validation when there is no validation
+            file (0 disables validation).
         batch_size: Queries per batch.
         n_features: Feature columns; defaults to the largest index over the training and test files.
         seed: Seed of the validation split.
@@ -106,8 +144,10 @@ class LetorDataModule(L.LightningDataModule):
         self,
         data_dir: str | None = None,
         *,
-        train_file: str = "rank.train",
-        test_file: str = "rank.test",
+        train_file: str | None = None,
+        test_file: str | None = None,
+        val_file: str | None = None,
+        fold: int = 1,
         val_fraction: float = 0.2,
         batch_size: int = 16,
         n_features: int | None = None,
@@ -123,7 +163,7 @@ class LetorDataModule(L.LightningDataModule):
         if batch_size < 1:
             raise ValueError(f"Argument `batch_size` must be a positive int, got {batch_size}.")
         self.data_dir = Path(data_dir) if data_dir is not None else LIGHTGBM_LAMBDARANK
-        self.train_file, self.test_file = train_file, test_file
+        self.train_file, self.test_file, self.val_file, self.fold = train_file, test_file, val_file, fold
         self.val_fraction, self.batch_size, self.n_features = val_fraction, batch_size, n_features
         self.seed, self.num_workers = seed, num_workers
         self.normalization = normalization
@@ -131,22 +171,37 @@ class LetorDataModule(L.LightningDataModule):
         self._scaled: dict[str, TensorDataset] = {}
         self._splits: dict[str, TensorDataset] | None = None
 
+    def _files(self) -> tuple[Path, Path | None, Path]:
+        """``(train, validation or None, test)``: the given names, the rest from the folder's layout."""
+        explicit = self.train_file is not None and self.test_file is not None
+        layout = (None, None, None) if explicit else find_layout(self.data_dir, self.fold)
+        train = self.data_dir / self.train_file if self.train_file is not None else layout[0]
+        test = self.data_dir / self.test_file if self.test_file is not None else layout[2]
+        val = self.data_dir / self.val_file if self.val_file is not None else layout[1]
+        return train, val, test
+
     def _load(self) -> dict[str, TensorDataset]:
-        """Read both files once; both get the same number of feature columns."""
+        """Read the files once; every split gets the same number of feature columns."""
         if self._splits is None:
-            train = read_letor(self.data_dir / self.train_file, n_features=self.n_features)
-            test = read_letor(self.data_dir / self.test_file, n_features=self.n_features)
-            check_finite(train.tensors[0], train.tensors[2], str(self.data_dir / self.train_file))
-            check_finite(test.tensors[0], test.tensors[2], str(self.data_dir / self.test_file))
-            width = max(train.tensors[0].shape[-1], test.tensors[0].shape[-1])
-            train, test = _widen(train, width), _widen(test, width)
-            train_idx, val_idx = split_queries(len(train), self.val_fraction, self.seed)
-            self._val_queries = val_idx
-            self._splits = {
-                "train": TensorDataset(*(t[train_idx] for t in train.tensors)),
-                "val": TensorDataset(*(t[val_idx] for t in train.tensors)),
-                "test": test,
-            }
+            train_path, val_path, test_path = self._files()
+            read = {"train": train_path, "test": test_path} | ({"val": val_path} if val_path is not None else {})
+            data = {name: read_letor(path, n_features=self.n_features) for name, path in read.items()}
+            for name, path in read.items():
+                check_finite(data[name].tensors[0], data[name].tensors[2], str(path))
+            width = max(d.tensors[0].shape[-1] for d in data.values())
+            data = {name: _widen(d, width) for name, d in data.items()}
+            if "val" in data:  # the split's own validation file: every training query trains
+                self._val_queries = torch.zeros(0, dtype=torch.int64)
+                self._splits = data
+            else:
+                train = data["train"]
+                train_idx, val_idx = split_queries(len(train), self.val_fraction, self.seed)
+                self._val_queries = val_idx
+                self._splits = {
+                    "train": TensorDataset(*(t[train_idx] for t in train.tensors)),
+                    "val": TensorDataset(*(t[val_idx] for t in train.tensors)),
+                    "test": data["test"],
+                }
         return self._splits
 
     @property
@@ -156,7 +211,8 @@ class LetorDataModule(L.LightningDataModule):
 
     @property
     def val_queries(self) -> Tensor:
-        """Indices (in file order) of the training file's queries held out for validation."""
+        """Indices (in file order) of the training file's queries held out for validation (none with a
+        validation file)."""
         self._load()
         return self._val_queries
 
