@@ -91,11 +91,12 @@ def _descending(x: Tensor, mask: Tensor) -> Tensor:
 
 @functools.lru_cache(maxsize=8)  # a training run sees a few list lengths
 def _gap_weights(n: int, dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor]:
-    """``|2 (q - i) + 1|`` ``[n, n]`` (rank i, gap q) split into ``q >= i`` (right of the row's peak) and ``q < i``."""
+    """``-|2 (q - i) + 1|`` ``[n, n]`` (rank i, gap q) split into ``q >= i`` (right of the row's peak) and ``q < i``,
+    the latter with its columns reversed (``q = n - 1`` first)."""
     i = torch.arange(n, device=device).unsqueeze(1)
     q = torch.arange(n, device=device).unsqueeze(0)
-    w = (2 * (q - i) + 1).abs().to(dtype)
-    return torch.where(q >= i, w, 0), torch.where(q < i, w, 0)
+    w = (2 * (q - i) + 1).abs().neg().to(dtype)  # negated: the cumsums then give the logits, no negation pass
+    return torch.where(q >= i, w, 0), torch.where(q < i, w, 0).flip(1).contiguous()
 
 
 def _sorted_logits(x: Tensor, rank_valid: Tensor) -> Tensor:
@@ -112,11 +113,12 @@ def _sorted_logits(x: Tensor, rank_valid: Tensor) -> Tensor:
     n = x.shape[1]
     gaps = torch.zeros_like(x)
     gaps[:, :-1] = (x[:, :-1] - x[:, 1:]) * rank_valid[:, 1:]  # 0 past the real items (padding sorts last)
-    right_w, left_w = _gap_weights(n, x.dtype, x.device)
+    right_w, left_w_reversed = _gap_weights(n, x.dtype, x.device)
     right = torch.cumsum(right_w * gaps.unsqueeze(1), 2)  # [i, p] sums q = i..p; column p + 1 needs it
-    left = torch.cumsum((left_w * gaps.unsqueeze(1)).flip(2), 2).flip(2)  # [i, p] sums q = p..i-1
+    # [i, p] sums q = p..i-1: a cumsum over reversed columns (weights stored reversed: one [B, N, N] flip, not two)
+    left = torch.cumsum(left_w_reversed * gaps.flip(1).unsqueeze(1), 2).flip(2)
     left[..., 1:] += right[..., :-1]
-    return left.neg_()
+    return left
 
 
 def _kernel(x: Tensor, rank_valid: Tensor, padded: bool) -> Tensor:
