@@ -15,6 +15,7 @@ from torchrank.functional._chunking import memory_budget
 from torchrank.functional.ids import catalogue_to_dense, ids_to_dense, top_k_ids
 from torchrank.functional.measures import evaluate, parse_measure
 from torchrank.functional.per_query_auc import auroc, gauc
+from torchrank.functional.pr_curve import precision_recall_curve, recall_at_fixed_precision
 from torchrank.functional.registry import MEASURES, public_functions
 
 # every declared measure's public function under its own name: declaring a measure exports it
@@ -22,6 +23,6 @@ globals().update(public_functions())
 
 __all__ = [
     "MEASURES", "auroc", "catalogue_to_dense", "evaluate", "gauc", "ids_to_dense", "memory_budget", "parse_measure",
-    "top_k_ids",
+    "precision_recall_curve", "recall_at_fixed_precision", "top_k_ids",
 ]
 __all__ += sorted(public_functions())

@@ -1,0 +1,83 @@
+"""The precision-recall curve of a ranking over cut-offs ``k = 1..max_k``, and the best recall at a fixed precision.
+
+The curve is P@k and R@k at every cut-off (:func:`torchrank.functional.precision`, :func:`recall`: ties averaged
+exactly, R the query's relevant items), the form torchmetrics' ``retrieval_precision_recall_curve`` computes per
+query. :func:`recall_at_fixed_precision` reads the mean curve over queries, as torchmetrics'
+``RetrievalRecallAtFixedPrecision`` does.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from torchrank.functional.precision import precision, recall
+
+
+def precision_recall_curve(
+    preds: Tensor,
+    target: Tensor,
+    max_k: int | None = None,
+    *,
+    indexes: Tensor | None = None,
+    mask: Tensor | None = None,
+    ideal_target: Tensor | None = None,
+    ties: str = "average",
+    empty_target_action: str = "neg",
+    relevance_threshold: float = 1,
+    reduction: str = "mean",
+    validate_args: bool = True,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """``(precision, recall, top_k)``: P@k and R@k for ``k`` in ``top_k = 1..max_k``, ``[max_k]`` each (mean over
+    queries) or ``[..., max_k]`` per query (``reduction="none"``).
+
+    Args:
+        max_k: The deepest cut-off; None: the list length ``N`` of dense input (flat input must give it).
+        Others: as every ranking function (P@k divides by k, also past the end of a short list).
+
+    Example:
+        >>> import torch
+        >>> from torchrank.functional import precision_recall_curve
+        >>> p, r, k = precision_recall_curve(torch.tensor([[0.9, 0.7, 0.5]]), torch.tensor([[1, 0, 1]]))
+        >>> p, r
+        (tensor([1.0000, 0.5000, 0.6667]), tensor([0.5000, 0.5000, 1.0000]))
+    """
+    if max_k is None:
+        if indexes is not None:
+            raise ValueError("Argument `max_k` must be given with flat input (`indexes`): the lists' length is "
+                             "known only after grouping.")
+        max_k = preds.shape[-1]
+    if isinstance(max_k, bool) or not isinstance(max_k, int) or max_k <= 0:
+        raise ValueError(f"Argument `max_k` must be a positive int or None, got {max_k!r}.")
+    ks = list(range(1, max_k + 1))
+    options = dict(indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
+                   empty_target_action=empty_target_action, relevance_threshold=relevance_threshold,
+                   reduction=reduction, validate_args=validate_args)
+    top_k = torch.arange(1, max_k + 1, device=preds.device)
+    return precision(preds, target, k=ks, **options), recall(preds, target, k=ks, **options), top_k
+
+
+def recall_at_fixed_precision(
+    preds: Tensor, target: Tensor, min_precision: float, max_k: int | None = None, **options: object,
+) -> tuple[Tensor, Tensor]:
+    """``(recall, k)``: the largest mean R@k over the cut-offs whose mean P@k is at least ``min_precision``, and
+    that cut-off (the deepest one among equal recalls); ``(0, max_k)`` when no cut-off qualifies or the best
+    recall is 0, as torchmetrics' ``RetrievalRecallAtFixedPrecision``. ``options``: those of
+    :func:`precision_recall_curve` (its ``reduction`` is the mean).
+
+    Example:
+        >>> import torch
+        >>> from torchrank.functional import recall_at_fixed_precision
+        >>> recall_at_fixed_precision(torch.tensor([[0.9, 0.7, 0.5]]), torch.tensor([[1, 0, 1]]), 0.6)
+        (tensor(1.), tensor(3))
+    """
+    if isinstance(min_precision, bool) or not isinstance(min_precision, int | float) or not 0 <= min_precision <= 1:
+        raise ValueError(f"Argument `min_precision` must be a number in [0, 1], got {min_precision!r}.")
+    if "reduction" in options:
+        raise ValueError("recall_at_fixed_precision reads the mean curve over queries: it takes no `reduction`.")
+    p, r, top_k = precision_recall_curve(preds, target, max_k, **options)  # type: ignore[arg-type]
+    qualifies = p >= min_precision
+    best_recall = torch.where(qualifies, r, -1.0).amax()
+    best = torch.where(qualifies & (r == best_recall), top_k, 0).argmax()  # the deepest k among equal recalls
+    found = qualifies[best] & (r[best] > 0)
+    return torch.where(found, r[best], 0.0), torch.where(found, top_k[best], top_k.numel())
