@@ -209,6 +209,27 @@ def test_cli_fit_then_test(tmp_path, capsys):
     assert {f"test_ndcg@{k}" for k in EVAL_K} <= set(logged) and 0 < float(logged["test_ndcg@5"]) <= 1
 
 
+def test_cli_test_takes_the_last_fits_checkpoint(tmp_path, capsys):
+    """``--ckpt_path last`` is the newest fit's last.ckpt (version_1 after a second fit), not version_0's."""
+    config = str(ROOT / "configs" / "train" / "neural_ndcg.yaml")
+    short = [f"--trainer.default_root_dir={tmp_path}", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
+    short += ["--trainer.enable_progress_bar=false"]
+    main(["fit", "--config", config, *short])
+    main(["fit", "--config", config, *short, "--model.lr=0.01"])
+    second = tmp_path / "lightning_logs" / "version_1" / "checkpoints" / "last.ckpt"
+    assert f"last checkpoint: {second}" in capsys.readouterr().out
+    cli = main(["test", "--config", config, *short, "--ckpt_path=last"])
+    assert cli.config.test.ckpt_path == str(second)
+    by_path = main(["test", "--config", config, *short, f"--ckpt_path={second}"]).trainer.callback_metrics
+    assert float(cli.trainer.callback_metrics["test_ndcg@5"]) == float(by_path["test_ndcg@5"])
+
+
+def test_cli_last_checkpoint_without_a_fit_is_a_clear_error(tmp_path):
+    config = str(ROOT / "configs" / "train" / "neural_ndcg.yaml")
+    with pytest.raises(FileNotFoundError, match="run `fit` with the same config"):
+        main(["test", "--config", config, f"--trainer.default_root_dir={tmp_path}", "--ckpt_path=last"])
+
+
 def test_module_entry_point(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["torchrank.training", "fit", "--help"])
     with pytest.raises(SystemExit) as exit_info:

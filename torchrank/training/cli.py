@@ -10,14 +10,16 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from torchrank.training.data import LetorDataModule
 from torchrank.training.model import MLPRanker
 
-__all__ = ["RankingCLI", "main"]
+__all__ = ["RankingCLI", "last_checkpoint", "main"]
 
 
 class RankingCLI(LightningCLI):
     """LightningCLI with the model's input width taken from the data, and one run folder per config file.
 
     Runs go to ``runs/<config file stem>/`` (``runs/neural_ndcg/lightning_logs/version_0/...``) unless
-    ``--trainer.default_root_dir`` is given, so configs for different losses never share a folder.
+    ``--trainer.default_root_dir`` is given, so configs for different losses never share a folder. ``validate``,
+    ``test`` and ``predict`` take ``--ckpt_path last``: the ``last.ckpt`` of the newest run in that folder (the last
+    ``fit``), found before anything runs, so a second fit never leaves a stale checkpoint under ``version_0``.
     """
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
@@ -28,11 +30,38 @@ class RankingCLI(LightningCLI):
         configs = config.get("config") or []
         if config.trainer.get("default_root_dir") is None and configs:
             config.trainer.default_root_dir = str(Path("runs") / Path(str(configs[-1])).stem)
+        if self.subcommand in ("validate", "test", "predict") and config.get("ckpt_path") == "last":
+            config.ckpt_path = str(last_checkpoint(Path(config.trainer.get("default_root_dir") or ".")))
 
     def after_fit(self) -> None:
         path = self.trainer.checkpoint_callback.last_model_path if self.trainer.checkpoint_callback else ""
         if path and self.trainer.is_global_zero:
             print(f"last checkpoint: {path}")
+
+
+def last_checkpoint(root: Path) -> Path:
+    """``last.ckpt`` of the newest run under ``root`` (``lightning_logs/version_<n>/checkpoints/``, highest ``n``).
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp())
+        >>> for n in (0, 2, 10):
+        ...     (root / f"lightning_logs/version_{n}/checkpoints").mkdir(parents=True)
+        ...     _ = (root / f"lightning_logs/version_{n}/checkpoints/last.ckpt").write_bytes(b"")
+        >>> last_checkpoint(root).parent.parent.name
+        'version_10'
+    """
+    found = []
+    for path in root.glob("lightning_logs/version_*/checkpoints/last.ckpt"):
+        version = path.parent.parent.name.removeprefix("version_")
+        if version.isdigit():
+            found.append((int(version), path))
+    if not found:
+        raise FileNotFoundError(
+            f"--ckpt_path last: no lightning_logs/version_*/checkpoints/last.ckpt under {root}; run `fit` with the "
+            "same config (and --trainer.default_root_dir) first, or pass the checkpoint's path."
+        )
+    return max(found)[1]
 
 
 def main(args: list[str] | None = None, *, run: bool = True) -> RankingCLI:
