@@ -244,11 +244,11 @@ def _check_values(preds: Tensor, target: Tensor) -> bool:
     is finite, as the NaN check's sum finds out on the way (False where it cannot tell: an overflow)."""
     finite = not preds.is_floating_point() or _sum_is_finite(preds)
     if not finite and bool(torch.isnan(preds).any()):
-        raise ValueError("Argument `preds` contains NaN scores; a NaN has no place in a ranking.")
+        _raise_problem(0)
     if target.is_floating_point() and _has_nan(target):
-        raise ValueError("Argument `target` contains NaN labels.")
+        _raise_problem(1)
     if target.dtype != torch.bool and target.numel() and _smallest(target) < 0:
-        raise ValueError("Argument `target` must hold labels >= 0, got a negative label.")
+        _raise_problem(2)
     return finite
 
 
@@ -314,11 +314,17 @@ def report_value_problems(flags: Tensor) -> None:
         raise_value_problems(flags.tolist())
 
 
-def raise_value_problems(flags: Sequence[bool], where: str = "") -> None:
+def raise_value_problems(flags: Sequence[bool]) -> None:
     """Raise ``ValueError`` for the first problem :func:`value_problems` flagged (read to the host), if any."""
-    for (name, problem), flagged in zip(VALUE_PROBLEMS, flags, strict=True):
+    for index, flagged in enumerate(flags):
         if flagged:
-            raise ValueError(f"Argument `{name}` {problem}{where}.")
+            _raise_problem(index)
+
+
+def _raise_problem(index: int) -> None:
+    """Raise the ``ValueError`` of :data:`VALUE_PROBLEMS`' problem ``index`` (every backend words it so)."""
+    name, problem = VALUE_PROBLEMS[index]
+    raise ValueError(f"Argument `{name}` {problem}.")
 
 
 def _smallest(x: Tensor) -> float:
@@ -353,7 +359,7 @@ def _format_ideal(
         return target
     _check_ideal(ideal_target, batch_shape, device)
     if validate_args and uses_numpy(ideal_target) and ideal_target.dtype != torch.bool and (ideal_target < 0).any():
-        raise ValueError("Argument `ideal_target` must hold labels >= 0 (pad with 0), got a negative label.")
+        _raise_problem(3)
     return ideal_target.reshape(-1, ideal_target.shape[-1]).to(work)
 
 
