@@ -63,9 +63,9 @@ def test_bad_indexes(indexes, error, match):
         F.precision(P[0], T[0], indexes=indexes)
 
 
-def test_flat_input_rejects_ideal_target_and_an_all_false_mask():
-    with pytest.raises(ValueError, match="`indexes` and `ideal_target` cannot be combined"):
-        F.recall(P[0], T[0], indexes=torch.tensor([0, 0, 1]), ideal_target=T[0])
+def test_flat_input_rejects_a_misshapen_ideal_target_and_an_all_false_mask():
+    with pytest.raises(ValueError, match="`ideal_target` must hold one label per item, shaped as `preds`"):
+        F.recall(P[0], T[0], indexes=torch.tensor([0, 0, 1]), ideal_target=T[0][:2])
     with pytest.raises(ValueError, match="`mask` leaves no item"):
         F.recall(P[0], T[0], indexes=torch.tensor([0, 0, 1]), mask=torch.zeros(3, dtype=torch.bool))
 

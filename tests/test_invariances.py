@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 from conftest import ALL_MEASURES, CUTOFF_MEASURES
@@ -90,6 +92,31 @@ def test_flat_input_equals_its_dense_rows(name, fn, _, ties, layout):
     assert grouped.padded == (layout != "grouped-equal")
     if layout == "grouped-equal":  # no copy of the scores
         assert grouped.preds.data_ptr() == flat_preds.data_ptr()
+
+
+IDEAL_MEASURES = [m for m in ALL_MEASURES if "ideal_target" in inspect.signature(m[1]).parameters]
+
+
+@pytest.mark.parametrize(("name", "fn", "_"), IDEAL_MEASURES, ids=[m[0] for m in IDEAL_MEASURES])
+def test_flat_ideal_target_equals_its_dense_rows(name, fn, _):
+    """With ``indexes``, ``ideal_target`` holds one label per item, grouped as ``target``: shuffled flat input
+    with a per-item ideal (some relevant items zeroed in ``target``, as a score filter would) gives the values of
+    the dense rows and their dense ideal."""
+    preds, ideal = _data(q=20, n=15, dtype=torch.float32)
+    target = torch.where(preds > 0.5, ideal, torch.zeros_like(ideal))  # labels kept for the ranked items only
+    lengths = torch.randint(1, 16, (20,), generator=torch.Generator().manual_seed(3))
+    lengths[0] = 15
+    dense_mask = torch.arange(15) < lengths.unsqueeze(1)
+    kw = _kwargs(name, fn) | {"reduction": "none"}
+    expected = fn(preds, target, mask=dense_mask, ideal_target=torch.where(dense_mask, ideal, 0), **kw)
+    ids = torch.arange(20).unsqueeze(1).expand(-1, 15)[dense_mask]
+    perm = torch.randperm(len(ids), generator=torch.Generator().manual_seed(4))
+    got = fn(preds[dense_mask][perm], target[dense_mask][perm], indexes=ids[perm],
+             ideal_target=ideal[dense_mask][perm], **kw)
+    torch.testing.assert_close(got, expected, rtol=0, atol=0, equal_nan=True)
+    if name in ("recall", "ndcg"):  # the ideal is read: dropping it changes the values
+        plain = fn(preds[dense_mask][perm], target[dense_mask][perm], indexes=ids[perm], **kw)
+        assert not torch.equal(plain, got)
 
 
 @pytest.mark.parametrize(("name", "fn", "_"), CUTOFF_MEASURES, ids=[m[0] for m in CUTOFF_MEASURES])

@@ -111,14 +111,12 @@ def format_inputs(
     given = (preds, target, ideal_target)
 
     if indexes is not None:
-        if ideal_target is not None:
-            raise ValueError(
-                "Arguments `indexes` and `ideal_target` cannot be combined: with flat input the ideal "
-                "ranking is built from `target`."
-            )
-        items = [preds, target] if judged is None else [preds, target, judged]
-        (preds, target, *rest), mask = _group_flat(items, indexes, mask)
-        judged = rest[0] if rest else None
+        # flat input's ideal labels are per item, as `target`, and are grouped with it into rows
+        _check_flat_ideal(ideal_target, preds)
+        extra = {name: x for name, x in (("ideal_target", ideal_target), ("judged", judged)) if x is not None}
+        (preds, target, *rest), mask = _group_flat([preds, target, *extra.values()], indexes, mask)
+        grouped = dict(zip(extra, rest, strict=True))
+        ideal_target, judged = grouped.get("ideal_target"), grouped.get("judged")
         batch_shape: tuple[int, ...] = (preds.shape[0],)
         padded = padding_last = mask is not None
         if mask is None:  # equal-length queries: unpadded rows, as dense input without a mask
@@ -361,6 +359,20 @@ def _format_ideal(
     if validate_args and uses_numpy(ideal_target) and ideal_target.dtype != torch.bool and (ideal_target < 0).any():
         _raise_problem(3)
     return ideal_target.reshape(-1, ideal_target.shape[-1]).to(work)
+
+
+def _check_flat_ideal(ideal_target: Tensor | None, preds: Tensor) -> None:
+    """With flat input, ``ideal_target`` holds one label per item (the judged labels the ideal ranking and the
+    relevant counts are read from), shaped as ``preds``."""
+    if ideal_target is None:
+        return
+    _check_tensor("ideal_target", ideal_target)
+    if ideal_target.shape != preds.shape:
+        raise ValueError(
+            "With `indexes`, argument `ideal_target` must hold one label per item, shaped as `preds` "
+            f"{tuple(preds.shape)}, got {tuple(ideal_target.shape)}."
+        )
+    _check_same_device("ideal_target", ideal_target, preds)
 
 
 def _check_ideal(ideal_target: Tensor, batch_shape: tuple[int, ...], device: torch.device) -> None:

@@ -40,7 +40,8 @@ COMMON_ARGS = {
     "    ascending id order.",
     "mask": "Bool ``[..., N]``, True for a real item; padded items are never ranked and never count.",
     "ideal_target": "Labels ``[..., M]`` of every judged item of each query (0-padded) for the number of\n"
-    "    relevant items and the ideal ranking, when the list does not hold them all. Default: ``target``.",
+    "    relevant items and the ideal ranking, when the list does not hold them all; with ``indexes``, one\n"
+    "    label per item, shaped as ``preds``. Default: ``target``.",
     "ties": "Order of equal scores: ``\"average\"`` (expected value over random orders), ``\"optimistic\"``,\n"
     "    ``\"pessimistic\"`` or ``\"first\"`` (input order).",
     "empty_target_action": "Score of a query with no relevant item: ``\"neg\"`` (0), ``\"pos\"`` (1),\n"
