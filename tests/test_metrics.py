@@ -246,6 +246,24 @@ def test_flat_input_with_a_mask_and_judged():
     torch.testing.assert_close(metric.compute(), expected)
 
 
+@pytest.mark.parametrize(("cls", "fn"), [(M.Recall, F.recall), (M.NDCG, F.ndcg), (M.MAP, F.average_precision)])
+def test_flat_updates_with_an_ideal_target_in_some_of_them(cls, fn):
+    """A per-item ``ideal_target`` (here: every judged label, where ``target`` zeroes low-scored items) counts as
+    the functional's; an update without one stands for its items' own ``target``."""
+    preds, ideal, mask = _data(seed=2)
+    target = torch.where(preds > 0, ideal, torch.zeros_like(ideal))
+    rows = torch.arange(preds.shape[0]).unsqueeze(1).expand_as(preds)
+    flat_preds, flat_target, flat_ideal, ids = (x[mask] for x in (preds, target, ideal, rows))
+    half = flat_preds.numel() // 2
+    flat_ideal[half:] = flat_target[half:]  # the second update gives no ideal: its items' ideal is their target
+    metric = cls(k=5)
+    metric.update(flat_preds[:half], flat_target[:half], indexes=ids[:half], ideal_target=flat_ideal[:half])
+    metric.update(flat_preds[half:], flat_target[half:], indexes=ids[half:])
+    expected = fn(flat_preds, flat_target, indexes=ids, ideal_target=flat_ideal, k=5)
+    torch.testing.assert_close(metric.compute(), expected)
+    assert not torch.allclose(expected, fn(flat_preds, flat_target, indexes=ids, k=5))
+
+
 def test_flat_query_without_relevant_items_in_one_batch_is_judged_at_compute():
     """A flat batch may hold part of a query: only compute knows whether the query has a relevant item."""
     metric = M.NDCG(empty_target_action="error")

@@ -202,9 +202,12 @@ def test_dense_sync_collectives(pool):
     count = counts[0]
     # sync() (the first step of compute) gathers each state once with torchmetrics' gather_all_tensors: a
     # barrier, an all_gather of the shapes (not for a 0-d tensor) and an all_gather of the data. A dense
-    # NDCG has 3 states (`sums`: value sums, counts and configuration id in one float64 tensor; the flat
+    # NDCG gathers 3 states (`sums`: value sums, counts and problem flags in one float64 tensor; the flat
     # `flat_items` and `flat_indexes`, empty), so a synced compute costs 3 barriers + 6 all_gathers = 9
-    # collectives; one state more for `keep_per_query`.
+    # collectives; one state more for `keep_per_query`. Its fourth state, named by the configuration, is an empty
+    # list without reduction: nothing to gather.
+    assert count["states"] == 4
+    count["states"] -= 1
     assert count["gathers"] == count["states"] == 3
     assert count["barrier"] == count["states"]
     assert count["all_gather"] == 2 * count["states"] - count["scalar_states"] == 6

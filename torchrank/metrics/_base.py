@@ -32,7 +32,8 @@ class RankingMetric(Metric):
         num_outputs: Values per query (one per cut-off or measure).
         config: What identifies the metric's configuration (name and parameters): metrics of different
             configurations never share a ``MetricCollection`` compute group, even when their states
-            happen to be equal after a first update.
+            happen to be equal after a first update (the configuration names an empty state, and
+            torchmetrics merges only metrics with the same state names).
         keep_per_query: Also keep every query's values (memory grows with the number of queries).
         aggregation: ``"mean"`` over queries, or ``"median"``, ``"min"``, ``"max"`` (these keep the
             per-query values).
@@ -46,8 +47,8 @@ class RankingMetric(Metric):
     plot_lower_bound: float | None = 0.0
     plot_upper_bound: float | None = 1.0
 
-    # [2 * num_outputs + 4 + 3]: value sums, value counts, 1 / the first update with each of VALUE_PROBLEMS (0: none;
-    # device backends), then the configuration id
+    # [2 * num_outputs + 4]: value sums, value counts, 1 / the first update with each of VALUE_PROBLEMS (0: none;
+    # device backends)
     sums: Tensor
 
     def __init__(
@@ -66,19 +67,18 @@ class RankingMetric(Metric):
         self.aggregation = aggregation
         self.keep_per_query = keep_per_query or aggregation != "mean"
         self._mode: str | None = None  # "dense" or "flat", fixed by the first update until reset
-        # few states, as each costs collectives in a sync: sums and counts share one tensor with the
-        # configuration id (which keeps MetricCollection from merging different metrics); on the device backends a
-        # dense batch's values are checked without reading the host: a bad batch adds nothing, and the first
+        # few states, as each costs collectives in a sync: sums and counts share one tensor; on the device backends
+        # a dense batch's values are checked without reading the host: a bad batch adds nothing, and the first
         # update with each problem is raised at compute
-        sums = torch.cat([
-            torch.zeros(2 * num_outputs, dtype=torch.float64),
-            torch.zeros(len(VALUE_PROBLEMS), dtype=torch.float64),
-            _config_id(config),
-        ])
+        sums = torch.zeros(2 * num_outputs + len(VALUE_PROBLEMS), dtype=torch.float64)
         self.add_state("sums", sums, dist_reduce_fx=_reduce_sums)
+        # MetricCollection merges metrics whose states are equal after a first update (P@1 and R@1 on a batch
+        # without relevant items); a state named by the configuration keeps different ones apart. It stays an
+        # empty list with no reduction: no collective in a sync, no entry in state_dict
+        self.add_state(configuration_state(config), [], dist_reduce_fx=None)
         if self.keep_per_query:
             self.add_state("per_query", [], dist_reduce_fx="cat")
-        # flat input: scores, labels and judged (NaN: not given) as float64 columns; query ids apart, int64
+        # flat input: scores, labels, judged and ideal labels (NaN: not given) as float64 columns; query ids apart
         self.add_state("flat_items", [], dist_reduce_fx="cat")
         self.add_state("flat_indexes", [], dist_reduce_fx="cat")
 
@@ -114,7 +114,8 @@ class RankingMetric(Metric):
         """Add a batch: dense ``[..., N]`` whole lists, or flat items with their query ``indexes``.
 
         Nothing is stored unless the whole batch is valid, so a failed update leaves the state unchanged.
-        With flat input, ``judged`` is used only when every flat update gave it.
+        With flat input, ``judged`` is used only when every flat update gave it; ``ideal_target`` (one label per
+        item) stands for the item's ``target`` where an update did not give it.
         """
         mode = "dense" if indexes is None else "flat"
         if self._mode is not None and mode != self._mode:
@@ -176,8 +177,8 @@ class RankingMetric(Metric):
             empty_target_action="neg",
         )
         keep = slice(None) if mask is None else mask
-        judged_column = torch.full_like(preds[keep], torch.nan) if judged is None else judged[keep]
-        columns = (preds[keep], target[keep], judged_column)
+        not_given = torch.full_like(preds[keep], torch.nan, dtype=torch.float64)
+        columns = [preds[keep], target[keep]] + [not_given if x is None else x[keep] for x in (judged, ideal_target)]
         self.flat_items.append(torch.stack([c.to(torch.float64) for c in columns], 1))
         self.flat_indexes.append(indexes[keep].to(torch.int64))  # one dtype on every process
 
@@ -199,10 +200,12 @@ class RankingMetric(Metric):
         per_query = [] if kept is None else [kept]
         items = _concatenated(self.flat_items)
         if items is not None:
-            preds, target, judged = items.unbind(1)
+            preds, target, judged, ideal = items.unbind(1)
+            no_ideal = torch.isnan(ideal)
             flat = self._values(
                 preds, target, indexes=_concatenated(self.flat_indexes),
                 judged=None if bool(torch.isnan(judged).any()) else judged.bool(),
+                ideal_target=None if bool(no_ideal.all()) else torch.where(no_ideal, target, ideal),
             ).reshape(-1, self.num_outputs).to(torch.float64)
             known = ~torch.isnan(flat)
             total += torch.where(known, flat, 0).sum(0)
@@ -234,7 +237,7 @@ class RankingMetric(Metric):
 
     def _empty_list_states(self) -> dict[str, Tensor]:
         empty = {
-            "flat_items": torch.zeros(0, 3, dtype=torch.float64, device=self.device),
+            "flat_items": torch.zeros(0, 4, dtype=torch.float64, device=self.device),
             "flat_indexes": torch.zeros(0, dtype=torch.int64, device=self.device),
         }
         if self.keep_per_query:
@@ -250,21 +253,21 @@ class RankingMetric(Metric):
         return self._plot(val, ax)
 
 
-_ID_WORDS = 3
+def configuration_state(config: str) -> str:
+    """The name of the (always empty) state that tells a metric's configuration ``config`` apart: the same in every
+    process (unlike ``hash``), a valid attribute name whatever the configuration's text.
 
-
-def _config_id(config: str) -> Tensor:
-    """A deterministic id per configuration (the same in every process, unlike ``hash``): 48 bits as three
-    integers below 2^16, which torchmetrics' ``allclose`` state comparison always tells apart ``[3]``."""
-    digest = hashlib.sha256(config.encode()).digest()
-    return torch.tensor([float(int.from_bytes(digest[2 * i : 2 * i + 2], "big")) for i in range(_ID_WORDS)],
-                        dtype=torch.float64)
+    Example:
+        >>> configuration_state("NDCG(k=10)") == configuration_state("NDCG(k=10)") != configuration_state("NDCG(k=5)")
+        True
+    """
+    return "configuration_" + hashlib.sha256(config.encode()).hexdigest()[:16]
 
 
 def _reduce_sums(stacked: Tensor) -> Tensor:
-    """Reduce ``[processes, 2K + 4 + 3]`` sums states: add sums and counts, keep the first bad update of each problem
-    (the largest 1 / n) and the (equal) configuration id."""
-    kept = -_ID_WORDS - len(VALUE_PROBLEMS)
+    """Reduce ``[processes, 2K + 4]`` sums states: add sums and counts, keep the first bad update of each problem
+    (the largest 1 / n)."""
+    kept = -len(VALUE_PROBLEMS)
     return torch.cat([stacked[:, :kept].sum(0), stacked[:, kept:].amax(0)])
 
 
