@@ -27,9 +27,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from . import _scan
-from ._common import decode
-from ._errors import TrecFormatError
+from .. import _scan
+from .._common import decode
+from .._errors import TrecFormatError
 
 __all__ = [
     "SAMPLE_QRELS",
@@ -45,7 +45,7 @@ __all__ = [
     "trec_to_dense",
 ]
 
-_DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "trec"
+_DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "trec"
 #: Path of the qrels of trec_eval's test suite bundled with torchrank (3 queries, 3681 judgments).
 SAMPLE_QRELS: Path = _DATA_DIR / "qrels.test"
 #: Path of the run of trec_eval's test suite bundled with torchrank (3 queries x 500 documents).
@@ -560,7 +560,7 @@ def load_run(path: str | os.PathLike[str], *, progress: ProgressCallback | None 
 
 def _table(path: str | os.PathLike[str], kind: str, progress: ProgressCallback | None) -> TrecFile | None:
     """A parquet / CSV / TSV file read as a table (by its name), else None."""
-    from .frames import read_table, table_format  # frames builds on this module
+    from ..frames import read_table, table_format  # frames builds on this module
 
     return read_table(path, kind, progress=progress) if table_format(path) else None
 
