@@ -6,9 +6,13 @@ from __future__ import annotations
 import pytest
 import torch
 
+import torchrank
 import torchrank.functional as F
 from torchrank.functional.ids import first_occurrence
 from torchrank.metrics import NDCG, RankingMetrics, Recall
+
+# the two matchings: numpy's sort-merge (CPU, "auto"/"numpy") and the torch path (any device, no host read)
+BACKENDS = ["numpy", "torch"]
 
 
 def _reference(ranked: torch.Tensor, relevant: torch.Tensor, labels: torch.Tensor | None, pad: int):
@@ -42,11 +46,13 @@ def _random_ids(seed: int, b: int = 40, k: int = 12, m: int = 9, items: int = 30
     return ranked, relevant, labels
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("graded", [False, True])
-def test_target_and_measures_equal_hand_built_labels(seed: int, graded: bool) -> None:
+def test_target_and_measures_equal_hand_built_labels(seed: int, graded: bool, backend: str) -> None:
     ranked, relevant, labels = _random_ids(seed, graded=graded)
-    inputs = F.ids_to_dense(ranked, relevant, labels)
+    with torchrank.use_backend(backend):
+        inputs = F.ids_to_dense(ranked, relevant, labels)
     target, ideal = _reference(ranked, relevant, labels, -1)
     assert torch.equal(inputs["target"], target)
     assert torch.equal(inputs["mask"], ranked != -1)
@@ -60,6 +66,42 @@ def test_target_and_measures_equal_hand_built_labels(seed: int, graded: bool) ->
         torch.testing.assert_close(measure(**inputs, k=k), measure(**dense, k=k))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("ids", ["small", "int32", "wide", "extreme"])
+@pytest.mark.parametrize("graded", [False, True])
+def test_any_id_range_dtype_and_shape(ids: str, graded: bool, backend: str) -> None:
+    """Ids of every range (numpy's int32 keys, int64 keys, and a span no key holds), rows that repeat the one
+    before (equal ids across a row boundary), one-column inputs and other pad ids."""
+    g = torch.Generator().manual_seed(len(ids))
+    for b, k, m, items in ((30, 12, 9, 25), (7, 1, 1, 3), (5, 3, 20, 4), (1, 40, 40, 30)):
+        ranked = torch.randint(0, items, (b, k), generator=g)
+        relevant = torch.randint(0, items, (b, m), generator=g)
+        ranked[1::3] = ranked[::3][: ranked[1::3].shape[0]]  # a row equal to the one before
+        relevant[1::3] = relevant[::3][: relevant[1::3].shape[0]]
+        pad = -1
+        if ids == "int32":
+            ranked, relevant, pad = ranked.int() - 5, relevant.int() - 5, 7  # negative ids, a pad among ids
+        elif ids == "wide":
+            ranked, relevant, pad = ranked * 2**40 - 2**41, relevant * 2**40 - 2**41, 3
+        elif ids == "extreme":
+            big = torch.iinfo(torch.int64)
+            ranked = torch.where(ranked % 2 == 0, big.max - ranked, big.min + ranked)
+            relevant = torch.where(relevant % 2 == 0, big.max - relevant, big.min + relevant)
+            pad = big.min + 1
+        ranked[torch.rand(b, k, generator=g) < 0.2] = pad
+        relevant[torch.rand(b, m, generator=g) < 0.2] = pad
+        labels = torch.randint(0, 4, (b, m), generator=g).double() if graded else None
+        with torchrank.use_backend(backend):
+            inputs = F.ids_to_dense(ranked, relevant, labels, pad_id=pad)
+        target, ideal = _reference(ranked, relevant, labels, pad)
+        assert torch.equal(inputs["target"], target.to(inputs["target"].dtype))
+        assert inputs["target"].dtype == (relevant.dtype if labels is None else labels.dtype)
+        got_ideal = inputs["ideal_target"].sort(1, descending=True).values
+        assert torch.equal(got_ideal[:, : ideal.shape[1]], ideal.to(got_ideal.dtype))
+        assert not got_ideal[:, ideal.shape[1]:].any()
+        assert torch.equal(inputs["mask"], ranked != pad)
+
+
 def test_relevant_items_outside_the_list_count_in_r_and_the_ideal() -> None:
     inputs = F.ids_to_dense(torch.tensor([[1, 2]]), torch.tensor([[2, 5, 6]]))
     torch.testing.assert_close(F.recall(**inputs), torch.tensor(1 / 3))
@@ -67,20 +109,31 @@ def test_relevant_items_outside_the_list_count_in_r_and_the_ideal() -> None:
     torch.testing.assert_close(F.ndcg(**inputs, k=2), (1 / torch.log2(torch.tensor(3.0))) / ideal_dcg)
 
 
-def test_repeated_ids_count_once() -> None:
-    inputs = F.ids_to_dense(torch.tensor([[3, 3, 4]]), torch.tensor([[3, 3, 4]]), torch.tensor([[1, 2, 1]]))
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_repeated_ids_count_once(backend: str) -> None:
+    with torchrank.use_backend(backend):
+        inputs = F.ids_to_dense(torch.tensor([[3, 3, 4]]), torch.tensor([[3, 3, 4]]), torch.tensor([[1, 2, 1]]))
+        binary = F.ids_to_dense(torch.tensor([[3, 3, 4]]), torch.tensor([[3, 3, 4]]))
     assert inputs["target"].tolist() == [[2, 0, 1]]
     assert sorted(inputs["ideal_target"][0].tolist(), reverse=True) == [2, 1, 0]
+    assert binary["target"].tolist() == [[1, 0, 1]]
+    assert sorted(binary["ideal_target"][0].tolist(), reverse=True) == [1, 1, 0]
     ids = torch.randint(-1, 6, (50, 9), generator=torch.Generator().manual_seed(1))
     first = [[x != -1 and x not in row[:j] for j, x in enumerate(row)] for row in ids.tolist()]
     assert first_occurrence(ids).tolist() == first
 
 
-def test_empty_relevant_sets_and_other_pad_ids() -> None:
-    inputs = F.ids_to_dense(torch.tensor([[0, 1], [2, 9]]), torch.zeros(2, 0, dtype=torch.int64))
-    assert not inputs["target"].any() and inputs["ideal_target"].shape == (2, 1)
-    inputs = F.ids_to_dense(torch.tensor([[0, 7, 1]]), torch.tensor([[7, 1]]), pad_id=7)
-    assert inputs["target"].tolist() == [[0, 0, 1]] and inputs["mask"].tolist() == [[True, False, True]]
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_empty_relevant_sets_and_other_pad_ids(backend: str) -> None:
+    with torchrank.use_backend(backend):
+        inputs = F.ids_to_dense(torch.tensor([[0, 1], [2, 9]]), torch.zeros(2, 0, dtype=torch.int64))
+        assert not inputs["target"].any() and inputs["ideal_target"].shape == (2, 1)
+        inputs = F.ids_to_dense(torch.tensor([[0, 7, 1]]), torch.tensor([[7, 1]]), pad_id=7)
+        assert inputs["target"].tolist() == [[0, 0, 1]] and inputs["mask"].tolist() == [[True, False, True]]
+        inputs = F.ids_to_dense(torch.zeros(0, 4, dtype=torch.int64), torch.zeros(0, 2, dtype=torch.int64))
+        assert inputs["target"].shape == (0, 4) and inputs["ideal_target"].shape == (0, 2)
+        inputs = F.ids_to_dense(torch.tensor([[-1, -1]]), torch.tensor([[-1, -1]]))  # padding only
+        assert not inputs["target"].any() and not inputs["ideal_target"].any()
 
 
 def test_bad_input_names_the_argument() -> None:
@@ -107,7 +160,7 @@ def test_no_host_read() -> None:
             return func(*args, **(kwargs or {}))
 
     ranked, relevant, labels = _random_ids(3)
-    with Count():
+    with Count(), torchrank.use_backend("torch"):  # the device path (CPU numpy may read: no stream to stall)
         F.ids_to_dense(ranked, relevant, labels)
         F.top_k_ids(torch.rand(8, 50), 5, max_bytes=1000)
     assert Count.reads == 0

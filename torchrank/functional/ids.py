@@ -5,20 +5,29 @@
 ``ndcg(**ids_to_dense(ranked, relevant), k=10)`` evaluates id lists. :func:`top_k_ids` takes the top-K of
 catalogue scores ``[B, C]`` in chunks of queries, and :func:`catalogue_to_dense` chains the two.
 
-The matching sorts each query's relevant ids once and looks the ranked ids up with ``searchsorted``: memory
-``O(B (K + M))``, time ``O(B (M log M + K log M))``, on any device, with no host read and no loop over queries.
+Two exact matchings, chosen as the ranking backend is (:mod:`torchrank.functional.backends`), both memory
+``O(B (K + M))`` with no loop over queries:
+
+- CPU tensors under the ``"numpy"``/``"auto"`` backend: one sort-merge per query of packed keys (id, side,
+  position) in numpy's SIMD sort, by blocks of rows that stay in cache: ``O(B (K + M) log(K + M))``;
+- any device (the ``"torch"`` backend, CUDA): each query's relevant ids sorted once and the ranked ids looked up
+  with ``searchsorted``, ``O(B (M log M + K log M))``, with no host read.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from torchrank.functional._chunking import _budget
+from torchrank.functional.backends import uses_numpy
 
 # top-k working memory per catalogue score: the scores' copy a sort-based top-k may make plus its indices
 _TOPK_BYTES_PER_SCORE = 16
 _DEFAULT_TOPK_BUDGET = 2**30
+# keys per block of rows in the numpy matching: about 512 KiB of int32 keys, which stay in a core's cache
+_NUMPY_BLOCK_KEYS = 2**17
 
 
 def ids_to_dense(
@@ -66,17 +75,11 @@ def ids_to_dense(
     """
     _check_ids(ranked_ids, relevant_ids, relevant_labels, scores)
     mask = ranked_ids != pad_id
-    if relevant_ids.shape[1] == 0:  # searchsorted needs one entry: a padding column matches nothing
+    if relevant_ids.shape[1] == 0:  # one padding column, which matches nothing: every path needs an entry
         relevant_ids = torch.full_like(ranked_ids[:, :1], pad_id)
         relevant_labels = None if relevant_labels is None else relevant_labels.new_zeros(relevant_ids.shape)
-    labels = torch.ones_like(relevant_ids) if relevant_labels is None else relevant_labels
-    labels = torch.where(relevant_ids != pad_id, labels, torch.zeros_like(labels))
-    sorted_ids, ideal = _sorted_relevant(relevant_ids, labels, graded=relevant_labels is not None)
-    # a ranked id found among the relevant ones points at its first (largest-label) entry
-    where = torch.searchsorted(sorted_ids, ranked_ids).clamp_(max=sorted_ids.shape[1] - 1)
-    found = (sorted_ids.gather(1, where) == ranked_ids) & mask
-    found &= _first_found(where, found, sorted_ids.shape[1])
-    target = torch.where(found, ideal.gather(1, where), torch.zeros_like(ideal[:, :1]))
+    matched = _match_numpy(ranked_ids, relevant_ids, relevant_labels, pad_id) if uses_numpy(ranked_ids) else None
+    target, ideal = matched or _match_torch(ranked_ids, relevant_ids, relevant_labels, pad_id, mask)
     if scores is None:
         k = ranked_ids.shape[1]
         preds = torch.arange(k, 0, -1, dtype=torch.get_default_dtype(), device=ranked_ids.device).expand(
@@ -84,6 +87,110 @@ def ids_to_dense(
     else:
         preds = scores
     return {"preds": preds, "target": target, "mask": mask, "ideal_target": ideal}
+
+
+def _match_torch(
+    ranked_ids: Tensor, relevant_ids: Tensor, relevant_labels: Tensor | None, pad_id: int, mask: Tensor,
+) -> tuple[Tensor, Tensor]:
+    """``(target [B, K], ideal [B, M])`` on any device without a host read: each query's relevant ids sorted
+    once, the ranked ids found with ``searchsorted``."""
+    labels = torch.ones_like(relevant_ids) if relevant_labels is None else relevant_labels
+    labels = torch.where(relevant_ids != pad_id, labels, torch.zeros_like(labels))
+    sorted_ids, ideal = _sorted_relevant(relevant_ids, labels, graded=relevant_labels is not None)
+    # a ranked id found among the relevant ones points at its first (largest-label) entry
+    where = torch.searchsorted(sorted_ids, ranked_ids).clamp_(max=sorted_ids.shape[1] - 1)
+    found = (sorted_ids.gather(1, where) == ranked_ids) & mask
+    found &= _first_found(where, found, sorted_ids.shape[1])
+    return torch.where(found, ideal.gather(1, where), torch.zeros_like(ideal[:, :1])), ideal
+
+
+def _match_numpy(
+    ranked_ids: Tensor, relevant_ids: Tensor, relevant_labels: Tensor | None, pad_id: int,
+) -> tuple[Tensor, Tensor] | None:
+    """``(target [B, K], ideal [B, M])`` of CPU tensors by one sort-merge per query, in numpy's SIMD sort.
+
+    Each id becomes a packed key ``(id - lowest id) << (b + 1) | is_ranked << b | position`` (``b`` bits hold a
+    position), so one sort of each row's ``M + K`` keys puts equal ids side by side, relevant entries before
+    ranked ones and ranked ones in list order. A ranked entry is a hit exactly when its left neighbour holds the
+    same id and is relevant: the first ranked copy of a relevant id, and no later copy, as documented. Relevant
+    entries are laid out by ascending label (graded input), so that neighbour carries the id's largest label.
+    The keys are int32 where the id range allows (twice as fast to sort), int64 otherwise; None (the torch path
+    then) when the ids span more than an int64 key can hold.
+    """
+    ranked, relevant = ranked_ids.numpy(), relevant_ids.numpy()
+    batch, k = ranked.shape
+    m = relevant.shape[1]
+    label_dtype = relevant_ids.dtype if relevant_labels is None else relevant_labels.dtype
+    if batch == 0:
+        return torch.zeros(0, k, dtype=label_dtype), torch.zeros(0, m, dtype=label_dtype)
+    lowest = min(int(ranked.min()), int(relevant.min()))
+    span = max(int(ranked.max()), int(relevant.max())) - lowest
+    bits = max(1, (max(k, m) - 1).bit_length())  # a position
+    shift = bits + 1
+    if span < 2 ** (31 - shift):
+        key_dtype = np.int32
+    elif span < 2 ** (63 - shift):
+        key_dtype = np.int64
+    else:
+        return None
+    labels = None
+    if relevant_labels is not None:  # ascending labels: the last relevant copy of an id holds its largest label
+        labels = relevant_labels.numpy()
+        order = np.argsort(labels, axis=1, kind="stable")
+        relevant = np.take_along_axis(relevant, order, axis=1)
+        labels = np.take_along_axis(labels, order, axis=1)
+    width = m + k
+    key_bits = np.iinfo(key_dtype).bits
+    # key = (id << shift) + (tag - (lowest << shift)), in the key type's wrapping arithmetic: exact, since the
+    # true key (id - lowest) << shift | tag fits the type; a column's constant is added in one pass
+    tags = [t - (lowest << shift) for t in [*range(m), *((1 << bits) | j for j in range(k))]]
+    tags = np.array([(t + 2 ** (key_bits - 1)) % 2**key_bits - 2 ** (key_bits - 1) for t in tags], dtype=key_dtype)
+    position_mask = (1 << bits) - 1
+    target = np.zeros((batch, k), dtype=_numpy_dtype(label_dtype))
+    ideal = np.empty((batch, m), dtype=target.dtype)
+    # rows in blocks whose keys stay in cache (each step reads what the one before wrote)
+    rows_per_block = max(1, _NUMPY_BLOCK_KEYS // width)
+    keys = np.empty((min(batch, rows_per_block), width), dtype=key_dtype)
+    for start in range(0, batch, rows_per_block):
+        stop = min(batch, start + rows_per_block)
+        block = keys[: stop - start]
+        block[:, :m] = relevant[start:stop]  # numpy's casts wrap: the key arithmetic above undoes it
+        block[:, m:] = ranked[start:stop]
+        block <<= shift
+        block += tags
+        if labels is not None:
+            # the ideal: each distinct relevant id once (its last copy: the largest label), padding excluded
+            alone = np.sort(block[:, :m], axis=1)
+            last = np.ones(alone.shape, dtype=bool)
+            last[:, :-1] = (alone[:, 1:] ^ alone[:, :-1]) >> shift != 0
+            last &= (alone >> shift).astype(np.int64) + lowest != pad_id
+            ideal[start:stop] = np.where(last, np.take_along_axis(labels[start:stop], alone & position_mask, 1), 0)
+        block.sort(axis=1)
+        merged = block.reshape(-1)
+        pairs = merged[1:] ^ merged[:-1]
+        pairs >>= bits  # 0: same id, same side; 1: same id, relevant then ranked; more: another id
+        pairs[width - 1 :: width] = 2  # a pair across two rows: never the same query's id
+        hit = pairs == 1
+        left = np.flatnonzero(hit)
+        ranked_at = merged[left + 1]
+        real = (ranked_at >> shift).astype(np.int64) + lowest != pad_id
+        row = left // width + start
+        at = row * k + (ranked_at & position_mask)
+        if labels is None:
+            target.reshape(-1)[at] = real
+            # binary ideal: R ones, R the distinct relevant ids (the last relevant copy of each), padding excluded
+            last = (merged & (1 << bits)) == 0
+            last[:-1] &= pairs != 0
+            count = last.reshape(-1, width).sum(1)
+            count -= (relevant[start:stop] == pad_id).any(1)
+            np.less(np.arange(m), count[:, None], out=ideal[start:stop], casting="unsafe")
+        else:
+            target.reshape(-1)[at] = np.where(real, labels.reshape(-1)[row * m + (merged[left] & position_mask)], 0)
+    return torch.from_numpy(target), torch.from_numpy(ideal)
+
+
+def _numpy_dtype(dtype: torch.dtype) -> np.dtype:
+    return torch.empty(0, dtype=dtype).numpy().dtype
 
 
 def first_occurrence(ids: Tensor, pad_id: int = -1) -> Tensor:
