@@ -47,6 +47,8 @@ KINDS = {
     "metrics": "benchmarks.bench_metrics",
     "losses": "benchmarks.bench_losses",
     "cli": "benchmarks.bench_cli",
+    "ids": "benchmarks.bench_ids",
+    "recommenders": "benchmarks.bench_recommenders",
 }
 GLOBAL_KEYS = ("device", "threads", "seed")
 

@@ -1,0 +1,195 @@
+"""Workload ``ids``: id-list input against the dense call on the same queries, and catalogue scoring to measures.
+
+Run through the harness (``python -m benchmarks.run --config configs/bench/ids.yaml``); :func:`measure` takes one
+``kind: ids`` config section and returns records (``benchmarks/_records.py``).
+
+- ``ids ndcg@10 BxK M<=m``: ``B`` queries, each a top-``K`` list of distinct ids from a catalogue of ``items``
+  and ``1..m`` relevant ids (about a third of them retrieved, the rest not: they count in R and the ideal),
+  padded with -1; binary or graded (1-4) labels. Contenders: ``F.ndcg(**F.ids_to_dense(ranked, relevant), k=10)``
+  (primary: what a user of id lists calls), ``F.ndcg`` on the very tensors ``ids_to_dense`` returns, built
+  beforehand (``dense call``: the same queries, the same measure, no matching), ``ids_to_dense`` alone, and the
+  device matching (the ``"torch"`` backend's ``searchsorted``) on the same CPU for comparison. Guard: every
+  NDCG equals the dense call's.
+- ``catalogue BxC k=K``: scores ``[B, C]`` over a whole catalogue, ``F.catalogue_to_dense(scores, relevant, K)``
+  (top-K in chunks of queries, then the matching) and ``F.evaluate`` of NDCG@10, recall@K; and ``topk`` alone as
+  the floor. Run in a fresh subprocess, so that its peak resident memory (``ru_maxrss``) beyond the scores is
+  this call's; ``catalogue_queries`` scales it down where memory is short (``scores`` take ``4 B C`` bytes).
+
+Every record's ``extra`` names the machine's load; on a shared machine compare ratios within one run.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import torch
+
+import torchrank
+import torchrank.functional as F
+from benchmarks._records import REPO_ROOT, record
+from benchmarks._timing import Contender, TimingConfig, measure_contenders
+
+KIND = "ids"
+DEFAULTS: dict[str, Any] = {
+    "queries": 10_000,
+    "k": 100,
+    "max_relevant": [10, 50],
+    "items": 100_000,
+    "labels": ["binary", "graded"],
+    "catalogue": True,
+    "catalogue_queries": 1_024,
+    "catalogue_items": 1_000_000,
+    "catalogue_k": 100,
+    "tolerance": 1e-6,
+    "seed": 0,
+    "threads": 1,
+    "device": "cpu",
+    "timing": {"min_run_time": 1.0, "rounds": 3},
+}
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def id_lists(queries: int, k: int, max_relevant: int, items: int, graded: bool, seed: int, device: torch.device
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """Top-``k`` lists of distinct ids, ``1..max_relevant`` relevant ids per query (about a third retrieved), -1
+    padding; graded labels 1-4 or None."""
+    g = torch.Generator().manual_seed(seed)
+    catalogue = torch.randperm(items, generator=g)
+    # distinct ids per row: k distinct offsets from a random start, through a random permutation of the catalogue
+    start = torch.randint(0, items, (queries, 1), generator=g)
+    offsets = torch.rand(queries, 4 * k, generator=g).argsort(1)[:, :k]
+    ranked = catalogue[(start + offsets) % items]
+    count = torch.randint(1, max_relevant + 1, (queries, 1), generator=g)
+    retrieved = ranked.gather(1, torch.randint(0, k, (queries, max_relevant), generator=g))
+    other = torch.randint(0, items, (queries, max_relevant), generator=g)
+    relevant = torch.where(torch.rand(queries, max_relevant, generator=g) < 1 / 3, retrieved, other)
+    relevant = torch.where(torch.arange(max_relevant) < count, relevant, -1)
+    labels = torch.randint(1, 5, (queries, max_relevant), generator=g) if graded else None
+    return ranked.to(device), relevant.to(device), None if labels is None else labels.to(device)
+
+
+def _ids_workload(config: dict[str, Any], max_relevant: int, labels: str, device: torch.device,
+                  timing: TimingConfig) -> list[dict[str, Any]]:
+    queries, k, items = int(config["queries"]), int(config["k"]), int(config["items"])
+    ranked, relevant, graded = id_lists(queries, k, max_relevant, items, labels == "graded", int(config["seed"]),
+                                        device)
+    dense = {name: t.contiguous().clone() for name, t in F.ids_to_dense(ranked, relevant, graded).items()}
+    want = F.ndcg(**dense, k=10, reduction="none")
+    tolerance = float(config["tolerance"])
+
+    def check(out: Any, _q: int) -> dict[str, Any]:
+        values = out if out.ndim else None
+        if values is None:
+            raise AssertionError("expected per-query values")
+        worst = (values - want).abs().max().item()
+        if worst > tolerance:
+            raise AssertionError(f"ids: NDCG@10 differs from the dense call's by {worst}")
+        return {"max_abs_diff": worst, "tolerance": tolerance, "against": "F.ndcg on the dense tensors"}
+
+    def torch_matching() -> torch.Tensor:
+        with torchrank.use_backend("torch"):
+            inputs = F.ids_to_dense(ranked, relevant, graded)
+        return F.ndcg(**inputs, k=10, reduction="none")
+
+    contenders = [
+        Contender("F.ndcg(**F.ids_to_dense(ranked, relevant), k=10)", "torchrank", "primary",
+                  "id lists: the matching, then NDCG@10", lambda _q: lambda: F.ndcg(
+                      **F.ids_to_dense(ranked, relevant, graded), k=10, reduction="none"), check),
+        Contender("F.ndcg(**dense, k=10)", "torchrank", "variant",
+                  "the dense call on the same tensors, built beforehand", lambda _q: lambda: F.ndcg(
+                      **dense, k=10, reduction="none"), check),
+        Contender("F.ids_to_dense(ranked, relevant)", "torchrank", "variant", "the matching alone",
+                  lambda _q: lambda: F.ids_to_dense(ranked, relevant, graded)),
+        Contender("device matching (searchsorted) + F.ndcg", "torchrank", "variant",
+                  "the torch backend's matching (the device path) on the same device, then NDCG@10",
+                  lambda _q: torch_matching, check),
+    ]
+    shape = f"{queries}x{k} M<={max_relevant} {labels}"
+    _log(f"  ids {shape}")
+    timings = measure_contenders(contenders, queries, timing, int(config["threads"]), device, _log)
+    params = {"queries": queries, "k": k, "max_relevant": max_relevant, "items": items, "labels": labels,
+              "device": device.type}
+    dense_s = timings[1]["median_s"]
+    return [record(f"ids ndcg@10 {shape}", c.library, c.name, params, t, role=c.role, kind=KIND,
+                   group=f"ids ndcg@10 {queries}x{k}", description=c.description,
+                   extra={"time_over_dense_call": t["median_s"] / dense_s})
+            for c, t in zip(contenders, timings, strict=True)]
+
+
+# ----------------------------------------------------------------------------------------------- catalogue
+_CATALOGUE_SCRIPT = r"""
+import json, resource, sys, time
+import torch
+import torchrank.functional as F
+queries, items, k, seed, threads, call = json.loads(sys.argv[1])
+torch.set_num_threads(threads)
+g = torch.Generator().manual_seed(seed)
+scores = torch.empty(queries, items)
+for start in range(0, queries, 64):  # a slice at a time: no temporary of the scores' size
+    scores[start:start + 64] = torch.randn(min(64, queries - start), items, generator=g)
+relevant = torch.randint(0, items, (queries, 50), generator=g)
+relevant[torch.rand(queries, 50, generator=g) < 0.5] = -1
+relevant[:, :1] = scores.argmax(1, keepdim=True)  # the top item is relevant: one retrieved relevant item at least
+def run():
+    if call == "topk":
+        return scores.topk(k, dim=1)
+    return F.evaluate(measures=["ndcg@10", f"recall@{k}"], **F.catalogue_to_dense(scores, relevant, k))
+def peak():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+before = peak()
+times = []
+for _ in range(3):
+    start = time.perf_counter()
+    out = run()
+    times.append(time.perf_counter() - start)
+value = {n: float(v) for n, v in out.items()} if isinstance(out, dict) else None
+print(json.dumps({"times": times, "peak_extra_bytes": peak() - before, "scores_bytes": scores.numel() * 4,
+                  "values": value}))
+"""
+
+
+def _catalogue(config: dict[str, Any]) -> list[dict[str, Any]]:
+    queries, items, k = int(config["catalogue_queries"]), int(config["catalogue_items"]), int(config["catalogue_k"])
+    out = []
+    shape = f"{queries}x{items} k={k}"
+    for call, name, role, description in (
+        ("measures", f"F.evaluate(**F.catalogue_to_dense(scores, relevant, {k}), [ndcg@10, recall@{k}])",
+         "primary", "top-k in chunks of queries, the matching, two measures"),
+        ("topk", f"scores.topk({k}, dim=1)", "variant", "torch's top-k alone, in one call: the floor"),
+    ):
+        _log(f"  catalogue {shape}: {call} (subprocess)")
+        args = json.dumps([queries, items, k, int(config["seed"]), int(config["threads"]), call])
+        done = subprocess.run([sys.executable, "-c", _CATALOGUE_SCRIPT, args], capture_output=True, text=True,
+                              cwd=REPO_ROOT)
+        if done.returncode:
+            raise RuntimeError(f"catalogue subprocess failed:\n{done.stderr[-3000:]}")
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        times = sorted(result["times"])
+        timing = {"median_s": times[len(times) // 2], "iqr_s": None, "repeats": len(times),
+                  "method": "single calls (fresh subprocess)"}
+        extra = {"peak_extra_resident_mb": result["peak_extra_bytes"] / 2**20,
+                 "scores_mb": result["scores_bytes"] / 2**20, "values": result["values"], "times_s": times}
+        out.append(record(f"catalogue {shape}", "torchrank", name,
+                          {"queries": queries, "items": items, "k": k, "device": "cpu"}, timing, role=role,
+                          kind=KIND, group="catalogue", description=description, extra=extra))
+    return out
+
+
+def measure(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """Time one ``kind: ids`` config section; records for :mod:`benchmarks.run`."""
+    config = {**DEFAULTS, **config, "timing": {**DEFAULTS["timing"], **(config.get("timing") or {})}}
+    device = torch.device(config["device"])
+    timing = TimingConfig.from_dict(config["timing"])
+    out = []
+    for max_relevant in config["max_relevant"]:
+        for labels in config["labels"]:
+            out += _ids_workload(config, int(max_relevant), labels, device, timing)
+    if config["catalogue"] and device.type == "cpu":
+        out += _catalogue(config)
+    return out
