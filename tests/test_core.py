@@ -10,9 +10,11 @@ from fractions import Fraction
 import pytest
 import torch
 
+import torchrank
 import torchrank.functional as F
 import torchrank.losses as L
-from torchrank.functional import core
+import torchrank.metrics as M
+from torchrank.functional import backends, core
 
 BIG = torch.tensor([[150.0, 0.0, 300.0, 149.0, 2.0], [1.0, 3.0, 0.0, 2.0, 0.0]])  # 2^300 is inf in float32
 SCORES = torch.tensor([[0.9, 0.8, 0.7, 0.6, 0.5], [0.5, 0.4, 0.3, 0.2, 0.1]])  # rank order = column order
@@ -117,22 +119,42 @@ def test_err_of_labels_past_float32_is_exact(max_label):
     torch.testing.assert_close(values, expected)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch", "triton"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
-def test_dcg_exp_past_the_working_dtype_raises_a_clear_error(dtype):
-    with pytest.raises(ValueError, match=r"`target` holds label 300.*overflows float32.*float64 scores"):
-        F.dcg(SCORES.to(dtype), BIG, gain="exponential")
-    ideal = torch.cat([BIG, torch.full((2, 1), 500.0)], 1)
-    with pytest.raises(ValueError, match=r"`target` holds label 300"):
-        F.dcg(SCORES, BIG, ideal_target=ideal, gain="exponential")
-    with pytest.raises(ValueError, match=r"`ideal_target` holds label 200"):
-        F.dcg(SCORES, BIG.clamp_max(127), ideal_target=torch.full((2, 1), 200.0), gain="exponential")
+def test_dcg_exp_past_the_working_dtype_raises_a_clear_error(dtype, backend):
+    """On every backend, through the function, ``evaluate`` and a metric's update (which, on a device backend, reads
+    nothing and raises at compute)."""
+    if backend == "triton" and not (torch.cuda.is_available() or backends.triton_interprets()):
+        pytest.skip("no CUDA device and no Triton interpreter")
+    overflow = r"holds a label whose exponential gain 2\^label - 1 overflows.*127 in float32.*float64 scores.*"
+    scores, ideal = SCORES.to(dtype), torch.cat([BIG, torch.full((2, 1), 500.0)], 1)
+    with torchrank.use_backend(backend):
+        with pytest.raises(ValueError, match="`target` " + overflow):
+            F.dcg(scores, BIG, gain="exponential")
+        with pytest.raises(ValueError, match="`target` " + overflow):
+            F.evaluate(scores, BIG, ["ndcg@3", "dcg_exp@3"])
+        with pytest.raises(ValueError, match="`target` " + overflow):
+            F.dcg(scores, BIG, ideal_target=ideal, gain="exponential")
+        with pytest.raises(ValueError, match="`ideal_target` " + overflow):
+            F.dcg(scores, BIG.clamp_max(127), ideal_target=torch.full((2, 1), 200.0), gain="exponential")
+        assert F.dcg(scores, BIG.clamp_max(127), gain="exponential").isfinite()  # up to 127: summed, finite
+        assert F.ndcg(scores, BIG, gain="exponential").isfinite()  # a ratio: no limit
+        metric = M.DCG(gain="exponential")
+        metric.update(scores, BIG.clamp_max(127))
+        if backend == "numpy":  # the CPU path reads values at once
+            with pytest.raises(ValueError, match="`target` " + overflow):
+                metric.update(scores, BIG)
+        else:
+            metric.update(scores, BIG)
+            with pytest.raises(ValueError, match="`target` " + overflow + " in update 2"):
+                metric.compute()
 
 
 def test_dcg_exp_computes_in_float64_and_refuses_past_it():
     values = F.dcg(SCORES.double(), BIG, gain="exponential", reduction="none")
     expected = [sum((2.0**g - 1) / math.log2(i + 2) for i, g in enumerate(row)) for row in BIG.tolist()]
     torch.testing.assert_close(values, torch.tensor(expected, dtype=torch.float64))
-    with pytest.raises(ValueError, match=r"label 1024.*overflows float64"):
+    with pytest.raises(ValueError, match=r"exponential gain 2\^label - 1 overflows"):
         F.dcg(SCORES.double(), torch.full((2, 5), 1024.0), gain="exponential")
     # the linear gain has nothing to overflow, and the check reads values only with validate_args
     assert torch.isfinite(F.dcg(SCORES, BIG))

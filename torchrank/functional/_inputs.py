@@ -91,8 +91,10 @@ def format_inputs(
     ideal_target: Tensor | None = None,
     judged: Tensor | None = None,
     validate_args: bool = True,
+    label_limit: float | None = None,
 ) -> RankingInput:
-    """Validate the caller's tensors and return them as dense ``[Q, N]`` rows.
+    """Validate the caller's tensors and return them as dense ``[Q, N]`` rows. ``label_limit``: the largest label the
+    measures can take (exponential DCG's), checked with the values (``validate_args``); None: any.
 
     Example:
         >>> import torch
@@ -107,7 +109,7 @@ def format_inputs(
     # for are read without it, and numpy can read them
     preds, target, ideal_target = (_detached(x) for x in (preds, target, ideal_target))
 
-    finite_scores = _check_values(preds, target) if validate_args and uses_numpy(preds) else False
+    finite_scores = _check_values(preds, target, label_limit) if validate_args and uses_numpy(preds) else False
     given = (preds, target, ideal_target)
 
     if indexes is not None:
@@ -138,9 +140,9 @@ def format_inputs(
         target = torch.where(mask, target.to(work), 0)
     elif padded or not read_by_blocks(target):  # flat input's padding holds 0 already (_group_flat)
         target = target.to(work)
-    ideal = _format_ideal(ideal_target, target, batch_shape, preds.device, work, validate_args)
+    ideal = _format_ideal(ideal_target, target, batch_shape, preds.device, work, validate_args, label_limit)
     if validate_args and not uses_numpy(preds):  # the device backends: checks on the device, one read of their flags
-        report_value_problems(value_problems(*given))
+        report_value_problems(value_problems(*given, label_limit=label_limit))
     return RankingInput(
         preds=preds, target=target, mask=mask, ideal_target=ideal, batch_shape=batch_shape, judged=judged,
         padded=padded, padding_last=padding_last, integer_labels=integer_labels, finite_scores=finite_scores,
@@ -166,7 +168,13 @@ def _check_scores_and_labels(preds: Tensor, target: Tensor) -> None:
 
 
 def check_dense_inputs(
-    preds: Tensor, target: Tensor, *, mask: Tensor | None, ideal_target: Tensor | None, validate_args: bool
+    preds: Tensor,
+    target: Tensor,
+    *,
+    mask: Tensor | None,
+    ideal_target: Tensor | None,
+    validate_args: bool,
+    label_limit: float | None = None,
 ) -> None:
     """Every check :func:`format_inputs` runs on dense input, without formatting it (for kernels that read the
     caller's tensors as they are); the value checks on the device, read once (``validate_args``).
@@ -183,7 +191,7 @@ def check_dense_inputs(
     if ideal_target is not None:
         _check_ideal(ideal_target, tuple(preds.shape[:-1]), preds.device)
     if validate_args:
-        report_value_problems(value_problems(preds, target, ideal_target))
+        report_value_problems(value_problems(preds, target, ideal_target, label_limit=label_limit))
 
 
 def _detached(x: Tensor | None) -> Tensor | None:
@@ -237,9 +245,9 @@ def _check_bool_like_preds(name: str, value: Tensor | None, preds: Tensor) -> No
     _check_same_device(name, value, preds)
 
 
-def _check_values(preds: Tensor, target: Tensor) -> bool:
-    """Checks that read values (one host synchronisation); skipped with ``validate_args=False``. Whether every score
-    is finite, as the NaN check's sum finds out on the way (False where it cannot tell: an overflow)."""
+def _check_values(preds: Tensor, target: Tensor, label_limit: float | None) -> bool:
+    """Checks that read values (host reads); skipped with ``validate_args=False``. Whether every score is finite, as
+    the NaN check's sum finds out on the way (False where it cannot tell: an overflow)."""
     finite = not preds.is_floating_point() or _sum_is_finite(preds)
     if not finite and bool(torch.isnan(preds).any()):
         _raise_problem(0)
@@ -247,7 +255,14 @@ def _check_values(preds: Tensor, target: Tensor) -> bool:
         _raise_problem(1)
     if target.dtype != torch.bool and target.numel() and _smallest(target) < 0:
         _raise_problem(2)
+    if _above(target, label_limit):
+        _raise_problem(4)
     return finite
+
+
+def _above(labels: Tensor, label_limit: float | None) -> bool:
+    """Whether a label exceeds ``label_limit`` (one host read; False without a limit)."""
+    return label_limit is not None and labels.dtype != torch.bool and bool((labels > label_limit).any())
 
 
 # what value_problems flags, in its order: (argument, what is wrong)
@@ -256,17 +271,25 @@ VALUE_PROBLEMS = (
     ("target", "contains NaN labels"),
     ("target", "must hold labels >= 0, got a negative label"),
     ("ideal_target", "must hold labels >= 0 (pad with 0), got a negative label"),
+    *(
+        (name, "holds a label whose exponential gain 2^label - 1 overflows the working dtype (the largest is label 127 "
+         "in float32, 1023 with float64 scores: pass preds.double(), or use gain='linear')")
+        for name in ("target", "ideal_target")
+    ),
 )
 
 
-def value_problems(preds: Tensor, target: Tensor, ideal_target: Tensor | None = None) -> Tensor:
-    """The value checks as flags on the device, nothing read to the host ``[4]`` bool, in :data:`VALUE_PROBLEMS`'
-    order: NaN scores, NaN labels, negative labels, negative ideal labels. Padded items count, as on every backend.
+def value_problems(
+    preds: Tensor, target: Tensor, ideal_target: Tensor | None = None, *, label_limit: float | None = None
+) -> Tensor:
+    """The value checks as flags on the device, nothing read to the host ``[6]`` bool, in :data:`VALUE_PROBLEMS`'
+    order: NaN scores, NaN labels, negative labels, negative ideal labels, then labels and ideal labels above
+    ``label_limit`` (exponential DCG's largest label; None: no limit). Padded items count, as on every backend.
 
     Example:
         >>> import torch
         >>> value_problems(torch.tensor([0.5, float("nan")]), torch.tensor([1, -1]), None).tolist()
-        [True, False, True, False]
+        [True, False, True, False, False, False]
     """
     false = _false(preds.device)
     nan_preds = torch.isnan(preds).any() if preds.is_floating_point() else false
@@ -274,7 +297,22 @@ def value_problems(preds: Tensor, target: Tensor, ideal_target: Tensor | None = 
     negative = (target < 0).any() if target.dtype != torch.bool else false
     ideal = ideal_target is not None and ideal_target.dtype != torch.bool
     negative_ideal = (ideal_target < 0).any() if ideal else false
-    return torch.stack([nan_preds, nan_target, negative, negative_ideal])
+    return torch.stack([nan_preds, nan_target, negative, negative_ideal, *_labels_above(target, ideal_target,
+                                                                                         label_limit)])
+
+
+def labels_above(target: Tensor, ideal_target: Tensor | None, label_limit: float | None) -> Tensor:
+    """Whether ``target`` and ``ideal_target`` hold a label above ``label_limit`` ``[2]`` bool, on the device (the
+    last two of :data:`VALUE_PROBLEMS`; False without a limit)."""
+    return torch.stack(_labels_above(target, ideal_target, label_limit))
+
+
+def _labels_above(target: Tensor, ideal_target: Tensor | None, label_limit: float | None) -> list[Tensor]:
+    false = _false(target.device)
+    return [
+        (x > label_limit).any() if label_limit is not None and x is not None and x.dtype != torch.bool else false
+        for x in (target, ideal_target)
+    ]
 
 
 _DEFERRED: contextvars.ContextVar[list[Tensor] | None] = contextvars.ContextVar("torchrank_deferred", default=None)
@@ -282,7 +320,7 @@ _DEFERRED: contextvars.ContextVar[list[Tensor] | None] = contextvars.ContextVar(
 
 @contextlib.contextmanager
 def deferred_value_checks() -> Iterator[list[Tensor]]:
-    """Inside the block, the device backends' value checks are not read: each call appends its flags (``[4]`` bool,
+    """Inside the block, the device backends' value checks are not read: each call appends its flags (``[6]`` bool,
     in :data:`VALUE_PROBLEMS`' order, on the device) to the yielded list instead of raising. A metric's update runs its
     functional so, and never waits on the device.
 
@@ -292,7 +330,7 @@ def deferred_value_checks() -> Iterator[list[Tensor]]:
         >>> with torchrank.use_backend("torch"), deferred_value_checks() as found:
         ...     _ = ndcg(torch.tensor([[float("nan"), 0.5]]), torch.tensor([[1, 0]]))
         >>> found[0].tolist()
-        [True, False, False, False]
+        [True, False, False, False, False, False]
     """
     found: list[Tensor] = []
     token = _DEFERRED.set(found)
@@ -352,12 +390,16 @@ def _format_ideal(
     device: torch.device,
     work: torch.dtype,
     validate_args: bool,
+    label_limit: float | None,
 ) -> Tensor:
     if ideal_target is None:
         return target
     _check_ideal(ideal_target, batch_shape, device)
-    if validate_args and uses_numpy(ideal_target) and ideal_target.dtype != torch.bool and (ideal_target < 0).any():
-        _raise_problem(3)
+    if validate_args and uses_numpy(ideal_target) and ideal_target.dtype != torch.bool:
+        if (ideal_target < 0).any():
+            _raise_problem(3)
+        if _above(ideal_target, label_limit):
+            _raise_problem(5)
     return ideal_target.reshape(-1, ideal_target.shape[-1]).to(work)
 
 

@@ -23,8 +23,10 @@ from torchrank.functional._inputs import (
     check_choice,
     check_dense_inputs,
     format_inputs,
+    labels_above,
     normalize_k,
     report_value_problems,
+    working_dtype,
 )
 from torchrank.functional._ranking import Ranking, apply_measure, rank
 from torchrank.functional.backends import backend_for
@@ -93,8 +95,9 @@ def run_measure(
 ) -> Tensor:
     """Validate and rank the input, apply ``measure`` and reduce its per-query values."""
     ks, k_is_sequence = normalize_k(k)
+    requests = [(measure, ks, params)]
     fused = fused_per_query(  # the triton backend's kernel, where it covers the request
-        [(measure, ks, params)], preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged,
+        requests, preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged,
         ties=ties, empty_target_action=empty_target_action, reduction=reduction,
         relevance_threshold=relevance_threshold, validate_args=validate_args,
     )
@@ -116,7 +119,7 @@ def run_measure(
     inputs, ranking = prepare(
         preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
         empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
-        validate_args=validate_args, depth=deepest(ks),
+        validate_args=validate_args, depth=deepest(ks), label_limit=label_limit(requests, preds),
     )
     values, no_relevant = apply_measure(measure, ranking, ks, **params)
     return finalize(values, no_relevant, inputs, empty_target_action, reduction, k_is_sequence)
@@ -136,14 +139,32 @@ def prepare(
     relevance_threshold: float,
     validate_args: bool,
     depth: int | None = None,
+    label_limit: float | None = None,
 ) -> tuple[RankingInput, Ranking]:
-    """Check the shared options, format the input and rank it once, to ``depth`` (None: whole lists)."""
+    """Check the shared options, format the input and rank it once, to ``depth`` (None: whole lists); ``label_limit``
+    is the largest label the measures take (:func:`label_limit`)."""
     check_options(ties, empty_target_action, reduction, relevance_threshold)
     inputs = format_inputs(
         preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged,
-        validate_args=validate_args,
+        validate_args=validate_args, label_limit=label_limit,
     )
     return inputs, rank(inputs, ties=ties, relevance_threshold=relevance_threshold, depth=depth)
+
+
+def label_limit(requests: Sequence[tuple[Measure, Sequence[int | None], dict]], preds: Tensor) -> float | None:
+    """The largest label every requested kernel takes in ``preds``' working dtype; None where any label goes. A kernel
+    whose values grow without bound in the label (DCG's undivided exponential gain ``2^label - 1``, inf past label 127
+    in float32) declares it as an attribute ``label_limit(params, dtype)``; the value checks then refuse larger ones.
+    """
+    if not isinstance(preds, Tensor):
+        return None
+    limits = []
+    for measure, _, params in requests:
+        declared = getattr(measure, "label_limit", None)
+        limit = None if declared is None else declared(params, working_dtype(preds))
+        if limit is not None:
+            limits.append(limit)
+    return min(limits, default=None)
 
 
 def deepest(ks: Sequence[int | None]) -> int | None:
@@ -238,7 +259,7 @@ def fused_per_query(
         _warn_kernel_failed(error)
         return None
     if problems is not None:  # the kernel's own value checks: read here, or kept for a metric's update
-        report_value_problems(problems)
+        report_value_problems(torch.cat([problems, labels_above(target, ideal_target, label_limit(requests, preds))]))
     if empty is not None and bool(empty.any()):
         raise ValueError(_EMPTY_ERROR)
     if mixed is not None:  # ERR of lists whose tie groups hold different labels: their rows by the torch backend

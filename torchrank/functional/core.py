@@ -7,7 +7,7 @@ Every function works on any device, reads no tensor value on the host and keeps 
 Exponential gains never overflow into a silent ``inf`` or NaN: where only a ratio is needed (NDCG, ERR's
 stop probabilities, LambdaLoss' normalised gains) the gains are computed divided by ``2^top``, ``top`` the top of
 each list's label scale, which the ratio does not see and which keeps every gain at most 1 in any dtype;
-:func:`check_exponential_labels` refuses labels whose undivided gain the working dtype cannot hold (exponential DCG).
+exponential DCG, which sums the undivided gains, has the value checks refuse labels past :func:`largest_exponent`.
 
 Example:
     >>> import torch
@@ -34,7 +34,6 @@ __all__ = [
     "Discount",
     "Gain",
     "Transform",
-    "check_exponential_labels",
     "check_gain_discount",
     "check_transform",
     "discount_weights",
@@ -99,34 +98,6 @@ def largest_exponent(dtype: torch.dtype) -> int:
         (127, 1023)
     """
     return math.frexp(torch.finfo(dtype).max)[1] - 1  # max = m * 2^e with m < 1: 2^(e - 1) is the largest power
-
-
-def check_exponential_labels(labels: Tensor, dtype: torch.dtype, name: str = "target") -> None:
-    """Raise a clear ``ValueError`` where an exponential gain ``2^label - 1`` of ``labels`` would overflow ``dtype``
-    (the working dtype: float32 unless the scores are float64). Reads one value (a GPU synchronisation): call it
-    where values are checked (``validate_args``).
-
-    Example:
-        >>> check_exponential_labels(torch.tensor([3, 200]), torch.float32)  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        ValueError: Argument `target` holds label 200, whose exponential gain 2^200 - 1 overflows float32 ...
-    """
-    if labels.numel() == 0 or labels.dtype == torch.bool:
-        return
-    largest = labels.max().item()  # NaN compares False: NaN labels are the value checks' to refuse
-    limit = largest_exponent(dtype)
-    if largest > limit:
-        shown = int(largest) if float(largest).is_integer() else largest
-        raise ValueError(
-            f"Argument `{name}` holds label {shown}, whose exponential gain 2^{shown} - 1 overflows "
-            f"{str(dtype).removeprefix('torch.')} (the largest is label {limit}); "
-            + (
-                "pass float64 scores (preds.double()) to compute in float64, or use gain='linear'."
-                if dtype != torch.float64
-                else "use gain='linear' or rescale the labels."
-            )
-        )
 
 
 # ---------------------------------------------------------------------------------------------------- gains

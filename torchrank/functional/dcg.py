@@ -16,14 +16,13 @@ from torch import Tensor
 
 from torchrank.functional._pipeline import run_measure, with_common_args
 from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index, fixed_cutoffs, rows_any
-from torchrank.functional.checks import working_dtype
 from torchrank.functional.core import (
     Discount,
     Gain,
-    check_exponential_labels,
     check_gain_discount,
     discounted_gains,
     gain_values,
+    largest_exponent,
     rank_weights,
 )
 
@@ -70,6 +69,15 @@ def _dcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> 
     return _dcg_at(r, ks, gain, weights), ~_has_ideal_gain(r, gain)
 
 
+def _dcg_label_limit(params: dict, dtype: torch.dtype) -> int | None:
+    """DCG sums exponential gains undivided: labels past the largest power of 2 ``dtype`` holds are refused by the
+    value checks (on every backend, on the device on GPU backends) rather than summed to inf."""
+    return largest_exponent(dtype) if params.get("gain") == "exponential" else None
+
+
+_dcg.label_limit = _dcg_label_limit  # type: ignore[attr-defined]  # read by the pipeline's value checks
+
+
 def _ndcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> tuple[Tensor, Tensor]:
     # exponential gains over 2^(the query's top label): at most 1, so 2^label never overflows (labels > 127 in
     # float32); DCG / ideal DCG is the same ratio
@@ -99,15 +107,6 @@ def _named_weights(
 ) -> Tensor:
     """Weights of a named discount, built once per list length (read-only: shared between calls)."""
     return rank_weights(discount, n, dtype=dtype, device=device, log_base=log_base, power=power)
-
-
-def _check_exponential(gain: Gain, preds: Tensor, target: Tensor, ideal_target: Tensor | None) -> None:
-    """DCG's exponential gains are summed undivided: refuse labels whose ``2^label`` the working dtype cannot hold
-    (one host read, with the other value checks)."""
-    if gain == "exponential" and isinstance(preds, Tensor):
-        for name, labels in (("target", target), ("ideal_target", ideal_target)):
-            if isinstance(labels, Tensor):
-                check_exponential_labels(labels, working_dtype(preds), name)
 
 
 @with_common_args
@@ -142,8 +141,6 @@ def dcg(
         tensor(6.9585)
     """
     options = _dcg_options(gain=gain, discount=discount, log_base=log_base, power=power)
-    if validate_args:
-        _check_exponential(gain, preds, target, ideal_target)
     return run_measure(
         _dcg, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
         empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,

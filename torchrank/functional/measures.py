@@ -20,7 +20,14 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._chunking import evaluate_in_chunks, reduce_queries
-from torchrank.functional._pipeline import check_options, deepest, finalize, fused_per_query, prepare
+from torchrank.functional._pipeline import (
+    check_options,
+    deepest,
+    finalize,
+    fused_per_query,
+    label_limit,
+    prepare,
+)
 from torchrank.functional._ranking import apply_measure
 from torchrank.functional.judgments import judged_only_mask
 from torchrank.functional.registry import DECLARATIONS, Declaration, grammar_names, parse_suffix
@@ -124,8 +131,9 @@ def evaluate(
         raise TypeError("Argument `measures` must be a sequence of names, got a single string.")
     mask = judged_only_mask(mask, judged, judged_only)  # an input filter: unjudged items become padding
     groups, depth = _plan(tuple(measures))
+    requests = [(family.kernel, [m.k for m in members], params) for family, params, members in groups]
     fused = fused_per_query(  # the triton backend's kernel, where it covers the request
-        [(family.kernel, [m.k for m in members], params) for family, params, members in groups], preds, target,
+        requests, preds, target,
         indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
         empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
         validate_args=validate_args,
@@ -147,7 +155,7 @@ def evaluate(
     inputs, ranking = prepare(
         preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
         empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
-        validate_args=validate_args, depth=depth,
+        validate_args=validate_args, depth=depth, label_limit=label_limit(requests, preds),
     )
     values, empty = [], []
     for family, params, members in groups:  # one pass per family, never per query
