@@ -1,6 +1,30 @@
-"""``torchrank compare``'s command line (:func:`add_parser`, :func:`run`) and its computation: every run
-evaluated per query, then the paired tests of :mod:`torchrank.stats` over all comparisons at once (:class:`_Result`);
-the output formats are in :mod:`._render`, the figures in :mod:`._plots`."""
+"""``torchrank compare QRELS RUN_A RUN_B [...]``: compare runs with paired significance tests.
+
+Each run is evaluated on the same queries (by default every qrels query; a run without results for a
+query scores 0 there, as ``trec_eval -c``), per query and per measure. Every run is then compared with the
+first (``--baseline first``) or with every other run (``--baseline all-pairs``): mean difference, Cohen's d,
+paired t-test, paired randomisation test, Wilcoxon signed-rank test, bootstrap confidence interval of the
+difference (and Tukey HSD over all runs with ``--test tukey``), and p-values adjusted over all (run pair,
+measure) comparisons (Holm, Bonferroni or Benjamini-Hochberg). The tests are in :mod:`torchrank.stats`,
+batched over all comparisons at once on ``--device``.
+
+The command line wires this module in with :func:`add_parser` and :func:`run`. This module holds the command and
+its computation; the output formats are in ``torchrank._compare_render``, the figures in ``torchrank._compare_plots``
+(:func:`plot_comparison`, :func:`plot_differences` and :func:`plot_distributions` are imported from here).
+
+Example:
+    >>> import argparse
+    >>> from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN
+    >>> parser = argparse.ArgumentParser(prog="torchrank")
+    >>> add_parser(parser.add_subparsers())
+    >>> args = parser.parse_args(["compare", str(SAMPLE_QRELS), str(SAMPLE_RUN), str(SAMPLE_RUN),
+    ...                           "-m", "map,P@10", "--format", "csv"])
+    >>> run(args)  # doctest: +ELLIPSIS
+    measure,run,baseline,queries,mean_run,mean_baseline,diff,ci_low,ci_high,p_t,p_randomization,p_adjusted,significant,cohens_d,p_wilcoxon,p_tukey
+    map,results.test#2,results.test,3,0.1785...,0.1785...,0.0,0.0,0.0,1.0,1.0,1.0,False,0.0,1.0,
+    P@10,results.test#2,results.test,3,0.3,0.3,0.0,0.0,0.0,1.0,1.0,1.0,False,0.0,1.0,
+    0
+"""
 
 from __future__ import annotations
 
@@ -14,8 +38,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from torchrank.compare._plots import _DPI, plot_comparison
-from torchrank.compare._render import _FORMATS, _TESTS, _render
+from torchrank._compare_plots import _DPI, plot_comparison, plot_differences, plot_distributions
+from torchrank._compare_render import _FORMATS, _TESTS, _render
+from torchrank._compare_render import _lower_is_better as _lower_is_better  # tests/test_registry.py reads it here
 from torchrank.functional import MEASURES, evaluate, parse_measure
 from torchrank.functional.measures import RankedLists
 from torchrank.io import TrecBatch, TrecFile, TrecFormatError, load_qrels, load_run, read_trec
@@ -29,6 +54,8 @@ from torchrank.stats import (
     tukey_hsd,
     wilcoxon,
 )
+
+__all__ = ["DEFAULT_MEASURES", "add_parser", "plot_comparison", "plot_differences", "plot_distributions", "run"]
 
 #: Measures compared when ``-m`` is not given: the usual columns of an IR results table.
 DEFAULT_MEASURES = ("map", "ndcg@10", "P@10", "recall@100", "mrr")

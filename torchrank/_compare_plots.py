@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from torchrank.compare._render import _letter, _lower_is_better
+from torchrank._compare_render import _letter, _lower_is_better
 
 _DPI = 100
 _PANEL = (3.6, 2.4)  # inches per measure (width) and per row of panels (height)

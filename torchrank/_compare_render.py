@@ -14,7 +14,7 @@ from torch import Tensor
 from torchrank.functional import MEASURES, parse_measure
 
 if TYPE_CHECKING:
-    from torchrank.compare._command import _Result
+    from torchrank.compare import _Result
 
 _FORMATS = ("table", "markdown", "latex", "csv", "json")
 _CSV_FIELDS = (
