@@ -1,23 +1,42 @@
-"""TREC qrels and run files: the readers are in :mod:`torchrank.io.trec._load`; this package is their import path."""
+"""Readers for TREC qrels and run files, and conversion to dense padded tensors.
+
+The parsing follows ``trec_eval`` (https://github.com/usnistgov/trec_eval):
+
+* fields are separated by ASCII whitespace (any mix of spaces and tabs);
+* a line whose first non-blank character is ``#`` is a comment, blank lines are skipped; a ``#``
+  anywhere else (e.g. inside a docno such as ``CR#93E-1860``) is ordinary text;
+* qrels lines are ``qid iter docno rel`` (exactly four fields, integer ``rel``, possibly negative);
+* run lines are ``qid Q0 docno rank score tag`` (at least six fields, trailing fields ignored; the rank
+  field is ignored as well, ``score`` is a C double);
+* documents of a query are ranked by score descending, ties broken by docno descending (``strcmp``).
+
+Unlike ``trec_eval``, the readers are strict: a docno repeated within one query (in qrels or run) is
+an error, as is a NaN score.
+
+The readers by concern: :mod:`._text` reads the text line by line into dicts (:func:`read_qrels`,
+:func:`read_run`; every error message is its), :mod:`._dense` turns such dicts into a :class:`TrecBatch`
+(:func:`trec_to_dense`), :mod:`._load` reads whole files as columns and joins them without dicts
+(:func:`load_qrels`, :func:`load_run`, :func:`read_trec`).
+"""
 
 from __future__ import annotations
 
-# COMPRESSED_SUFFIXES, _first_duplicate and _open_compressed: torchrank.io.frames reads them here
-from torchrank.io.trec._load import (  # noqa: F401
-    COMPRESSED_SUFFIXES,
+from torchrank.io.trec._dense import TrecBatch, trec_to_dense
+from torchrank.io.trec._load import (
+    TrecFile,
+    _first_duplicate,  # noqa: F401  (torchrank.io.frames reads it here)
+    load_qrels,
+    load_run,
+    read_trec,
+)
+from torchrank.io.trec._text import (
+    COMPRESSED_SUFFIXES,  # noqa: F401  (torchrank.io.frames reads it here)
     SAMPLE_QRELS,
     SAMPLE_RUN,
     ProgressCallback,
-    TrecBatch,
-    TrecFile,
-    _first_duplicate,
-    _open_compressed,
-    load_qrels,
-    load_run,
+    _open_compressed,  # noqa: F401  (torchrank.io.frames reads it here)
     read_qrels,
     read_run,
-    read_trec,
-    trec_to_dense,
 )
 
 __all__ = [
