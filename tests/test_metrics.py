@@ -264,6 +264,62 @@ def test_flat_updates_with_an_ideal_target_in_some_of_them(cls, fn):
     assert not torch.allclose(expected, fn(flat_preds, flat_target, indexes=ids, k=5))
 
 
+def _id_lists(seed, b=30, k=12, m=6, catalogue=40):
+    """Ranked ids (some rows padded, a repeat), relevant ids with graded labels (some padded, some never retrieved)."""
+    g = torch.Generator().manual_seed(seed)
+    ranked = torch.stack([torch.randperm(catalogue, generator=g)[:k] for _ in range(b)])
+    ranked[::4, -3:] = -1
+    ranked[1, 5] = ranked[1, 2]  # a repeated id counts at its first position only
+    relevant = torch.stack([torch.randperm(catalogue, generator=g)[:m] for _ in range(b)])
+    relevant[::3, -2:] = -1
+    labels = torch.randint(1, 4, (b, m), generator=g)
+    return ranked, relevant, labels
+
+
+RANKED_PAIRS = [(p, i) for p, i in zip(PAIRS, IDS, strict=True) if p[0] not in (M.KendallTau, M.KendallTauDistance)]
+
+
+@pytest.mark.parametrize(("cls", "fn", "kwargs"), [p for p, _ in RANKED_PAIRS], ids=[i for _, i in RANKED_PAIRS])
+@pytest.mark.parametrize("graded", [False, True])
+def test_id_list_updates_equal_the_functional_of_ids_to_dense(cls, fn, kwargs, graded):
+    """``update(ranked_ids=..., relevant_ids=...)`` over uneven batches equals the functional on
+    ``ids_to_dense``'s input, with and without scores for the ranked items."""
+    ranked, relevant, labels = _id_lists(seed=4)
+    labels = labels if graded else None
+    scores = torch.round(torch.randn(ranked.shape, generator=torch.Generator().manual_seed(5)) * 2)  # ties
+    for given in (None, scores):
+        metric = cls(**kwargs)
+        for start, stop in itertools.pairwise([0, 1, 13, 30]):
+            metric.update(None if given is None else given[start:stop], ranked_ids=ranked[start:stop],
+                          relevant_ids=relevant[start:stop],
+                          relevant_labels=None if labels is None else labels[start:stop])
+        expected = fn(**F.ids_to_dense(ranked, relevant, labels, scores=given), **kwargs)
+        torch.testing.assert_close(metric.compute(), expected)
+
+
+def test_id_list_updates_in_a_collection_with_beyond_accuracy_metrics():
+    """One ``MetricCollection.update(ranked_ids=..., relevant_ids=...)`` feeds ranking and beyond-accuracy metrics."""
+    ranked, relevant, _ = _id_lists(seed=6)
+    collection = MetricCollection({"ndcg": M.NDCG(k=10), "recall": M.Recall(k=12),
+                                   "coverage": M.Coverage(num_items=40, k=12)})
+    collection.update(ranked_ids=ranked, relevant_ids=relevant)
+    out, dense = collection.compute(), F.ids_to_dense(ranked, relevant)
+    torch.testing.assert_close(out["ndcg"], F.ndcg(**dense, k=10))
+    torch.testing.assert_close(out["recall"], F.recall(**dense, k=12))
+    covered = torch.unique(ranked[ranked >= 0]).numel()
+    torch.testing.assert_close(out["coverage"], torch.tensor(covered / 40))
+
+
+def test_id_list_update_errors():
+    ranked, relevant, _ = _id_lists(seed=7)
+    with pytest.raises(TypeError, match="takes both `ranked_ids` and `relevant_ids`"):
+        M.NDCG().update(ranked_ids=ranked)
+    with pytest.raises(TypeError, match=r"takes no \['target'\]"):
+        M.NDCG().update(target=torch.ones_like(ranked), ranked_ids=ranked, relevant_ids=relevant)
+    with pytest.raises(TypeError, match=r"takes `preds` and `target`.*or `ranked_ids` and `relevant_ids`"):
+        M.NDCG().update(torch.randn(2, 3))
+
+
 def test_flat_query_without_relevant_items_in_one_batch_is_judged_at_compute():
     """A flat batch may hold part of a query: only compute knows whether the query has a relevant item."""
     metric = M.NDCG(empty_target_action="error")

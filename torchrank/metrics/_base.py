@@ -21,6 +21,7 @@ from torchmetrics.utilities.distributed import gather_all_tensors
 
 from torchrank.functional.backends import uses_numpy
 from torchrank.functional.checks import VALUE_PROBLEMS, check_choice, deferred_value_checks, value_problems
+from torchrank.functional.ids import ids_to_dense
 
 AGGREGATIONS = ("mean", "median", "min", "max")
 
@@ -104,19 +105,46 @@ class RankingMetric(Metric):
     # ------------------------------------------------------------------ torchmetrics contract
     def update(
         self,
-        preds: Tensor,
-        target: Tensor,
+        preds: Tensor | None = None,
+        target: Tensor | None = None,
         indexes: Tensor | None = None,
         mask: Tensor | None = None,
         ideal_target: Tensor | None = None,
         judged: Tensor | None = None,
+        *,
+        ranked_ids: Tensor | None = None,
+        relevant_ids: Tensor | None = None,
+        relevant_labels: Tensor | None = None,
+        pad_id: int = -1,
     ) -> None:
-        """Add a batch: dense ``[..., N]`` whole lists, or flat items with their query ``indexes``.
+        """Add a batch: dense ``[..., N]`` whole lists, flat items with their query ``indexes``, or id lists.
+
+        Id lists (a retriever's or recommender's output): ``ranked_ids [B, K]`` best first and ``relevant_ids
+        [B, M]`` (``relevant_labels`` graded, else binary; ``pad_id`` pads both; ``preds`` optional scores of the
+        ranked items), read as :func:`torchrank.functional.ids_to_dense` reads them: relevant items missing from
+        the top K still count in R and the ideal.
 
         Nothing is stored unless the whole batch is valid, so a failed update leaves the state unchanged.
         With flat input, ``judged`` is used only when every flat update gave it; ``ideal_target`` (one label per
         item) stands for the item's ``target`` where an update did not give it.
+
+        Example:
+            >>> import torch
+            >>> from torchrank.metrics import Recall
+            >>> metric = Recall(k=2)
+            >>> metric.update(ranked_ids=torch.tensor([[7, 3, 9]]), relevant_ids=torch.tensor([[3, 8]]))
+            >>> metric.compute()  # item 3 found in the top 2, item 8 never retrieved
+            tensor(0.5000)
         """
+        if ranked_ids is not None or relevant_ids is not None:
+            inputs = _id_list_inputs(preds, target, indexes, mask, ideal_target, ranked_ids, relevant_ids,
+                                     relevant_labels, pad_id)
+            preds, target, mask, ideal_target = (inputs[n] for n in ("preds", "target", "mask", "ideal_target"))
+        elif preds is None or target is None:
+            raise TypeError(
+                f"{type(self).__name__}.update takes `preds` and `target` (dense or flat input), or `ranked_ids` and "
+                "`relevant_ids` (id lists)."
+            )
         mode = "dense" if indexes is None else "flat"
         if self._mode is not None and mode != self._mode:
             raise ValueError(
@@ -251,6 +279,30 @@ class RankingMetric(Metric):
     def plot(self, val: Any = None, ax: Any = None) -> Any:
         """Plot a value (default: ``compute()``) or a sequence of values; needs matplotlib."""
         return self._plot(val, ax)
+
+
+def _id_list_inputs(
+    scores: Tensor | None,
+    target: Tensor | None,
+    indexes: Tensor | None,
+    mask: Tensor | None,
+    ideal_target: Tensor | None,
+    ranked_ids: Tensor | None,
+    relevant_ids: Tensor | None,
+    relevant_labels: Tensor | None,
+    pad_id: int,
+) -> dict[str, Tensor]:
+    """The dense input of an id-list update (both id tensors given, no dense or flat argument but optional scores)."""
+    if ranked_ids is None or relevant_ids is None:
+        raise TypeError("An id-list update takes both `ranked_ids` and `relevant_ids`.")
+    given = [name for name, x in (("target", target), ("indexes", indexes), ("mask", mask),
+                                  ("ideal_target", ideal_target)) if x is not None]
+    if given:
+        raise TypeError(
+            f"An id-list update builds target, mask and ideal_target from the ids; it takes no {given} "
+            "(`preds` may hold the ranked items' scores)."
+        )
+    return ids_to_dense(ranked_ids, relevant_ids, relevant_labels, pad_id=pad_id, scores=scores)
 
 
 def configuration_state(config: str) -> str:
