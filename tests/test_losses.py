@@ -182,6 +182,65 @@ def test_fused_soft_sort_equals_dense_log_domain_sinkhorn(iterations: int, trans
             torch.testing.assert_close(last, torch.ones_like(last))
 
 
+def long_lists_case(dtype: torch.dtype = torch.float64):
+    """Lists of 300: spread scores (a banded kernel), near-ties (dense), heavy tails with ties, and a padded list."""
+    g = torch.Generator().manual_seed(5)
+    n = 300
+    scores = torch.stack(
+        [
+            torch.randn(n, generator=g, dtype=dtype) * 3,
+            torch.randn(n, generator=g, dtype=dtype) * 1e-3,
+            torch.exp(torch.randn(n, generator=g, dtype=dtype) * 3).round(),
+            torch.randn(n, generator=g, dtype=dtype) * 5,
+        ]
+    )
+    labels = torch.randint(0, 5, (4, n), generator=g)
+    mask = torch.ones(4, n, dtype=torch.bool)
+    mask[3, 170:] = False
+    return scores, labels, mask
+
+
+def test_kernel_blocks_cover_every_nonzero_entry() -> None:
+    from torchrank.losses import _neuralsort as ns
+
+    scores, _, mask = long_lists_case()
+    x, _, _, rank_valid = ns._logits_parts(scores, mask, 1.0)
+    kernel = ns._kernel(x.gather(1, ns._descending(x, mask)), rank_valid, padded=True)
+    assert kernel.blocks[0] is not None and kernel.blocks[1] is None  # spread scores: a band; near-ties: dense
+    for matrix, spans in zip(kernel.matrix, kernel.blocks, strict=True):
+        if spans is not None:
+            covered = torch.zeros_like(matrix, dtype=torch.bool)
+            for r0, r1, c0, c1 in spans:
+                covered[r0:r1, c0:c1] = True
+            assert not matrix[~covered].any() and matrix[covered].any()
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_list_by_list_products_equal_batched_ones(transposed: bool, monkeypatch) -> None:
+    """On a CPU long lists are multiplied list by list, banded ones by blocks of rows over their nonzero
+    columns: the same values and gradients as the batched products (float64, 1e-12)."""
+    from torchrank.losses import _neuralsort as ns
+
+    scores, labels, mask = long_lists_case()
+    values = (2.0 ** labels.double() - 1) * mask
+    weights = torch.randn(scores.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
+
+    def run() -> tuple[torch.Tensor, torch.Tensor]:
+        s = scores.clone().requires_grad_(True)
+        out = soft_sort(s, values, mask, temperature=1.0, sinkhorn_iterations=5, transposed=transposed)
+        (grad,) = torch.autograd.grad((out * weights).sum(), s)
+        return out.detach(), grad
+
+    assert ns._per_list(scores)
+    per_list = run()
+    monkeypatch.setattr(ns, "PER_LIST_MIN_ITEMS", 10**9)
+    assert not ns._per_list(scores)
+    batched = run()
+    torch.testing.assert_close(per_list[0], batched[0], atol=1e-12, rtol=1e-10)
+    scale = float(batched[1].abs().max())  # summation order: round-off relative to the largest gradient
+    torch.testing.assert_close(per_list[1], batched[1], atol=1e-12 * scale, rtol=1e-10)
+
+
 def test_memory_saved_for_backward_does_not_grow_with_iterations() -> None:
     """One [B, N, N] kernel is kept for backward, plus O(iterations * B * N) vectors."""
     scores = torch.randn(2, 64, requires_grad=True)

@@ -16,7 +16,9 @@ exponentiated once, by the softmax, whose rows each hold an entry >= 1/n, so no 
 stop probabilities) and computes its gradient in a hand-written backward from the saved ``[B, N, N]``
 kernel and the ``O(iterations * N)`` scaling vectors, so memory does not grow with the iteration count and
 no ``[B, N, N]`` matrix besides the kernel is kept for backward. ``sum_k |s_j - s_k|`` is computed in
-``O(N log N)`` from one sort.
+``O(N log N)`` from one sort. On a CPU, lists of 128 items or more are built and multiplied one list at a time,
+by BLAS matrix-vector products over the band of each list's kernel that holds its nonzero entries
+(:class:`_Kernel`): at B = 8, N = 1024 and 50 Sinkhorn iterations, 2-3x faster than batched products.
 """
 
 from __future__ import annotations
@@ -121,9 +123,115 @@ def _sorted_logits(x: Tensor, rank_valid: Tensor) -> Tensor:
     return left
 
 
-def _kernel(x: Tensor, rank_valid: Tensor, padded: bool) -> Tensor:
+#: On a CPU, lists of at least this many items are processed one list at a time: ``torch.bmm`` of a batch of
+#: matrices by a batch of one-column matrices runs 5-9x slower there than BLAS's matrix-vector product
+#: (``torch.mv``) list by list from N = 256 on (B = 8, N = 1024: 6.2 ms against 0.7 ms per product on one
+#: thread, torch 2.13), and a list's ``[N, N]`` temporaries stay in cache while its kernel is built; below
+#: ~128 items the loop's per-call overhead outweighs both.
+PER_LIST_MIN_ITEMS = 128
+#: Rows per block of a list's kernel whose columns are restricted to the block's nonzero range (see _Kernel).
+BLOCK_ROWS = 128
+
+
+def _per_list(x: Tensor) -> bool:
+    """Whether the lists of ``x`` ``[B, N, ...]`` are processed one at a time (see :data:`PER_LIST_MIN_ITEMS`)."""
+    return x.device.type == "cpu" and x.shape[0] > 1 and x.shape[1] >= PER_LIST_MIN_ITEMS
+
+
+def _row_blocks(k: Tensor) -> list[tuple[int, int, int, int]] | None:
+    """``(r0, r1, c0, c1)`` per block of :data:`BLOCK_ROWS` rows of one list's kernel ``[N, N]``: the block's
+    nonzero entries all lie in columns ``c0:c1``; None when the blocks would cover most of the matrix anyway.
+
+    NeuralSort's logits fall monotonically away from each row's peak (the diagonal, items in score order), and
+    entries below ``eps^2`` of the row's largest are exactly 0, so for spread-out scores each row's support is
+    a band around the diagonal (B = 8 random normal scores, N = 1024: 18% of the entries).
+    """
+    n = k.shape[0]
+    nonzero = k != 0
+    count = nonzero.sum(1)
+    flags = nonzero.to(torch.uint8)
+    first = torch.where(count > 0, flags.argmax(1), n)  # the first nonzero column; n for an empty row
+    last = torch.where(count > 0, n - flags.flip(1).argmax(1), 0)  # one past the last; 0 for an empty row
+    pad = -n % BLOCK_ROWS
+    c0 = torch.nn.functional.pad(first, (0, pad), value=n).view(-1, BLOCK_ROWS).amin(1).tolist()
+    c1 = torch.nn.functional.pad(last, (0, pad), value=0).view(-1, BLOCK_ROWS).amax(1).tolist()
+    starts = range(0, n, BLOCK_ROWS)
+    blocks = [(r0, min(r0 + BLOCK_ROWS, n), lo, hi) for r0, lo, hi in zip(starts, c0, c1, strict=True) if hi > lo]
+    area = sum((r1 - r0) * (hi - lo) for r0, r1, lo, hi in blocks)
+    return blocks if area < 0.7 * n * n else None
+
+
+class _Kernel:
+    """NeuralSort's ``P_hat`` ``[B, N, N]`` and its products with vectors ``[B, N]`` and thin matrices
+    ``[B, N, m]``.
+
+    On a CPU with long lists (:func:`_per_list`) each product runs list by list, and a list whose entries sit in
+    a band (:func:`_row_blocks`) by blocks of rows over the columns where they are nonzero: the same sums
+    without the exact zeros (in another order of summation).
+    """
+
+    def __init__(self, matrix: Tensor, blocks: list | None = None) -> None:
+        self.matrix = matrix
+        self.blocks = blocks  # per list: its row blocks, or None (the whole matrix); None: batched products
+        self._parts = None
+        if blocks is not None:  # per list: (block, its transpose, rows, columns), views made once
+            whole = [(slice(None), slice(None))]
+            self._parts = [
+                [(kb[rows, cols], kb[rows, cols].t(), rows, cols) for rows, cols in (
+                    whole if spans is None else [(slice(r0, r1), slice(c0, c1)) for r0, r1, c0, c1 in spans]
+                )]
+                for kb, spans in zip(matrix.unbind(0), blocks, strict=True)
+            ]  # fmt: skip
+
+    def right(self, w: Tensor) -> Tensor:
+        """``P w`` per list."""
+        if self._parts is None:
+            k = self.matrix
+            return torch.bmm(k, w.unsqueeze(2)).squeeze(2) if w.dim() == 2 else torch.bmm(k, w)
+        out = torch.zeros_like(w)
+        product = torch.mv if w.dim() == 2 else torch.mm
+        for parts, wb, ob in zip(self._parts, w.unbind(0), out.unbind(0), strict=True):
+            for block, _, rows, cols in parts:
+                product(block, wb[cols], out=ob[rows])
+        return out
+
+    def left(self, w: Tensor) -> Tensor:
+        """``P^T w`` per list."""
+        if self._parts is None:  # as w^T P: reads P in memory order (~2x faster on CPU than bmm(P^T, w))
+            k = self.matrix
+            if w.dim() == 2:
+                return torch.bmm(w.unsqueeze(1), k).squeeze(1)
+            return torch.bmm(w.transpose(1, 2), k).transpose(1, 2)
+        out = torch.zeros_like(w)
+        vector = w.dim() == 2
+        for parts, wb, ob in zip(self._parts, w.unbind(0), out.unbind(0), strict=True):
+            for _, block_t, rows, cols in parts:
+                if vector:
+                    ob[cols].addmv_(block_t, wb[rows])
+                else:
+                    ob[cols].addmm_(block_t, wb[rows])
+        return out
+
+
+def _kernel(x: Tensor, rank_valid: Tensor, padded: bool) -> _Kernel:
     """NeuralSort's ``P_hat`` ``[B, N, N]`` (rank x item, items in descending order), zero at padded ranks and
-    items; each row peaks at its own rank's column (a logit of 0), so no row underflows whole."""
+    items; each row peaks at its own rank's column (a logit of 0), so no row underflows whole.
+
+    Built one list at a time where the products run list by list (:func:`_per_list`): the passes over a list's
+    ``[N, N]`` temporaries then stay in cache (2x faster at B = 8, N = 1024 on one CPU thread), same values."""
+    batch, n = x.shape
+    if not _per_list(x):
+        return _Kernel(_kernel_of(x, rank_valid, padded))
+    k = x.new_empty(batch, n, n)
+    blocks = []
+    for b in range(batch):
+        k[b] = _kernel_of(x[b : b + 1], rank_valid[b : b + 1], padded)[0]
+        blocks.append(_row_blocks(k[b]))
+    return _Kernel(k, blocks)
+
+
+def _kernel_of(x: Tensor, rank_valid: Tensor, padded: bool) -> Tensor:
+    """:func:`_kernel`'s matrix for a batch at once."""
     k = _sorted_logits(x, rank_valid)
     if padded:
         k.masked_fill_(~rank_valid.unsqueeze(1), -float("inf"))
@@ -136,14 +244,14 @@ def _kernel(x: Tensor, rank_valid: Tensor, padded: bool) -> Tensor:
     return k.mul_(rank_valid.unsqueeze(2)) if padded else k
 
 
-def _left_product(w: Tensor, k: Tensor) -> Tensor:
-    """``P^T w`` per list, as the row vector ``w^T P`` (reads P in memory order: ~2x faster on CPU)."""
-    return torch.bmm(_flush(w).unsqueeze(1), k).squeeze(1)
+def _left_product(w: Tensor, k: _Kernel) -> Tensor:
+    """``P^T w`` per list."""
+    return k.left(_flush(w))
 
 
-def _right_product(k: Tensor, w: Tensor) -> Tensor:
+def _right_product(k: _Kernel, w: Tensor) -> Tensor:
     """``P w`` per list."""
-    return torch.bmm(k, _flush(w).unsqueeze(2)).squeeze(2)
+    return k.right(_flush(w))
 
 
 def _exp_shifted(log_x: Tensor) -> tuple[Tensor, Tensor]:
@@ -153,7 +261,7 @@ def _exp_shifted(log_x: Tensor) -> tuple[Tensor, Tensor]:
     return torch.exp(log_x - m), m
 
 
-def _column_step(k: Tensor, u: Tensor, col_valid: Tensor) -> Tensor:
+def _column_step(k: _Kernel, u: Tensor, col_valid: Tensor) -> Tensor:
     """``v = -log(P_hat^T e^u)``: the columns of ``diag(e^u) P_hat diag(e^v)`` sum to 1."""
     w, m = _exp_shifted(u)
     q = _left_product(w, k)
@@ -161,7 +269,7 @@ def _column_step(k: Tensor, u: Tensor, col_valid: Tensor) -> Tensor:
     return torch.where(col_valid, v, -float("inf"))
 
 
-def _row_step(k: Tensor, v: Tensor, row_valid: Tensor) -> Tensor:
+def _row_step(k: _Kernel, v: Tensor, row_valid: Tensor) -> Tensor:
     """``u = -log(P_hat e^v)``: the rows of ``diag(e^u) P_hat diag(e^v)`` sum to 1."""
     w, m = _exp_shifted(v)
     q = _right_product(k, w)
@@ -185,10 +293,10 @@ def _steps(iterations: int, transposed: bool) -> str:
     return "c" + "rc" * (iterations - 1) if transposed else "cr" * iterations
 
 
-def _scale(k: Tensor, steps: str, col_valid: Tensor, row_valid: Tensor) -> tuple[list[Tensor], list[Tensor]]:
+def _scale(k: _Kernel, steps: str, col_valid: Tensor, row_valid: Tensor) -> tuple[list[Tensor], list[Tensor]]:
     """The log scaling vectors after each half-step, the first of each being 0 (no scaling)."""
-    us = [torch.where(row_valid, 0.0, -float("inf")).to(k.dtype)]
-    vs = [torch.where(col_valid, 0.0, -float("inf")).to(k.dtype)]
+    us = [torch.where(row_valid, 0.0, -float("inf")).to(k.matrix.dtype)]
+    vs = [torch.where(col_valid, 0.0, -float("inf")).to(k.matrix.dtype)]
     for step in steps:
         if step == "c":
             vs.append(_column_step(k, us[-1], col_valid))
@@ -211,13 +319,14 @@ class _SoftSortFunction(torch.autograd.Function):
         us, vs = _scale(k, steps, valid, valid)
         eu, ev = _balanced_exp(us[-1], vs[-1])
         out = eu * _right_product(k, ev * values)
-        ctx.save_for_backward(k, values, order, coef, *us, *vs)
-        ctx.num_u, ctx.steps = len(us), steps
+        ctx.save_for_backward(k.matrix, values, order, coef, *us, *vs)
+        ctx.num_u, ctx.steps, ctx.blocks = len(us), steps, k.blocks
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
-        k, values, order, coef, *saved = ctx.saved_tensors
+        matrix, values, order, coef, *saved = ctx.saved_tensors
+        k = _Kernel(matrix, ctx.blocks)
         us, vs = saved[: ctx.num_u], saved[ctx.num_u :]
         left, right = [], []  # d loss / d P_hat = sum_r left_r right_r^T
 
@@ -254,7 +363,7 @@ class _SoftSortFunction(torch.autograd.Function):
         return *grads, None, None, None, None, None
 
 
-def _logit_grads(k: Tensor, left: Tensor, right: Tensor, coef: Tensor) -> tuple[Tensor, Tensor]:
+def _logit_grads(k: _Kernel, left: Tensor, right: Tensor, coef: Tensor) -> tuple[Tensor, Tensor]:
     """Gradients for ``x`` and ``a`` from ``G = left @ right^T`` (d loss / d P_hat), through the row softmax.
 
     ``dL_ij = P_ij (G_ij - c_i)`` with ``c_i = sum_l P_il G_il = sum_r left_ir (P right)_ir``; the column sums
@@ -262,10 +371,10 @@ def _logit_grads(k: Tensor, left: Tensor, right: Tensor, coef: Tensor) -> tuple[
     two thin matrix products, no ``[B, N, N]`` temporary.
     """
     left, right = _flush(left), _flush(right)
-    rows = (left * torch.bmm(k, right)).sum(2, keepdim=True)
+    rows = (left * k.right(right)).sum(2, keepdim=True)
     w = coef.unsqueeze(2)
     thin = torch.cat([w * left, left, w * rows, rows], 2)
-    z = torch.bmm(_flush(thin).transpose(1, 2), k).transpose(1, 2)  # P^T thin, reading P row by row
+    z = k.left(_flush(thin))  # P^T thin
     r = left.shape[2]
     grad_x = (right * z[..., :r]).sum(2) - z[..., 2 * r]
     grad_a = -((right * z[..., r : 2 * r]).sum(2) - z[..., 2 * r + 1])
