@@ -86,3 +86,24 @@ def task_auc_synced(seed: int, plan: dict[int, list[int]]) -> list[float]:
         torch.testing.assert_close(synced.compute(), reference.compute(), atol=1e-7, rtol=0)
         values.append(float(synced.compute()))
     return values
+
+
+def task_gauc_flat_synced(seed: int, plan: dict[int, list[int]]) -> float:
+    """GAUC of flat items whose queries span updates and ranks (and one dense update on rank 0), synced, equals
+    one process fed every rank's updates."""
+    def updates(rank: int) -> list[dict[str, torch.Tensor]]:
+        g = torch.Generator().manual_seed(104729 * seed + rank)
+        out = [{"preds": torch.randint(0, 4, (n,), generator=g).float(),
+                "target": torch.randint(0, 2, (n,), generator=g),
+                "indexes": torch.randint(0, 6, (n,), generator=g)} for n in plan[rank]]
+        if rank == 0:
+            out.append({"preds": torch.rand(3, 5, generator=g), "target": torch.randint(0, 2, (3, 5), generator=g)})
+        return out
+
+    synced, reference = metrics.GAUC(), metrics.GAUC(sync_on_compute=False)
+    for batch in updates(dist.get_rank()):
+        synced.update(**batch)
+    for batch in [b for r in sorted(plan) for b in updates(r)]:
+        reference.update(**batch)
+    torch.testing.assert_close(synced.compute(), reference.compute(), atol=1e-7, rtol=0)
+    return float(synced.compute())

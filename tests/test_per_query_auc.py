@@ -90,3 +90,80 @@ def test_bad_input() -> None:
         F.auroc(torch.rand(2, 3), torch.zeros(2, 3), empty_target_action="maybe")
     with pytest.raises(ValueError, match="`weights`"):
         F.gauc(torch.rand(2, 3), torch.zeros(2, 3), weights=torch.ones(3))
+
+
+def _pairs_auc(preds: list[float], labels: list[bool]) -> float | None:
+    """AUROC by counting every (relevant, non-relevant) pair, ties one half; None without both kinds."""
+    pos = [p for p, y in zip(preds, labels, strict=True) if y]
+    neg = [p for p, y in zip(preds, labels, strict=True) if not y]
+    if not pos or not neg:
+        return None
+    return sum(1.0 if p > n else 0.5 if p == n else 0.0 for p in pos for n in neg) / (len(pos) * len(neg))
+
+
+def _flat_reference(preds, target, indexes, weights=None, threshold=1):
+    """GAUC of flat items by a dict of queries: each query's weight is its number of items, or ``weights[q]``
+    for the q-th distinct index in ascending order."""
+    queries: dict[int, list[tuple[float, bool]]] = {}
+    for p, t, i in zip(preds.tolist(), target.tolist(), indexes.tolist(), strict=True):
+        queries.setdefault(i, []).append((p, t >= threshold))
+    num = den = 0.0
+    for q, index in enumerate(sorted(queries)):
+        items = queries[index]
+        auc = _pairs_auc([p for p, _ in items], [y for _, y in items])
+        if auc is not None:
+            w = len(items) if weights is None else float(weights[q])
+            num, den = num + w * auc, den + w
+    return num / den
+
+
+def _flat(seed: int, n: int = 200):
+    g = torch.Generator().manual_seed(seed)
+    preds = torch.randint(0, 6, (n,), generator=g).float() / 5  # ties
+    target = torch.randint(0, 3, (n,), generator=g)
+    indexes = torch.randint(0, 25, (n,), generator=g) * 7 - 40  # unsorted, negative, gaps
+    return preds, target, indexes
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gauc_on_flat_items_equals_a_dict_of_queries(seed: int) -> None:
+    preds, target, indexes = _flat(seed)
+    assert F.gauc(preds, target, indexes=indexes).item() == pytest.approx(_flat_reference(preds, target, indexes))
+    assert F.gauc(preds, target, indexes=indexes, relevance_threshold=2).item() == pytest.approx(
+        _flat_reference(preds, target, indexes, threshold=2))
+    clicks = torch.rand(indexes.unique().numel(), generator=torch.Generator().manual_seed(seed))  # ascending ids
+    assert F.gauc(preds, target, indexes=indexes, weights=clicks).item() == pytest.approx(
+        _flat_reference(preds, target, indexes, clicks))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gauc_class_on_flat_items_spanning_updates(seed: int) -> None:
+    preds, target, indexes = _flat(seed)
+    order = torch.randperm(preds.numel(), generator=torch.Generator().manual_seed(seed))
+    metric = GAUC()
+    for part in order.tensor_split(4):  # each query's items over several updates, in shuffled order
+        metric.update(preds[part], target[part], indexes=indexes[part])
+    assert metric.compute().item() == pytest.approx(_flat_reference(preds, target, indexes), abs=1e-6)
+    # masked items are left out; dense rows mix in as queries of their own
+    mask = torch.rand(preds.numel(), generator=torch.Generator().manual_seed(seed)) < 0.7
+    dense_preds, dense_target, dense_mask = _random(seed, rows=5)
+    mixed = GAUC()
+    mixed.update(preds, target, indexes=indexes, mask=mask)
+    mixed.update(dense_preds, dense_target, mask=dense_mask)
+    rows = torch.arange(5).unsqueeze(1).expand_as(dense_preds)[dense_mask] + 10_000  # the rows as flat queries
+    want = _flat_reference(torch.cat([preds[mask], dense_preds[dense_mask].float()]),
+                           torch.cat([target[mask], dense_target[dense_mask]]), torch.cat([indexes[mask], rows]))
+    assert mixed.compute().item() == pytest.approx(want, abs=1e-6)
+    mixed.reset()
+    mixed.update(preds, target, indexes=indexes)
+    assert mixed.compute().item() == pytest.approx(_flat_reference(preds, target, indexes), abs=1e-6)
+
+
+def test_gauc_class_flat_input_errors() -> None:
+    preds, target, indexes = _flat(0, n=10)
+    with pytest.raises(ValueError, match="`weights`"):
+        GAUC().update(preds, target, indexes=indexes, weights=torch.ones(3))
+    with pytest.raises(ValueError, match="`target`"):
+        GAUC().update(preds, target[:5], indexes=indexes)
+    with pytest.raises(ValueError, match="`indexes`"):
+        GAUC().update(preds, target, indexes=indexes.float())

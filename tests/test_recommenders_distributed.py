@@ -63,3 +63,10 @@ def test_docs_retrieval_page_logs_the_same_values_over_ddp(tmp_path, monkeypatch
     rank0 = module.Coverage(k=100, num_items=module.NUM_ITEMS)
     rank0.update(top100)
     assert abs(rank0.compute().item() - one["val/coverage@100"]) > 1e-3
+
+
+@pytest.mark.parametrize("plan", [{0: [7, 3, 12], 1: [9]}, {0: [], 1: [6, 11]}, {0: [8, 5], 1: []}],
+                         ids=["uneven", "rank-0-dense-only", "rank-1-without-data"])
+def test_gauc_flat_queries_across_ranks(pool, plan):
+    values = run_on_both(pool, R.task_gauc_flat_synced, 5, plan)
+    assert values[0] == values[1]

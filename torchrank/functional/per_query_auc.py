@@ -75,8 +75,13 @@ def gauc(
     """Group AUC: ``sum_q w_q AUROC_q / sum_q w_q`` over the queries that have both relevant and non-relevant
     items (the others are left out, as in Zhu et al., KDD 2017, and Zhou et al.'s DIN, KDD 2018).
 
+    Input as every ranking function takes it: dense rows ``[..., N]`` with an optional ``mask``, or flat items
+    with ``indexes`` (each distinct index a query).
+
     Args:
-        weights: ``[Q]`` per-query weights (e.g. clicks); None: the query's number of items (impressions).
+        weights: ``[Q]`` per-query weights (e.g. clicks): one per row, or with ``indexes`` one per distinct index
+            in ascending order (the order of ``auroc(..., reduction="none")``); None: the query's number of
+            items (impressions).
 
     Example:
         >>> import torch
@@ -85,6 +90,8 @@ def gauc(
         >>> target = torch.tensor([[1, 0, 0, 0], [1, 0, 0, 0]])
         >>> gauc(preds, target, mask=torch.tensor([[True] * 4, [True, True, False, False]]))  # (4 * 1 + 2 * 0) / 6
         tensor(0.6667)
+        >>> gauc(torch.tensor([0.2, 0.9, 0.1, 0.8]), torch.tensor([1, 1, 0, 0]), indexes=torch.tensor([5, 3, 3, 5]))
+        tensor(0.5000)
     """
     check_options("average", "neg", "mean", relevance_threshold)
     inputs = format_inputs(preds, target, indexes=indexes, mask=mask, validate_args=validate_args)
