@@ -8,16 +8,73 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import torch
 from torch import Tensor
 
 from torchrank.functional._pipeline import no_relevant_item, run_measure, with_common_args
-from torchrank.functional._ranking import Ranking, cutoff_index, sum_to_cutoffs
+from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index, sum_to_cutoffs
+from torchrank.functional.checks import check_choice
+
+#: What AP@k divides by: ``"relevant"``, all R relevant items of the query (trec_eval ``map_cut``, ranx); ``"found"``,
+#: the relevant items in the top k (torchmetrics' ``retrieval_average_precision(top_k=k)``; 0 when none is there).
+DENOMINATORS = ("relevant", "found")
 
 
-def _average_precision(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+def _average_precision_options(*, denominator: str) -> dict[str, object]:
+    """AP's kernel parameters, checked; none for the default, which the fused kernel computes."""
+    check_choice("denominator", denominator, DENOMINATORS)
+    return {} if denominator == "relevant" else {"denominator": denominator}
+
+
+def _average_precision(r: Ranking, ks: Sequence[int | None], denominator: str = "relevant") -> tuple[Tensor, Tensor]:
     index, _ = cutoff_index(r, ks)
+    if denominator == "found":
+        return _ap_over_found(r, ks, index), no_relevant_item(r)
     precision_sum = sum_to_cutoffs(r.relevant_times_count * r.reciprocal_positions, index, ks)
     return precision_sum / r.num_relevant.clamp_min(1).unsqueeze(1), no_relevant_item(r)
+
+
+def _ap_over_found(r: Ranking, ks: Sequence[int | None], index: Tensor) -> Tensor:
+    """AP@k over the relevant items in the top k ``[Q, K]`` (0 where none is), exact under ``ties="average"``.
+
+    Only the tie group across the cut-off makes the denominator random: with s positions above it, a relevant
+    items among them, and t of its m positions (r relevant) inside the cut-off, the h relevant items it puts there
+    follow the hypergeometric law ``C(r, h) C(m - r, t - h) / C(m, t)``. Given h, they lie uniformly among those t
+    positions, so position s + j holds a relevant item with probability h/t, and then each of the j - 1 above it
+    with probability (h - 1)/(t - 1): the group adds ``h/t (a + 1) S0 + h/t (h - 1)/(t - 1) S1`` with
+    ``S0 = sum_j 1/(s + j)`` and ``S1 = sum_j (j - 1)/(s + j)``, to the expected sum D of the positions above (groups
+    wholly inside the cut-off: their relevant count is fixed). The value is ``sum_h P(h) (D + group(h)) / (a + h)``.
+    """
+    terms = torch.cumsum(r.relevant_times_count * r.reciprocal_positions, 1)  # expected precision sums
+    index = index if index.ndim == 2 else index.unsqueeze(0).expand(r.num_queries, -1)
+    fixed = at_cutoffs(terms, index) / at_cutoffs(r.hits, index).clamp_min(1)  # exact where no group spans k
+    ints = [k for k in ks if k is not None]
+    if not r.averages_ties or not ints or r.list_size == 0:  # a whole list ends with its last group
+        return fixed
+    m, group_relevant, prior, offset = (x.gather(1, index) for x in r._group_stats)
+    start = index - offset.long()  # each cut-off's group: its first position (0-based), positions inside (t)
+    s, t = start.to(torch.float64), (offset + 1).to(torch.float64)
+    before = (start - 1).clamp_min(0)
+    above = torch.where(start > 0, terms.gather(1, before), 0).to(torch.float64)
+    harmonic = torch.cumsum(r.reciprocal_positions.to(torch.float64), 0)
+    s0 = harmonic[index] - torch.where(start > 0, harmonic[before], 0)  # sum_{j<=t} 1/(s + j)
+    s1 = t - (s + 1) * s0  # sum_{j<=t} (j - 1)/(s + j)
+    # h = 0 .. the deepest cut-off: a static width (no host read)
+    h = torch.arange(min(max(ints), r.list_size) + 1, device=index.device, dtype=torch.float64)
+    m, rel, t, a, s0, s1, above = (x.to(torch.float64).unsqueeze(-1) for x in (m, group_relevant, t, prior, s0, s1,
+                                                                              above))
+    possible = (h <= rel) & (h <= t) & (t - h <= m - rel)
+    log_p = _log_choose(rel, h.minimum(rel)) + _log_choose(m - rel, (t - h).clamp_min(0).minimum(m - rel))
+    p = torch.where(possible, torch.exp(log_p - _log_choose(m, t)), 0)
+    group = h / t * ((a + 1) * s0 + (h - 1).clamp_min(0) / (t - 1).clamp_min(1) * s1)
+    value = (p * torch.where(a + h > 0, (above + group) / (a + h).clamp_min(1), 0)).sum(-1)
+    spans = (t < m).squeeze(-1) & torch.tensor([k is not None for k in ks], device=index.device)
+    return torch.where(spans, value.to(r.dtype), fixed)
+
+
+def _log_choose(n: Tensor, k: Tensor) -> Tensor:
+    """``log C(n, k)`` for ``0 <= k <= n``."""
+    return torch.lgamma(n + 1) - torch.lgamma(k + 1) - torch.lgamma(n - k + 1)
 
 
 def _average_recall(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
@@ -41,14 +98,17 @@ def average_precision(
     reduction: str = "mean",
     relevance_threshold: float = 1,
     validate_args: bool = True,
+    denominator: str = "relevant",
 ) -> Tensor:
     """Average precision at k: the sum of P@i over the relevant ranks i <= k, divided by R.
 
     R counts all relevant items of the query, as trec_eval's ``map_cut`` and ranx do; torchmetrics'
-    ``retrieval_average_precision(top_k=k)`` divides by the relevant items found in the top k instead.
-    The mean over queries is MAP.
+    ``retrieval_average_precision(top_k=k)`` divides by the relevant items found in the top k instead
+    (``denominator="found"``). The mean over queries is MAP.
 
     {common_args}
+        denominator: ``"relevant"`` (R, default) or ``"found"``: the relevant items in the top k, 0 where none
+            is (torchmetrics; exact expectation under ``ties="average"`` also where a tie group spans the cut-off).
 
     Example:
         >>> import torch
@@ -57,11 +117,14 @@ def average_precision(
         >>> preds = torch.arange(10, 0, -1.0)
         >>> average_precision(preds, target)
         tensor(0.8218)
+        >>> average_precision(preds, target, k=5), average_precision(preds, target, k=5, denominator="found")
+        (tensor(0.5917), tensor(0.8875))
     """
     return run_measure(
         _average_precision, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target,
         ties=ties, empty_target_action=empty_target_action, reduction=reduction,
         relevance_threshold=relevance_threshold, validate_args=validate_args,
+        **_average_precision_options(denominator=denominator),
     )
 
 

@@ -5,6 +5,10 @@ counting one half: ``sum over relevant i of (#non-relevant below s_i + #equal / 
 non-relevant scores are sorted once and every item's counts found with two ``searchsorted``: ``O(Q N log N)``
 time, ``O(Q N)`` memory, no host read, no loop over queries. This equals the trapezoidal area under the ROC
 curve with tie groups as single steps (scikit-learn's ``roc_auc_score``, torchmetrics' ``binary_auroc``).
+
+Two options give torchmetrics' ``RetrievalAUROC`` (:mod:`torchrank.compat`): ``k``, the AUROC of each query's top k
+items only, and ``max_fpr``, the standardised partial AUC over false positive rates ``[0, max_fpr]`` (McClish's
+correction, as scikit-learn and torchmetrics compute it).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ def auroc(
     preds: Tensor,
     target: Tensor,
     *,
+    k: int | None = None,
+    max_fpr: float | None = None,
     indexes: Tensor | None = None,
     mask: Tensor | None = None,
     empty_target_action: str = "neg",
@@ -33,16 +39,37 @@ def auroc(
     (``"neg"``: 0, ``"pos"``: 1, ``"skip"``: NaN, left out of the mean, ``"error"``). Input as every ranking
     function takes it: dense ``[..., N]`` with an optional ``mask``, or flat with ``indexes``.
 
+    Args:
+        k: Only each query's top k items by score (None: all); where tied items span the k-th position, those first
+            in input order are kept (torchmetrics keeps whichever ``torch.topk`` returns). Undefined (see above)
+            when the top k lack either kind of item.
+        max_fpr: Standardised partial AUC over false positive rates in ``[0, max_fpr]``, ``0 < max_fpr <= 1``: the
+            area under the ROC curve (tie groups as straight segments) up to ``max_fpr``, interpolated there, mapped
+            by McClish's correction ``(1 + (A - max_fpr^2 / 2) / (max_fpr - max_fpr^2 / 2)) / 2``. None or 1: AUROC.
+
     Example:
         >>> import torch
         >>> from torchrank.functional import auroc
         >>> auroc(torch.tensor([[0.9, 0.5, 0.5, 0.1]]), torch.tensor([[1, 1, 0, 0]]))  # (2 + 1.5) / 4
         tensor(0.8750)
+        >>> auroc(torch.tensor([[0.9, 0.5, 0.5, 0.1]]), torch.tensor([[1, 1, 0, 0]]), k=3)  # (1 + 0.5) / 2
+        tensor(0.7500)
+        >>> auroc(torch.tensor([[0.9, 0.8, 0.4, 0.3]]), torch.tensor([[1, 0, 1, 0]]), max_fpr=0.5)
+        tensor(0.6667)
     """
     check_options("average", empty_target_action, reduction, relevance_threshold)
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k <= 0):
+        raise ValueError(f"Argument `k` must be a positive int or None, got {k!r}.")
+    if max_fpr is not None and (isinstance(max_fpr, bool) or not isinstance(max_fpr, int | float)
+                                or not 0 < max_fpr <= 1):
+        raise ValueError(f"Argument `max_fpr` must be a number in (0, 1] or None, got {max_fpr!r}.")
     inputs = format_inputs(preds, target, indexes=indexes, mask=mask, validate_args=validate_args)
-    values, relevant, other = per_query_auroc(inputs.preds, inputs.target >= relevance_threshold, inputs.mask)
-    undefined = (relevant == 0) | (other == 0)
+    relevant = inputs.target >= relevance_threshold
+    kept = inputs.mask if k is None else inputs.mask & _top_k(inputs.preds, inputs.mask, k)
+    values, relevant_count, other = per_query_auroc(inputs.preds, relevant, kept)
+    if max_fpr is not None and max_fpr < 1:
+        values = _standardised_partial_auroc(inputs.preds, relevant & kept, kept, float(max_fpr))
+    undefined = (relevant_count == 0) | (other == 0)
     return finalize(values.unsqueeze(1), undefined, inputs, empty_target_action, reduction, False)
 
 
@@ -60,6 +87,51 @@ def per_query_auroc(preds: Tensor, relevant: Tensor, mask: Tensor) -> tuple[Tens
     n_rel = relevant.sum(1)
     pairs = (n_rel * n_neg.squeeze(1)).clamp(min=1).to(scores.dtype)
     return wins / pairs, n_rel, n_neg.squeeze(1)
+
+
+def _descending_order(preds: Tensor, mask: Tensor) -> Tensor:
+    """Each row's real items by descending score (ties in input order), its padding after them ``[Q, N]``."""
+    order = torch.sort(preds, dim=1, descending=True, stable=True).indices
+    real_first = torch.sort(mask.gather(1, order).to(torch.int8), dim=1, descending=True, stable=True).indices
+    return order.gather(1, real_first)
+
+
+def _top_k(preds: Tensor, mask: Tensor, k: int) -> Tensor:
+    """Whether each item is among its row's top ``k`` real items (ties at the cut-off in input order) ``[Q, N]``."""
+    order = _descending_order(preds, mask)
+    positions = torch.arange(order.shape[1], device=order.device).expand_as(order)
+    ranks = torch.empty_like(order).scatter_(1, order, positions)
+    return ranks < k
+
+
+def _standardised_partial_auroc(preds: Tensor, relevant: Tensor, mask: Tensor, max_fpr: float) -> Tensor:
+    """McClish's standardised area under each row's ROC curve up to ``max_fpr`` ``[Q]`` (0 where undefined).
+
+    In descending score order, each tie group ends a straight segment of the curve from (false, true positives)
+    before the group to those after it; the segments are clipped at ``max_fpr`` and summed as trapezoids.
+    """
+    order = _descending_order(preds, mask)
+    scores, real = preds.gather(1, order), mask.gather(1, order)
+    dtype = scores.dtype if scores.is_floating_point() else torch.float64
+    positive = relevant.gather(1, order).to(dtype)
+    negative = (real & ~relevant.gather(1, order)).to(dtype)
+    tps, fps = torch.cumsum(positive, 1), torch.cumsum(negative, 1)
+    n_pos, n_neg = tps[:, -1:].clamp_min(1), fps[:, -1:].clamp_min(1)
+    same = (scores[:, 1:] == scores[:, :-1]) & real[:, 1:]  # a real item in the group of the one above
+    last = real & ~torch.nn.functional.pad(same, (0, 1), value=False)  # the last item of its group
+    first = torch.nn.functional.pad(~same, (1, 0), value=True)
+    positions = torch.arange(order.shape[1], device=order.device)
+    start = torch.cummax(torch.where(first, positions, 0), 1).values
+    before = (start - 1).clamp_min(0)
+    x0 = torch.where(start > 0, fps.gather(1, before), 0) / n_neg
+    y0 = torch.where(start > 0, tps.gather(1, before), 0) / n_pos
+    x1, y1 = fps / n_neg, tps / n_pos
+    end = x1.clamp_max(max_fpr)
+    width = (end - x0).clamp_min(0)
+    y_end = y0 + (y1 - y0) * width / (x1 - x0).clamp_min(torch.finfo(dtype).tiny)
+    area = torch.where(last & (width > 0), width * (y0 + y_end) / 2, 0).sum(1)
+    min_area = 0.5 * max_fpr**2
+    return 0.5 * (1 + (area - min_area) / (max_fpr - min_area))
 
 
 def gauc(

@@ -27,12 +27,14 @@ def precision_recall_curve(
     relevance_threshold: float = 1,
     reduction: str = "mean",
     validate_args: bool = True,
+    adaptive_k: bool = False,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """``(precision, recall, top_k)``: P@k and R@k for ``k`` in ``top_k = 1..max_k``, ``[max_k]`` each (mean over
     queries) or ``[..., max_k]`` per query (``reduction="none"``).
 
     Args:
         max_k: The deepest cut-off; None: the list length ``N`` of dense input (flat input must give it).
+        adaptive_k: P@k divides by ``min(k, list length)`` (torchmetrics' ``adaptive_k``), not by k.
         Others: as every ranking function (P@k divides by k, also past the end of a short list).
 
     Example:
@@ -54,7 +56,8 @@ def precision_recall_curve(
                    empty_target_action=empty_target_action, relevance_threshold=relevance_threshold,
                    reduction=reduction, validate_args=validate_args)
     top_k = torch.arange(1, max_k + 1, device=preds.device)
-    return precision(preds, target, k=ks, **options), recall(preds, target, k=ks, **options), top_k
+    p = precision(preds, target, k=ks, adaptive_k=adaptive_k, **options)
+    return p, recall(preds, target, k=ks, **options), top_k
 
 
 def recall_at_fixed_precision(

@@ -8,14 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import torch
 from torch import Tensor
 
 from torchrank.functional._pipeline import no_relevant_item, run_measure, with_common_args
 from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index
 
 
-def _precision(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+def _precision_options(*, adaptive_k: bool) -> dict[str, object]:
+    """Precision's kernel parameters, checked; none for the default, which the fused kernel computes."""
+    if not isinstance(adaptive_k, bool):
+        raise ValueError(f"Argument `adaptive_k` must be a bool, got {adaptive_k!r}.")
+    return {"adaptive_k": True} if adaptive_k else {}
+
+
+def _precision(r: Ranking, ks: Sequence[int | None], adaptive_k: bool = False) -> tuple[Tensor, Tensor]:
     index, k_eff = cutoff_index(r, ks)
+    if adaptive_k:  # a list shorter than k: divided by its length
+        k_eff = torch.minimum(k_eff, r.num_valid.unsqueeze(1))
     return at_cutoffs(r.hits, index) / k_eff.clamp_min(1), no_relevant_item(r)
 
 
@@ -50,12 +60,14 @@ def precision(
     reduction: str = "mean",
     relevance_threshold: float = 1,
     validate_args: bool = True,
+    adaptive_k: bool = False,
 ) -> Tensor:
     """Precision at k: relevant items in the top k divided by k, also when the list is shorter (trec_eval).
 
     With ``k=None`` the denominator is the number of ranked items.
 
     {common_args}
+        adaptive_k: Divide by ``min(k, number of ranked items)`` instead (torchmetrics' ``adaptive_k``).
 
     Example:
         >>> import torch
@@ -65,11 +77,14 @@ def precision(
         tensor([0.5000, 0.5000])
         >>> precision(preds, target, k=[1, 3])
         tensor([0.5000, 0.5000])
+        >>> precision(preds, target, k=8), precision(preds, target, k=8, adaptive_k=True)  # 4 items a list
+        (tensor(0.2500), tensor(0.5000))
     """
     return run_measure(
         _precision, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
         empty_target_action=empty_target_action, reduction=reduction,
         relevance_threshold=relevance_threshold, validate_args=validate_args,
+        **_precision_options(adaptive_k=adaptive_k),
     )
 
 

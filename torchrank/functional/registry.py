@@ -38,6 +38,7 @@ from torch import Tensor
 from torchrank.functional import trec_extra
 from torchrank.functional.average_precision import (
     _average_precision,
+    _average_precision_options,
     _average_recall,
     average_precision,
     average_recall,
@@ -63,7 +64,17 @@ from torchrank.functional.judgments import (
     recall_cap,
 )
 from torchrank.functional.kendall import kendall_tau
-from torchrank.functional.precision import _f1, _precision, _r_precision, _recall, f1, precision, r_precision, recall
+from torchrank.functional.precision import (
+    _f1,
+    _precision,
+    _precision_options,
+    _r_precision,
+    _recall,
+    f1,
+    precision,
+    r_precision,
+    recall,
+)
 from torchrank.functional.rbp import _rbp, _rbp_options, rbp
 
 __all__ = ["DECLARATIONS", "MEASURES", "TIE_FORMS", "Declaration", "TrecName", "grammar_names", "public_functions"]
@@ -221,7 +232,7 @@ _LOWER = (1.0, None)  # plot bounds of a position: 1 at best, no upper bound
 DECLARATIONS: tuple[Declaration, ...] = (
     Declaration(
         "precision", "Relevant items in the top k / k (also when the list is shorter).", "linear", _precision,
-        aliases=("p", "set_p"), function=precision, metric="Precision",
+        aliases=("p", "set_p"), function=precision, options=_precision_options, metric="Precision",
         trec=(TrecName("P", "cuts", CUTS), TrecName("set_P")),
     ),
     Declaration(
@@ -237,7 +248,8 @@ DECLARATIONS: tuple[Declaration, ...] = (
     ),
     Declaration(
         "map", "Average precision: P@i summed over relevant ranks i <= k, / R.", "closed form", _average_precision,
-        aliases=("ap", "map_cut", "average_precision"), function=average_precision, metric="MAP",
+        aliases=("ap", "map_cut", "average_precision"), function=average_precision, options=_average_precision_options,
+        metric="MAP",
         trec=(TrecName("map"), TrecName("gm_map", kind="gm"), TrecName("map_cut", "cuts", CUTS)),
     ),
     Declaration(
