@@ -204,9 +204,8 @@ def first_occurrence(ids: Tensor, pad_id: int = -1) -> Tensor:
         tensor([[ True,  True, False, False, False,  True]])
     """
     ordered, order = torch.sort(ids, dim=1, stable=True)
-    repeat = torch.zeros_like(ordered, dtype=torch.bool)
-    repeat[:, 1:] = ordered[:, 1:] == ordered[:, :-1]
-    first = torch.empty_like(repeat).scatter_(1, order, ~repeat)
+    # the first of each run of equal ids keeps True; a validation epoch calls this per batch: few ops
+    first = torch.ones_like(ids, dtype=torch.bool).scatter_(1, order[:, 1:], ordered[:, 1:] != ordered[:, :-1])
     return first & (ids != pad_id)
 
 

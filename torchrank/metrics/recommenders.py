@@ -7,6 +7,10 @@ values, so a sync is one all-reduce per state, exact for uneven shards and for r
 backend. Ids outside ``[0, num_items)`` add nothing and are counted on the device (no host read in
 ``update``); ``compute`` raises if there were any. Formulas and sources: docs/recommenders.md.
 
+An update is a handful of batched ops (a validation epoch makes many small ones): each id becomes a *slot*
+``id + 1`` clamped to ``[0, num_items + 1]``, so that per-item tables of ``num_items + 2`` entries (zero, or
+counting, at the two outer slots) are read and written without a separate range check.
+
 Example:
     >>> import torch
     >>> coverage = Coverage(k=2, num_items=5)
@@ -49,19 +53,24 @@ class _ListMetric(Metric):
             raise ValueError(f"Argument `num_items` must be a positive int (the catalogue size), got {num_items!r}.")
         self.k, self.num_items, self.pad_id = k, num_items, pad_id
         self.add_state("out_of_range", torch.zeros((), dtype=torch.float64), dist_reduce_fx="sum")
+        self.register_buffer("in_catalogue", _slotted(torch.ones(num_items, dtype=torch.float64)), persistent=False)
 
     def _lists(self, ranked_ids: Tensor) -> tuple[Tensor, Tensor]:
-        """The top-``k`` ids ``[B, k]`` (out-of-range and padding replaced by 0) and which of them count."""
+        """The slots ``[B, k]`` of the top-``k`` ids (``id + 1``; 0 below the catalogue, ``num_items + 1`` above
+        it) and which positions count ``[B, k]`` float64 (1 at the first copy of an id in the catalogue); the
+        first copies of ids outside it are added to ``out_of_range``."""
         if not isinstance(ranked_ids, Tensor) or ranked_ids.ndim != 2 or ranked_ids.is_floating_point() \
                 or ranked_ids.dtype == torch.bool:
             shown = tuple(ranked_ids.shape) if isinstance(ranked_ids, Tensor) else type(ranked_ids).__name__
             raise ValueError(f"Argument `ranked_ids` must be a [queries, k] integer tensor, got {shown}.")
         ids = ranked_ids[:, : self.k] if self.k is not None else ranked_ids
+        if ids.dtype == torch.uint8:  # room for the slot below the catalogue
+            ids = ids.long()
         first = first_occurrence(ids, self.pad_id)
-        in_range = (ids >= 0) & (ids < self.num_items)
-        self.out_of_range += (first & ~in_range).sum(dtype=torch.float64)
-        valid = first & in_range
-        return torch.where(valid, ids, torch.zeros_like(ids)), valid
+        slots = ids.clamp(-1, self.num_items).add_(1)
+        counted = self.in_catalogue[slots] * first
+        self.out_of_range += first.sum() - counted.sum()
+        return slots, counted
 
     def _check_ids_seen(self) -> None:
         if self.out_of_range > 0:  # one host read, at compute
@@ -69,6 +78,12 @@ class _ListMetric(Metric):
                 f"Argument `ranked_ids` held {int(self.out_of_range)} ids outside [0, num_items={self.num_items}) "
                 "(other than `pad_id`); they were left out. Fix the ids, then `reset()`."
             )
+
+
+def _slotted(per_item: Tensor) -> Tensor:
+    """A per-item table ``[num_items, ...]`` with a zero entry before and after it: indexed by slot."""
+    pad = per_item.new_zeros(1, *per_item.shape[1:])
+    return torch.cat([pad, per_item, pad])
 
 
 class _ExposureMetric(_ListMetric):
@@ -80,8 +95,9 @@ class _ExposureMetric(_ListMetric):
 
     def update(self, ranked_ids: Tensor) -> None:
         """Add a batch of ranked lists ``[B, K]``."""
-        ids, valid = self._lists(ranked_ids)
-        self.exposure.index_add_(0, ids.reshape(-1), valid.reshape(-1).to(torch.float64))
+        slots, counted = self._lists(ranked_ids)
+        # counted is 0 at the outer slots: the view of items 0..num_items-1 gets every count
+        self.exposure.index_add_(0, (slots.reshape(-1) - 1).clamp_(0, self.num_items - 1), counted.reshape(-1))
 
     def compute(self) -> Tensor:
         self._check_ids_seen()
@@ -164,25 +180,24 @@ class _PerListMetric(_ListMetric):
 
     def update(self, ranked_ids: Tensor) -> None:
         """Add a batch of ranked lists ``[B, K]``."""
-        ids, valid = self._lists(ranked_ids)
-        values, counted = self._per_list(ids, valid)
-        values = torch.where(counted, values.to(torch.float64), 0.0)
-        self.sums += torch.stack([values.sum(), counted.sum(dtype=torch.float64)])
+        slots, counted = self._lists(ranked_ids)
+        values, kept = self._per_list(slots, counted)
+        self.sums += torch.stack([values.sum(), kept.sum()])  # values are 0 at lists not kept
 
     def compute(self) -> Tensor:
         self._check_ids_seen()
         return (self.sums[0] / self.sums[1]).to(torch.get_default_dtype())  # NaN before any list
 
-    def _per_list(self, ids: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
-        """Per-list values ``[B]`` and whether each list counts ``[B]``."""
+    def _per_list(self, slots: Tensor, counted: Tensor) -> tuple[Tensor, Tensor]:
+        """Per-list float64 values ``[B]`` (0 at lists left out) and which lists count ``[B]`` (float64 0/1)."""
         raise NotImplementedError
 
 
-def _mean_over_list(item_values: Tensor, ids: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
-    """Mean of ``item_values[id]`` over each list's counted items; lists with none are not counted."""
-    n = valid.sum(1)
-    total = torch.where(valid, item_values[ids], 0.0).sum(1)
-    return total / n.clamp(min=1), n > 0
+def _mean_over_list(slotted_values: Tensor, slots: Tensor, counted: Tensor) -> tuple[Tensor, Tensor]:
+    """Mean of an item value (a slotted table) over each list's counted items; lists with none are left out."""
+    n = counted.sum(1)
+    total = (slotted_values[slots] * counted).sum(1)
+    return total / n.clamp(min=1), (n > 0).to(torch.float64)
 
 
 def _popularity(item_popularity: Tensor, num_items: int) -> Tensor:
@@ -217,10 +232,10 @@ class Novelty(_PerListMetric):
         popularity = _popularity(popularity, num_items)
         if not bool(((popularity > 0) & (popularity <= 1)).all()):  # at construction, not in update
             raise ValueError("Argument `item_popularity` must hold shares in (0, 1] (smooth items never seen).")
-        self.register_buffer("information", -torch.log2(popularity), persistent=False)
+        self.register_buffer("information", _slotted(-torch.log2(popularity)), persistent=False)
 
-    def _per_list(self, ids: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
-        return _mean_over_list(self.information, ids, valid)
+    def _per_list(self, slots: Tensor, counted: Tensor) -> tuple[Tensor, Tensor]:
+        return _mean_over_list(self.information, slots, counted)
 
 
 class AveragePopularity(_PerListMetric):
@@ -243,10 +258,10 @@ class AveragePopularity(_PerListMetric):
     def __init__(self, k: int | None, item_popularity: Tensor, pad_id: int = -1, **kwargs: Any) -> None:
         num_items = item_popularity.numel() if isinstance(item_popularity, Tensor) else 0
         super().__init__(k, max(num_items, 1), pad_id, **kwargs)
-        self.register_buffer("popularity", _popularity(item_popularity, num_items), persistent=False)
+        self.register_buffer("popularity", _slotted(_popularity(item_popularity, num_items)), persistent=False)
 
-    def _per_list(self, ids: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
-        return _mean_over_list(self.popularity, ids, valid)
+    def _per_list(self, slots: Tensor, counted: Tensor) -> tuple[Tensor, Tensor]:
+        return _mean_over_list(self.popularity, slots, counted)
 
 
 class LongTailShare(_PerListMetric):
@@ -285,15 +300,16 @@ class LongTailShare(_PerListMetric):
             least = torch.argsort(popularity, stable=True)[: math.floor(tail_ratio * popularity.numel())]
             tail = torch.zeros(popularity.numel(), dtype=torch.bool).index_fill_(0, least, True)
         super().__init__(k, max(tail.numel(), 1), pad_id, **kwargs)
-        self.register_buffer("tail", tail.to(torch.float64), persistent=False)
+        self.register_buffer("tail", _slotted(tail.to(torch.float64)), persistent=False)
 
-    def _per_list(self, ids: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
-        return _mean_over_list(self.tail, ids, valid)
+    def _per_list(self, slots: Tensor, counted: Tensor) -> tuple[Tensor, Tensor]:
+        return _mean_over_list(self.tail, slots, counted)
 
 
 class IntraListDiversity(_PerListMetric):
     """Mean pairwise cosine distance ``1 - cos(e_i, e_j)`` between the items of each top-``k`` list, averaged
-    over lists with at least two items. Memory ``[B, k, k]`` for the similarities of a batch, no more.
+    over lists with at least two items. The sum over pairs is ``|sum_i e_i|^2 - sum_i |e_i|^2`` of unit vectors:
+    memory ``[B, k, d]`` for a batch (no ``[B, k, k]`` similarities), time ``O(B k d)``.
 
     Args:
         item_embeddings: ``[num_items, d]`` item vectors (a zero vector has distance 1 to every item).
@@ -315,15 +331,16 @@ class IntraListDiversity(_PerListMetric):
             raise ValueError("Argument `item_embeddings` must be a [num_items, dim] float tensor.")
         super().__init__(k, item_embeddings.shape[0], pad_id, **kwargs)
         unit = torch.nn.functional.normalize(item_embeddings.detach().to(torch.float64), dim=1)
-        self.register_buffer("unit", unit, persistent=False)
+        self.register_buffer("unit", _slotted(unit), persistent=False)
 
-    def _per_list(self, ids: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
-        vectors = self.unit[ids] * valid.unsqueeze(2)  # [B, k, d], zero at items that do not count
-        similarity = vectors @ vectors.transpose(1, 2)  # [B, k, k]
-        n = valid.sum(1).to(torch.float64)
-        pairs = n * (n - 1)  # ordered pairs of distinct positions
-        off_diagonal = similarity.sum((1, 2)) - similarity.diagonal(dim1=1, dim2=2).sum(1)
-        return 1 - off_diagonal / pairs.clamp(min=1), n >= 2
+    def _per_list(self, slots: Tensor, counted: Tensor) -> tuple[Tensor, Tensor]:
+        vectors = self.unit[slots] * counted.unsqueeze(2)  # [B, k, d], zero at items that do not count
+        # sum over ordered pairs of distinct positions: |sum of vectors|^2 minus each vector's own |v|^2
+        total = vectors.sum(1)
+        off_diagonal = (total * total).sum(1) - (vectors * vectors).sum((1, 2))
+        n = counted.sum(1)
+        kept = (n >= 2).to(torch.float64)
+        return (1 - off_diagonal / (n * (n - 1)).clamp(min=1)) * kept, kept
 
 
 class Personalization(_ListMetric):
@@ -350,11 +367,11 @@ class Personalization(_ListMetric):
 
     def update(self, ranked_ids: Tensor) -> None:
         """Add a batch of ranked lists ``[B, K]`` (lists with no counted item are left out)."""
-        ids, valid = self._lists(ranked_ids)
-        n = valid.sum(1, keepdim=True).to(torch.float64)
-        share = torch.where(valid, n.clamp(min=1).rsqrt(), 0.0)
-        self.weights.index_add_(0, ids.reshape(-1), share.reshape(-1))
-        self.lists += (n > 0).sum(dtype=torch.float64)
+        slots, counted = self._lists(ranked_ids)
+        n = counted.sum(1, keepdim=True)
+        share = counted * n.clamp(min=1).rsqrt()  # 0 at the outer slots: items 0..num_items-1 get every share
+        self.weights.index_add_(0, (slots.reshape(-1) - 1).clamp_(0, self.num_items - 1), share.reshape(-1))
+        self.lists += (n > 0).sum()
 
     def compute(self) -> Tensor:
         self._check_ids_seen()
