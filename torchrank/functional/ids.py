@@ -181,7 +181,7 @@ def _match_numpy(
             # binary ideal: R ones, R the distinct relevant ids (the last relevant copy of each), padding excluded
             last = (merged & (1 << bits)) == 0
             last[:-1] &= pairs != 0
-            count = last.reshape(-1, width).sum(1)
+            count = last.view(np.uint8).reshape(-1, width).sum(1, dtype=np.int64)  # a byte view sums faster
             count -= (relevant[start:stop] == pad_id).any(1)
             np.less(np.arange(m), count[:, None], out=ideal[start:stop], casting="unsafe")
         else:
