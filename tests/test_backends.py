@@ -23,7 +23,7 @@ TRITON = pytest.mark.skipif(not backends.triton_available(), reason="triton does
 # every measure the fused kernel computes, at cut-offs and whole lists, both gains
 FUSED_MEASURES = [
     "ndcg@3", "ndcg", "ndcg_exp@5", "dcg@4", "dcg_exp", "P@3", "P", "recall@4", "f1@3", "success@2", "map",
-    "map@5", "mrr", "mrr@3", "err@4", "err",
+    "map@5", "mrr", "mrr@3", "err@4", "err", "rprec", "frp@3", "frp", "mean_rank@4", "mean_rank", "rbp@5", "rbp.5",
 ]
 TIES = ["average", "first", "optimistic", "pessimistic"]
 
@@ -159,14 +159,21 @@ def test_exponential_gains_of_labels_past_float32s_range(backend):
 @TRITON
 def test_triton_backend_single_functions_and_fallbacks(interpreted):
     preds, target, mask, _ = _batch(7, q=3, n=8)
+    calls = [
+        lambda: F.ndcg(preds, target, k=[2, 5], mask=mask), lambda: F.average_precision(preds, target, mask=mask),
+        lambda: F.ndcg(preds, target, k=3, discount="power"),  # no kernel for this discount: the torch backend
+        lambda: F.reciprocal_rank(preds.double(), target),  # float64 scores: the torch backend
+        lambda: F.rbp(preds, target, k=[2, 5], p=0.7, max_label=4, mask=mask),  # a fixed top of the label scale
+        lambda: F.rbp(preds, target, p=0.7, residual=True, judged=mask),  # judgments: the torch backend
+        lambda: F.evaluate(preds, target, ["rbp.5", "rbp.95", "frp@20"], mask=mask, reduction="none"),
+        lambda: F.r_precision(preds, target, mask=mask, ideal_target=target[:, :5]),
+        lambda: F.mean_rank(preds, target, k=[1, 4, 20], mask=mask, ties="pessimistic"),
+    ]
     with torchrank.use_backend("triton"):
-        got = [F.ndcg(preds, target, k=[2, 5], mask=mask), F.average_precision(preds, target, mask=mask),
-               F.ndcg(preds, target, k=3, discount="power"),  # no kernel for this discount: the torch backend
-               F.reciprocal_rank(preds.double(), target)]  # float64 scores: the torch backend
-    expected = [F.ndcg(preds, target, k=[2, 5], mask=mask), F.average_precision(preds, target, mask=mask),
-                F.ndcg(preds, target, k=3, discount="power"), F.reciprocal_rank(preds.double(), target)]
+        got = [call() for call in calls]
+    expected = [call() for call in calls]
     for g, e in zip(got, expected, strict=True):
-        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
 
 
 @TRITON

@@ -2,8 +2,9 @@
 
 One program per list reads its scores and labels once, sorts one 64-bit key per item (the score's bits, ordered
 as integers, then the label's bits, or the item's index for ``ties="first"``), sorts the labels (or the
-``ideal_target`` row) for the ideal, and writes each requested measure at each cut-off, with the empty-query fill
-applied: per-query values ready to reduce. ``ties="average"`` takes the closed forms per tie group of the torch
+``ideal_target`` row) for the ideal, and writes each requested measure at each cut-off (NDCG, DCG, P, R, F1, success,
+AP, RR, ERR, R-precision, first relevant position, mean rank, RBP), with the empty-query fill applied: per-query
+values ready to reduce. ``ties="average"`` takes the closed forms per tie group of the torch
 backend (group means for the gains and the hits, McSherry and Najork's expectations for AP and RR), computed only in
 the lists that hold a tie. The result equals the torch backend's (the test suite runs both under
 ``TRITON_INTERPRET=1`` on CPU).
@@ -23,18 +24,23 @@ from torch import Tensor
 
 from torchrank.functional.backends import TRITON_MAX_ITEMS
 
-# what a column of the kernel's output holds (the kernel's constexpr codes)
-PRECISION, RECALL, F1, SUCCESS, AP, RR, DCG, DCG_EXP, NDCG, NDCG_EXP, ERR = range(11)
+# what a column of the kernel's output holds (the kernel's constexpr codes, four bits each)
+PRECISION, RECALL, F1, SUCCESS, AP, RR, DCG, DCG_EXP, NDCG, NDCG_EXP, ERR, RPREC, FRP, MEAN_RANK, RBP = range(15)
+# the columns whose empty query is one without a relevant item (binary); the others': no positive label (graded)
+BINARY_CODES = (PRECISION, RECALL, F1, SUCCESS, AP, RR, RPREC, FRP, MEAN_RANK)
 TIE_CODES = {"first": 0, "average": 1, "optimistic": 2, "pessimistic": 3}
 SCORE_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 _FILL = {"neg": 0.0, "pos": 1.0, "skip": float("nan")}
 
 
 class Column(NamedTuple):
-    """One output column: a measure code and its cut-off (0: the whole list)."""
+    """One output column: a measure code, its cut-off (0: the whole list) and, for RBP, the persistence and the top
+    of the label scale (0: each query's largest label)."""
 
     code: int
     k: int
+    p: float = 0.0
+    top: float = 0.0
 
 
 def fused_columns(measure: object, ks: Sequence[int | None], params: dict) -> list[Column] | None:
@@ -43,22 +49,31 @@ def fused_columns(measure: object, ks: Sequence[int | None], params: dict) -> li
     code = _code_of(measure, params)
     if code is None:
         return None
-    return [Column(code, 0 if k is None else k) for k in ks]
+    p, top = (float(params["p"]), float(params["max_label"] or 0.0)) if code == RBP else (0.0, 0.0)
+    return [Column(code, 0 if k is None else k, p, top) for k in ks]
 
 
 def _code_of(measure: object, params: dict) -> int | None:
     from torchrank.functional.average_precision import _average_precision
     from torchrank.functional.dcg import _dcg, _ndcg
     from torchrank.functional.err import _err
-    from torchrank.functional.first_relevant import _hit_rate, _reciprocal_rank
-    from torchrank.functional.precision import _f1, _precision, _recall
+    from torchrank.functional.first_relevant import (
+        _first_relevant_position,
+        _hit_rate,
+        _mean_rank,
+        _reciprocal_rank,
+    )
+    from torchrank.functional.precision import _f1, _precision, _r_precision, _recall
+    from torchrank.functional.rbp import _rbp
 
     simple = {
         _precision: PRECISION, _recall: RECALL, _f1: F1, _hit_rate: SUCCESS, _average_precision: AP,
-        _reciprocal_rank: RR,
+        _reciprocal_rank: RR, _r_precision: RPREC, _first_relevant_position: FRP, _mean_rank: MEAN_RANK,
     }
     if measure in simple:
         return simple[measure] if not params else None
+    if measure is _rbp:  # the residual reads judgments, which the kernel does not take
+        return RBP if not params["residual"] else None
     if measure in (_dcg, _ndcg):
         weights, gain = params.get("weights"), params.get("gain")
         if set(params) != {"gain", "weights"} or gain not in ("linear", "exponential") or not _log2(weights):
@@ -135,20 +150,22 @@ def fused_values(
     errors = empty_target_action == "error"
     flags = torch.empty(q, len(columns), dtype=torch.uint8, device=preds.device) if errors else out
     cuts = _cuts(tuple(c.k for c in columns), preds.device)
+    rbp_params = _rbp_params(tuple((c.p, c.top) for c in columns), preds.device)
     codes = tuple(c.code for c in columns)
     fill = _FILL.get(empty_target_action, 0.0)
     err_ties = ties == "average" and ERR in codes
     mixed = torch.empty(q, dtype=torch.uint8, device=preds.device) if err_ties else out
     problems = torch.zeros(1, dtype=torch.int32, device=preds.device) if check_values else cuts
     _fused_kernel[(q,)](
-        preds2, target2, preds2 if mask2 is None else mask2, preds2 if ideal2 is None else ideal2, cuts, out, flags,
-        mixed, problems,
+        preds2, target2, preds2 if mask2 is None else mask2, preds2 if ideal2 is None else ideal2, cuts, rbp_params,
+        out, flags, mixed, problems,
         n, m, preds2.stride(0), target2.stride(0), 0 if mask2 is None else mask2.stride(0),
         0 if ideal2 is None else ideal2.stride(0), float(relevance_threshold), fill,
         CODES=_pack(codes), NUM_COLS=len(columns), BLOCK=block, IDEAL_BLOCK=ideal_block,
         HAS_MASK=mask2 is not None, HAS_IDEAL=ideal2 is not None, TIES=TIE_CODES[ties],
         NEED_GAIN=any(c in (DCG, NDCG) for c in codes), NEED_EXP=any(c in (DCG_EXP, NDCG_EXP) for c in codes),
-        NEED_AP=AP in codes, NEED_RR=RR in codes or SUCCESS in codes, NEED_ERR=ERR in codes,
+        NEED_AP=AP in codes, NEED_RR=any(c in (RR, SUCCESS, FRP) for c in codes), NEED_ERR=ERR in codes,
+        NEED_RBP=RBP in codes,
         WRITE_FLAGS=errors, WRITE_MIXED=err_ties, CHECK_VALUES=check_values,
         num_warps=4 if block <= 1024 else 8,
     )
@@ -170,6 +187,12 @@ def _problem_bits(device: torch.device) -> Tensor:
 @functools.lru_cache(maxsize=64)
 def _cuts(ks: tuple[int, ...], device: torch.device) -> Tensor:
     return torch.tensor(ks, dtype=torch.int32, device=device)
+
+
+@functools.lru_cache(maxsize=64)
+def _rbp_params(params: tuple[tuple[float, float], ...], device: torch.device) -> Tensor:
+    """Each column's RBP persistence and label-scale top ``[K, 2]`` float32 (cached: read, never written)."""
+    return torch.tensor(params, dtype=torch.float32, device=device)
 
 
 try:  # the triton backend's compiler (or its CPU interpreter); the other backends run without it
@@ -212,12 +235,13 @@ if triton is not None:
 
     @triton.jit
     def _fused_kernel(
-        preds_ptr, target_ptr, mask_ptr, ideal_ptr, cuts_ptr, out_ptr, flags_ptr, mixed_ptr, problems_ptr,
+        preds_ptr, target_ptr, mask_ptr, ideal_ptr, cuts_ptr, rbp_ptr, out_ptr, flags_ptr, mixed_ptr, problems_ptr,
         n, m, preds_stride, target_stride, mask_stride, ideal_stride, threshold, fill,
         CODES: tl.constexpr, NUM_COLS: tl.constexpr, BLOCK: tl.constexpr, IDEAL_BLOCK: tl.constexpr,
         HAS_MASK: tl.constexpr, HAS_IDEAL: tl.constexpr, TIES: tl.constexpr,
         NEED_GAIN: tl.constexpr, NEED_EXP: tl.constexpr, NEED_AP: tl.constexpr, NEED_RR: tl.constexpr,
-        NEED_ERR: tl.constexpr, WRITE_FLAGS: tl.constexpr, WRITE_MIXED: tl.constexpr, CHECK_VALUES: tl.constexpr,
+        NEED_ERR: tl.constexpr, NEED_RBP: tl.constexpr, WRITE_FLAGS: tl.constexpr, WRITE_MIXED: tl.constexpr,
+        CHECK_VALUES: tl.constexpr,
     ):
         row = tl.program_id(0).to(tl.int64)
         pos = tl.arange(0, BLOCK)
@@ -301,7 +325,10 @@ if triton is not None:
         ap = hits
         found = hits
         rr = hits
+        first_position = hits
         err = hits
+        graded = ranked
+        top_label = top_ideal
         ideal_dcg = tl.zeros([IDEAL_BLOCK], tl.float32)
         ideal_dcg_exp = ideal_dcg
         scale = top_ideal
@@ -344,6 +371,7 @@ if triton is not None:
                 first_probability = tl.where(first_group, survive_before * group_relevant / (size - t), 0.0)
             found = tl.cumsum(first_probability, 0)
             rr = tl.cumsum(first_probability / rank, 0)
+            first_position = tl.cumsum(first_probability * rank, 0)  # E[rank of the first relevant; found]
         if WRITE_MIXED:  # a tie group of different labels: ERR's expectation there is left to the caller
             mixed = tl.sum((pos < 0).to(tl.int32), 0) > 0  # False, as a tensor both branches can assign
             if tied:
@@ -358,6 +386,15 @@ if triton is not None:
             survive = tl.cumprod(1.0 - stop, 0)
             reach = tl.where(pos == 0, 1.0, tl.gather(survive, tl.maximum(pos - 1, 0), 0))
             err = tl.cumsum(reach * stop / rank, 0)
+
+        if NEED_RBP:  # gains label / top, averaged over tie groups: each column weighs them by its own p
+            top_label = tl.maximum(top_ideal, tl.max(ranked, 0))
+            top_label = tl.where(top_label > 0, top_label, 1.0)
+            graded = ranked
+            if tied:
+                graded = _group_sum(ranked, tl.cumsum(ranked, 0), start, end) / size
+        # expected rank times relevance, summed (mean rank): the positions' expected relevance is hits' increment
+        rank_sum = tl.cumsum(group_relevant / size * rank, 0)
 
         if CHECK_VALUES:  # one atomic, by the few programs that found a problem
             tl.atomic_or(problems_ptr, bits, mask=bits != 0)
@@ -389,9 +426,22 @@ if triton is not None:
             elif code == 9:
                 ideal_value = _read(ideal_dcg_exp, ipos, k, IDEAL_BLOCK - 1)
                 value = _read(dcg_exp, pos, k, last) / tl.where(ideal_value > 0, ideal_value, 1.0)
-            else:
+            elif code == 10:
                 value = _read(err, pos, k, last)
-            if code <= 5:
+            elif code == 11:  # precision at R (the whole list's column: k is 0)
+                value = _read(hits, pos, num_relevant.to(tl.int32), last) / r_clamped
+            elif code == 12:  # the expected rank of the first relevant item, k + 1 where none is in the top k
+                value = _read(first_position, pos, k, last) + (k_eff + 1) * (1 - _read(found, pos, k, last))
+            elif code == 13:  # mean rank of the relevant items, those past the cut-off at k + 1
+                missed = num_relevant - _read(hits, pos, k, last)
+                value = (_read(rank_sum, pos, k, last) + (k_eff + 1) * missed) / r_clamped
+            else:  # RBP: (1 - p) sum gain_i p^(i-1)
+                p = tl.load(rbp_ptr + 2 * j)
+                fixed_top = tl.load(rbp_ptr + 2 * j + 1)
+                scale_top = tl.where(fixed_top > 0, fixed_top, top_label)
+                weights = (1 - p) * tl.exp2((rank - 1) * tl.log2(p))
+                value = _read(tl.cumsum(graded / scale_top * weights, 0), pos, k, last)
+            if code <= 5 or (code >= 11 and code <= 13):  # BINARY_CODES
                 empty = num_relevant == 0
             else:
                 empty = top_ideal <= 0
