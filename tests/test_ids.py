@@ -22,7 +22,7 @@ def _reference(ranked: torch.Tensor, relevant: torch.Tensor, labels: torch.Tenso
         judged: dict[int, int] = {}
         for m, item in enumerate(relevant[b].tolist()):
             if item != pad:
-                label = 1 if labels is None else int(labels[b, m])
+                label = 1 if labels is None else labels[b, m].item()
                 judged[item] = max(judged.get(item, 0), label)
         seen, row = set(), []
         for item in ranked[b].tolist():
@@ -68,10 +68,11 @@ def test_target_and_measures_equal_hand_built_labels(seed: int, graded: bool, ba
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("ids", ["small", "int32", "wide", "extreme"])
-@pytest.mark.parametrize("graded", [False, True])
-def test_any_id_range_dtype_and_shape(ids: str, graded: bool, backend: str) -> None:
+@pytest.mark.parametrize("graded", [None, "int", "large", "float"])
+def test_any_id_range_dtype_and_shape(ids: str, graded: str | None, backend: str) -> None:
     """Ids of every range (numpy's int32 keys, int64 keys, and a span no key holds), rows that repeat the one
-    before (equal ids across a row boundary), one-column inputs and other pad ids."""
+    before (equal ids across a row boundary), one-column inputs, other pad ids, and labels of every kind
+    (small and large integers, packed into numpy's keys; floats)."""
     g = torch.Generator().manual_seed(len(ids))
     for b, k, m, items in ((30, 12, 9, 25), (7, 1, 1, 3), (5, 3, 20, 4), (1, 40, 40, 30)):
         ranked = torch.randint(0, items, (b, k), generator=g)
@@ -90,7 +91,11 @@ def test_any_id_range_dtype_and_shape(ids: str, graded: bool, backend: str) -> N
             pad = big.min + 1
         ranked[torch.rand(b, k, generator=g) < 0.2] = pad
         relevant[torch.rand(b, m, generator=g) < 0.2] = pad
-        labels = torch.randint(0, 4, (b, m), generator=g).double() if graded else None
+        labels = None if graded is None else torch.randint(0, 4, (b, m), generator=g)
+        if graded == "large":
+            labels = (labels * 1000).int()
+        elif graded == "float":
+            labels = labels / 2
         with torchrank.use_backend(backend):
             inputs = F.ids_to_dense(ranked, relevant, labels, pad_id=pad)
         target, ideal = _reference(ranked, relevant, labels, pad)

@@ -109,13 +109,14 @@ def _match_numpy(
 ) -> tuple[Tensor, Tensor] | None:
     """``(target [B, K], ideal [B, M])`` of CPU tensors by one sort-merge per query, in numpy's SIMD sort.
 
-    Each id becomes a packed key ``(id - lowest id) << (b + 1) | is_ranked << b | position`` (``b`` bits hold a
-    position), so one sort of each row's ``M + K`` keys puts equal ids side by side, relevant entries before
-    ranked ones and ranked ones in list order. A ranked entry is a hit exactly when its left neighbour holds the
-    same id and is relevant: the first ranked copy of a relevant id, and no later copy, as documented. Relevant
-    entries are laid out by ascending label (graded input), so that neighbour carries the id's largest label.
-    The keys are int32 where the id range allows (twice as fast to sort), int64 otherwise; None (the torch path
-    then) when the ids span more than an int64 key can hold.
+    Each entry becomes a packed key ``(id - lowest id) << s | is_ranked << (l + b) | label << b | position``
+    (``b`` bits hold a position, ``l`` a label: graded input only, 0 for a ranked entry), so one sort of each
+    row's ``M + K`` keys puts equal ids side by side, relevant entries first by ascending label, then the ranked
+    ones in list order. A ranked entry is a hit exactly when its left neighbour holds the same id and is
+    relevant: the first ranked copy of a relevant id, and no later copy, as documented; that neighbour is the
+    id's relevant copy with the largest label, and so is the last relevant entry of each id for the ideal. The
+    keys are int32 where the id range allows (twice as fast to sort), int64 otherwise; None (the torch path then)
+    when they would need more bits, or when graded labels are not non-negative integers.
     """
     ranked, relevant = ranked_ids.numpy(), relevant_ids.numpy()
     batch, k = ranked.shape
@@ -123,31 +124,34 @@ def _match_numpy(
     label_dtype = relevant_ids.dtype if relevant_labels is None else relevant_labels.dtype
     if batch == 0:
         return torch.zeros(0, k, dtype=label_dtype), torch.zeros(0, m, dtype=label_dtype)
+    labels, label_bits = None, 0
+    if relevant_labels is not None:
+        if relevant_labels.is_floating_point() or relevant_labels.is_complex() or relevant_labels.dtype == torch.bool:
+            return None
+        labels = relevant_labels.numpy()
+        if int(labels.min()) < 0:
+            return None
+        label_bits = int(labels.max()).bit_length()
     lowest = min(int(ranked.min()), int(relevant.min()))
     span = max(int(ranked.max()), int(relevant.max())) - lowest
     bits = max(1, (max(k, m) - 1).bit_length())  # a position
-    shift = bits + 1
+    side = bits + label_bits  # the bit that tells a ranked entry
+    shift = side + 1
     if span < 2 ** (31 - shift):
         key_dtype = np.int32
     elif span < 2 ** (63 - shift):
         key_dtype = np.int64
     else:
         return None
-    labels = None
-    if relevant_labels is not None:  # ascending labels: the last relevant copy of an id holds its largest label
-        labels = relevant_labels.numpy()
-        order = np.argsort(labels, axis=1, kind="stable")
-        relevant = np.take_along_axis(relevant, order, axis=1)
-        labels = np.take_along_axis(labels, order, axis=1)
     width = m + k
     key_bits = np.iinfo(key_dtype).bits
     # key = (id << shift) + (tag - (lowest << shift)), in the key type's wrapping arithmetic: exact, since the
-    # true key (id - lowest) << shift | tag fits the type; a column's constant is added in one pass
-    tags = [t - (lowest << shift) for t in [*range(m), *((1 << bits) | j for j in range(k))]]
+    # true key fits the type; a column's constant is added in one pass (a label, if any, in another)
+    tags = [t - (lowest << shift) for t in [*range(m), *((1 << side) | j for j in range(k))]]
     tags = np.array([(t + 2 ** (key_bits - 1)) % 2**key_bits - 2 ** (key_bits - 1) for t in tags], dtype=key_dtype)
-    position_mask = (1 << bits) - 1
+    position_mask, label_mask = (1 << bits) - 1, (1 << label_bits) - 1
     target = np.zeros((batch, k), dtype=_numpy_dtype(label_dtype))
-    ideal = np.empty((batch, m), dtype=target.dtype)
+    ideal = np.zeros((batch, m), dtype=target.dtype) if labels is not None else np.empty((batch, m), target.dtype)
     # rows in blocks whose keys stay in cache (each step reads what the one before wrote)
     rows_per_block = max(1, _NUMPY_BLOCK_KEYS // width)
     keys = np.empty((min(batch, rows_per_block), width), dtype=key_dtype)
@@ -159,33 +163,33 @@ def _match_numpy(
         block <<= shift
         block += tags
         if labels is not None:
-            # the ideal: each distinct relevant id once (its last copy: the largest label), padding excluded
-            alone = np.sort(block[:, :m], axis=1)
-            last = np.ones(alone.shape, dtype=bool)
-            last[:, :-1] = (alone[:, 1:] ^ alone[:, :-1]) >> shift != 0
-            last &= (alone >> shift).astype(np.int64) + lowest != pad_id
-            ideal[start:stop] = np.where(last, np.take_along_axis(labels[start:stop], alone & position_mask, 1), 0)
+            block[:, :m] |= labels[start:stop].astype(key_dtype) << bits
         block.sort(axis=1)
         merged = block.reshape(-1)
         pairs = merged[1:] ^ merged[:-1]
-        pairs >>= bits  # 0: same id, same side; 1: same id, relevant then ranked; more: another id
+        pairs >>= side  # 0: same id, same side; 1: same id, relevant then ranked; more: another id
         pairs[width - 1 :: width] = 2  # a pair across two rows: never the same query's id
         hit = pairs == 1
         left = np.flatnonzero(hit)
         ranked_at = merged[left + 1]
         real = (ranked_at >> shift).astype(np.int64) + lowest != pad_id
-        row = left // width + start
-        at = row * k + (ranked_at & position_mask)
+        at = (left // width + start) * k + (ranked_at & position_mask)
+        # the last relevant entry of each id (the next entry is another id or ranked): its largest label
+        last = (merged & (1 << side)) == 0
+        last[:-1] &= pairs != 0
         if labels is None:
             target.reshape(-1)[at] = real
-            # binary ideal: R ones, R the distinct relevant ids (the last relevant copy of each), padding excluded
-            last = (merged & (1 << bits)) == 0
-            last[:-1] &= pairs != 0
+            # binary ideal: R ones, R the distinct relevant ids, padding excluded
             count = last.view(np.uint8).reshape(-1, width).sum(1, dtype=np.int64)  # a byte view sums faster
             count -= (relevant[start:stop] == pad_id).any(1)
             np.less(np.arange(m), count[:, None], out=ideal[start:stop], casting="unsafe")
         else:
-            target.reshape(-1)[at] = np.where(real, labels.reshape(-1)[row * m + (merged[left] & position_mask)], 0)
+            target.reshape(-1)[at] = np.where(real, (merged[left] >> bits) & label_mask, 0)
+            where = np.flatnonzero(last)
+            entry = merged[where]
+            real = (entry >> shift).astype(np.int64) + lowest != pad_id
+            at = (where // width + start) * m + (entry & position_mask)
+            ideal.reshape(-1)[at] = np.where(real, (entry >> bits) & label_mask, 0)
     return torch.from_numpy(target), torch.from_numpy(ideal)
 
 
