@@ -12,8 +12,9 @@ Run through the harness (``python -m benchmarks.run --config configs/bench/ids.y
   NDCG equals the dense call's.
 - ``catalogue BxC k=K``: scores ``[B, C]`` over a whole catalogue, ``F.catalogue_to_dense(scores, relevant, K)``
   (top-K in chunks of queries, then the matching) and ``F.evaluate`` of NDCG@10, recall@K; and ``topk`` alone as
-  the floor. Run in a fresh subprocess, so that its peak resident memory (``ru_maxrss``) beyond the scores is
-  this call's; ``catalogue_queries`` scales it down where memory is short (``scores`` take ``4 B C`` bytes).
+  the floor. Run in a fresh subprocess; its peak resident memory beyond what it held before the call (Linux:
+  ``VmHWM`` after resetting it through ``/proc/self/clear_refs``) is the call's working memory;
+  ``catalogue_queries`` scales it down where memory is short (the scores take ``4 B C`` bytes).
 
 Every record's ``extra`` names the machine's load; on a shared machine compare ratios within one run.
 """
@@ -124,7 +125,7 @@ def _ids_workload(config: dict[str, Any], max_relevant: int, labels: str, device
 
 # ----------------------------------------------------------------------------------------------- catalogue
 _CATALOGUE_SCRIPT = r"""
-import json, resource, sys, time
+import json, re, sys, time
 import torch
 import torchrank.functional as F
 queries, items, k, seed, threads, call = json.loads(sys.argv[1])
@@ -140,16 +141,19 @@ def run():
     if call == "topk":
         return scores.topk(k, dim=1)
     return F.evaluate(measures=["ndcg@10", f"recall@{k}"], **F.catalogue_to_dense(scores, relevant, k))
-def peak():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-before = peak()
-times = []
+def status(field):
+    return int(re.search(field + r":\s+(\d+) kB", open("/proc/self/status").read()).group(1)) * 1024
+times, peaks = [], []
 for _ in range(3):
+    open("/proc/self/clear_refs", "w").write("5")  # Linux: the peak resident size restarts from the current one
+    before = status("VmRSS")
     start = time.perf_counter()
     out = run()
     times.append(time.perf_counter() - start)
-value = {n: float(v) for n, v in out.items()} if isinstance(out, dict) else None
-print(json.dumps({"times": times, "peak_extra_bytes": peak() - before, "scores_bytes": scores.numel() * 4,
+    peaks.append(status("VmHWM") - before)
+    value = {n: float(v) for n, v in out.items()} if isinstance(out, dict) else None
+    del out
+print(json.dumps({"times": times, "peak_extra_bytes": max(peaks), "scores_bytes": scores.numel() * 4,
                   "values": value}))
 """
 
