@@ -1,12 +1,11 @@
 """torchrank.compat against torchmetrics.retrieval: equal values where the semantics match (random data, uneven
-queries and updates, every empty_target_action, ignore_index, every aggregation), and each documented
-difference shown as documented."""
+queries and updates, every empty_target_action, ignore_index, every aggregation, a callable included), and each
+documented difference shown as documented. The curve classes are in tests/test_compat_curves.py."""
 
 from __future__ import annotations
 
 import inspect
 import itertools
-import warnings
 
 import pytest
 import torch
@@ -24,7 +23,7 @@ AGGREGATIONS = ["mean", "median", "min", "max"]
 # (compat class, torchmetrics class, torchrank class, graded labels, argument sets whose semantics match)
 CASES = [
     (C.RetrievalNormalizedDCG, TM.RetrievalNormalizedDCG, M.NDCG, True, [{"top_k": k} for k in TOP_KS]),
-    (C.RetrievalMAP, TM.RetrievalMAP, M.MAP, False, [{}]),
+    (C.RetrievalMAP, TM.RetrievalMAP, M.MAP, False, [{"top_k": k} for k in TOP_KS]),
     (C.RetrievalMRR, TM.RetrievalMRR, M.MRR, False, [{"top_k": k} for k in TOP_KS]),
     (C.RetrievalPrecision, TM.RetrievalPrecision, M.Precision, False,
      [{"top_k": k, "adaptive_k": a} for k in TOP_KS for a in (False, True)]),
@@ -32,10 +31,17 @@ CASES = [
     (C.RetrievalHitRate, TM.RetrievalHitRate, M.HitRate, False, [{"top_k": k} for k in TOP_KS]),
     (C.RetrievalRPrecision, TM.RetrievalRPrecision, M.RPrecision, False, [{}]),
     (C.RetrievalFallOut, TM.RetrievalFallOut, M.Recall, False, [{"top_k": k} for k in TOP_KS]),
+    (C.RetrievalAUROC, TM.RetrievalAUROC, M.AUROC, False,
+     [{"top_k": k, "max_fpr": f} for k in TOP_KS for f in (None, 0.25, 0.6)]),
 ]
 IDS = [case[0].__name__ for case in CASES]
 
 EMPTY_QUERY, NONPOSITIVE_QUERY, ALL_RELEVANT_QUERY = 5, 8, 11  # query ids with a special role
+
+
+def _custom_aggregation(values, dim=None):
+    """torchmetrics' own test suite's callable aggregation."""
+    return (values**2).mean() if dim is None else (values**2).mean(dim=dim)
 
 
 def _data(graded: bool, ignore: bool, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -91,6 +97,8 @@ def test_matches_torchmetrics(compat_cls, tm_cls, base, graded, argsets):
                 for action in ACTIONS for aggregation in AGGREGATIONS[1:]]
     configs += [(ignored, dict(args, empty_target_action="skip", ignore_index=-1)) for args in argsets]
     configs += [(ignored, dict(argsets[-1], empty_target_action="pos", ignore_index=-1, aggregation="median"))]
+    configs += [(batches, dict(args, empty_target_action=action, aggregation=_custom_aggregation))
+                for args in argsets[:: max(1, len(argsets) // 3)] for action in ACTIONS]
     for data, kw in configs:
         ours, theirs = _both(compat_cls, tm_cls, data, **kw)
         _close(ours.compute(), theirs.compute())
@@ -140,35 +148,47 @@ def test_all_queries_skipped_gives_zero(aggregation):
 
 
 @pytest.mark.parametrize("top_k", [1, 3, 10])
-def test_map_at_k_differs_as_documented(top_k):
-    """AP@k divides by all relevant items (after torchmetrics' score filter), not by those found in the top k."""
+def test_map_at_k_is_torchmetrics_and_trec_eval_is_torchrank_metrics_map(top_k):
+    """compat's AP@k divides by the relevant items found in the top k, as torchmetrics; torchrank.metrics.MAP(k) by all
+    relevant items (trec_eval's map_cut), and with denominator="found" it is compat's value without the score
+    filter."""
     preds, target, indexes = _data(graded=False, ignore=False)
-    with pytest.warns(C.CompatWarning, match="all relevant items"):
-        ours = C.RetrievalMAP(top_k=top_k)
-    theirs, native = TM.RetrievalMAP(top_k=top_k), M.MAP(k=top_k)
+    ours, theirs = _both(C.RetrievalMAP, TM.RetrievalMAP, _batches(preds, target, indexes), top_k=top_k)
+    trec, found = M.MAP(k=top_k), M.MAP(k=top_k, denominator="found")
     for p, t, i in _batches(preds, target, indexes):
-        ours.update(p, t, indexes=i)
-        theirs.update(p, t, indexes=i)
-        native.update(p, torch.where(p > 0, t, 0), indexes=i)  # torchmetrics' score filter, then torchrank's AP@k
-    _close(ours.compute(), native.compute())
-    assert ours.compute() < theirs.compute() - 0.01
+        trec.update(p, torch.where(p > 0, t, 0), indexes=i)  # torchmetrics' score filter, then trec_eval's AP@k
+        found.update(p, torch.where(p > 0, t, 0), indexes=i, ideal_target=t)  # R and the empty rule before it
+    _close(ours.compute(), theirs.compute())
+    _close(found.compute(), theirs.compute())
+    assert trec.compute() < ours.compute() - 0.01
 
 
 def test_map_documented_example():
     preds, target = torch.tensor([0.6, 0.5, 0.4, 0.3, 0.2, 0.1]), torch.tensor([1, 0, 0, 1, 0, 1])
     indexes = torch.zeros(6, dtype=torch.long)
-    with pytest.warns(C.CompatWarning):
-        ours = C.RetrievalMAP(top_k=3)
-    theirs = TM.RetrievalMAP(top_k=3)
-    ours.update(preds, target, indexes)
-    theirs.update(preds, target, indexes)
-    _close(ours.compute(), torch.tensor(1 / 3))
+    ours, theirs = _both(C.RetrievalMAP, TM.RetrievalMAP, [(preds, target, indexes)], top_k=3)
+    _close(ours.compute(), torch.tensor(1.0))
     _close(theirs.compute(), torch.tensor(1.0))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", C.CompatWarning)
-        whole = C.RetrievalMAP()  # no warning without top_k: the values match
+    trec = M.MAP(k=3)
+    trec.update(preds, target, indexes=indexes)
+    _close(trec.compute(), torch.tensor(1 / 3))
+    whole = C.RetrievalMAP()
     whole.update(preds, target, indexes)
     _close(whole.compute(), torch.tensor((1 + 2 / 4 + 3 / 6) / 3))
+
+
+def test_map_ties_across_the_cut_off_are_the_expectation_over_orders():
+    """torchmetrics' AP@k under ties depends on its sort's order; compat's is the mean over the tie orders."""
+    preds = torch.tensor([0.9, 0.5, 0.5, 0.5, 0.1])
+    target = torch.tensor([0, 1, 0, 1, 1])
+    metric = C.RetrievalMAP(top_k=2)
+    metric.update(preds, target, torch.zeros(5, dtype=torch.long))
+    # positions 2..4 hold the tied items in 3 orders of labels (1,0,1), (0,1,1), (1,1,0), equally likely: at k = 2
+    # the found items are 1 (value 1/2) with probability 2/3, none (value 0) with 1/3
+    _close(metric.compute(), torch.tensor(2 / 3 * 0.5))
+    first = C.RetrievalMAP(top_k=2, ties="first")
+    first.update(preds, target, torch.zeros(5, dtype=torch.long))
+    _close(first.compute(), torch.tensor(0.5))
 
 
 def test_nonpositive_scores_as_torchmetrics():
@@ -270,7 +290,7 @@ def test_same_names_signatures_and_direction():
         theirs = [p for p in inspect.signature(tm_cls).parameters.values() if p.kind == p.POSITIONAL_OR_KEYWORD]
         assert [(p.name, p.default) for p in ours] == [(p.name, p.default) for p in theirs]
         assert compat_cls.higher_is_better == tm_cls.higher_is_better
-    assert set(C.__all__) - {"CompatWarning"} == set(TM.__all__) - set(C.NOT_PROVIDED)
+    assert set(C.__all__) - {"CompatWarning"} == set(TM.__all__)
 
 
 def test_constructors_bind_arguments_as_torchmetrics_does():
@@ -278,11 +298,9 @@ def test_constructors_bind_arguments_as_torchmetrics_does():
     does not take is refused as torchmetrics refuses it."""
     for compat_cls, tm_cls, *_ in CASES:
         names = [p.name for p in inspect.signature(tm_cls).parameters.values() if p.kind == p.POSITIONAL_OR_KEYWORD]
-        values = {"empty_target_action": "skip", "ignore_index": -3, "top_k": 4, "adaptive_k": True}
+        values = {"empty_target_action": "skip", "ignore_index": -3, "top_k": 4, "adaptive_k": True, "max_fpr": 0.5}
         values["aggregation"] = "max"
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", C.CompatWarning)
-            ours = compat_cls(*[values[n] for n in names])
+        ours = compat_cls(*[values[n] for n in names])
         theirs = tm_cls(*[values[n] for n in names])
         kept = [n for n in names if hasattr(theirs, n)]  # torchmetrics' MAP keeps no top_k
         assert len(kept) >= 3
@@ -304,21 +322,29 @@ def test_docstrings_document_each_constructor_argument_in_order():
         assert documented == list(inspect.signature(compat_cls).parameters), compat_cls.__name__
 
 
-def test_map_warning_points_at_the_caller():
-    with pytest.warns(C.CompatWarning) as caught:
-        C.RetrievalMAP(top_k=2)
-    assert caught[0].filename == __file__
+def test_every_torchmetrics_retrieval_class_has_a_drop_in():
+    assert not C.NOT_PROVIDED
+    for name in TM.__all__:
+        assert getattr(C, name).__name__ == name
+    with pytest.raises(AttributeError):
+        C.RetrievalNothing  # noqa: B018
 
 
-@pytest.mark.parametrize("name", sorted(C.NOT_PROVIDED))
-def test_not_provided_classes_say_so(name):
-    with pytest.raises(ImportError, match=f"does not provide {name}"):
-        exec(f"from torchrank.compat import {name}", {})
+def test_bool_indexes_or_scores_raise_value_error_as_torchmetrics():
+    preds, target, indexes = torch.tensor([0.5, 0.4]), torch.tensor([1, 0]), torch.tensor([0, 0])
+    for compat_cls, tm_cls, *_ in CASES:
+        for bad, message in (((preds, target, indexes.bool()), "`indexes` must be a tensor of long integers"),
+                             ((preds.bool(), target, indexes), "`preds` must be a tensor of floats")):
+            with pytest.raises(ValueError, match=message):
+                tm_cls()(*bad[:2], indexes=bad[2])
+            with pytest.raises(ValueError, match=message):
+                compat_cls()(*bad[:2], indexes=bad[2])
+    metric = C.RetrievalMRR()  # more lenient than torchmetrics: integer ids of any dtype, integer scores
+    metric.update(torch.tensor([3, 1]), target, indexes.to(torch.int32))
+    _close(metric.compute(), torch.tensor(1.0))
 
 
 def test_unsupported_or_invalid_arguments_raise():
-    with pytest.raises(ValueError, match=r"`aggregation`.*callable is not supported"):
-        C.RetrievalMRR(aggregation=lambda x, dim=None: x.mean())
     with pytest.raises(ValueError, match="`aggregation`"):
         C.RetrievalMRR(aggregation="sum")
     with pytest.raises(ValueError, match="`empty_target_action`"):
