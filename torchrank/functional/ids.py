@@ -8,10 +8,11 @@ catalogue scores ``[B, C]`` in chunks of queries, and :func:`catalogue_to_dense`
 Two exact matchings, chosen as the ranking backend is (:mod:`torchrank.functional.backends`), both memory
 ``O(B (K + M))`` with no loop over queries:
 
-- CPU tensors under the ``"numpy"``/``"auto"`` backend: one sort-merge per query of packed keys (id, side,
-  position) in numpy's SIMD sort, by blocks of rows that stay in cache: ``O(B (K + M) log(K + M))``;
-- any device (the ``"torch"`` backend, CUDA): each query's relevant ids sorted once and the ranked ids looked up
-  with ``searchsorted``, ``O(B (M log M + K log M))``, with no host read.
+- CPU tensors under the ``"numpy"``/``"auto"`` backend, binary or non-negative integer labels: one sort-merge
+  per query of packed keys (id, side, label, position) in numpy's SIMD sort, by blocks of rows that stay in
+  cache: ``O(B (K + M) log(K + M))``;
+- any device (the ``"torch"`` backend, CUDA), and float labels: each query's relevant ids sorted once and the
+  ranked ids looked up with ``searchsorted``, ``O(B (M log M + K log M))``, with no host read.
 """
 
 from __future__ import annotations
