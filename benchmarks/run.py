@@ -46,6 +46,7 @@ KINDS = {
     "kernels": "benchmarks.bench_functional",
     "metrics": "benchmarks.bench_metrics",
     "losses": "benchmarks.bench_losses",
+    "training_epoch": "benchmarks.bench_training_epoch",
     "cli": "benchmarks.bench_cli",
     "ids": "benchmarks.bench_ids",
     "recommenders": "benchmarks.bench_recommenders",

@@ -1,14 +1,20 @@
 """Train the MLP ranker of ``torchrank.training`` with each ``configs/train/*.yaml`` (40 epochs) and record the
-test NDCG@{1,3,5,10} of the last epoch in ``benchmarks/results/training_cpu.json`` (the README's figures).
+test NDCG@{1,3,5,10} of the last epoch in ``benchmarks/results/training_cpu.json``: the figures of the README and
+docs/training.md, regenerated.
 
-Each config runs exactly as on the command line:
+Each config runs exactly as on the command line, once per seed:
 
-    python -m torchrank.training fit  --config configs/train/<loss>.yaml
-    python -m torchrank.training test --config configs/train/<loss>.yaml --ckpt_path <its last.ckpt>
+    python -m torchrank.training fit  --config configs/train/<loss>.yaml --seed_everything <seed> --threads 1
+    python -m torchrank.training test --config configs/train/<loss>.yaml ... --ckpt_path <its last.ckpt>
 
-Usage (from the repository root; about a minute per loss on one CPU thread):
+Usage (from the repository root; 10-40 s per fit on one CPU thread):
 
-    python -m benchmarks.train_neural_rankers [neural_ndcg approx_ndcg ...] [--threads 1]
+    python -m benchmarks.train_neural_rankers [neural_ndcg approx_ndcg ...] [--seeds 0 1 2] [--threads 1]
+    python -m benchmarks.train_neural_rankers --data_dir ~/data/MSLR-WEB10K --fold 1 --out mslr.json  # your folder
+
+On the same machine, torch build and thread count a seed's figures repeat exactly; another CPU (another BLAS
+code path) or thread count changes the rounding, which 40 epochs of training carry into the figures (see
+docs/training.md, "Reproducibility").
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import time
 from datetime import datetime, timezone
@@ -33,10 +40,11 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs" / "train"
 
 
-def run(name: str, root: Path) -> dict:
+def run(name: str, root: Path, seed: int, threads: int, data: list[str]) -> dict:
     """fit, then test the last checkpoint, of ``configs/train/<name>.yaml``; the logged figures."""
     config = str(CONFIGS / f"{name}.yaml")
-    common = ["--config", config, f"--trainer.default_root_dir={root / name}", "--trainer.enable_progress_bar=false"]
+    common = ["--config", config, f"--trainer.default_root_dir={root / name / f'seed{seed}'}", *data]
+    common += [f"--seed_everything={seed}", f"--threads={threads}", "--trainer.enable_progress_bar=false"]
     start = time.perf_counter()
     fitted = cli(["fit", *common])
     seconds = time.perf_counter() - start
@@ -46,6 +54,7 @@ def run(name: str, root: Path) -> dict:
     test = {key: float(value) for key, value in tested.trainer.callback_metrics.items() if key.startswith("test_")}
     return {
         "config": f"configs/train/{name}.yaml",
+        "seed": seed,
         "loss": fitted.config.fit.model.loss.class_path,
         "epochs": fitted.trainer.current_epoch,
         "fit_seconds": round(seconds, 1),
@@ -79,21 +88,37 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="config names (default: every configs/train/*.yaml)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1: a tiny MLP)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="seeds (--seed_everything), default 0")
+    parser.add_argument("--data_dir", help="a folder in a standard layout (MSLR-WEB, Yahoo, Istella, LETOR 4.0)")
+    parser.add_argument("--fold", type=int, default=1, help="the fold (or Yahoo set) of --data_dir")
     parser.add_argument("--runs", default="runs", help="folder for the logs and checkpoints")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "training_cpu.json"))
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     load_at_start = os.getloadavg()[0]
     names = args.names or sorted(p.stem for p in CONFIGS.glob("*.yaml"))
-    results = [run(name, Path(args.runs)) for name in names]
-    record = {"metadata": {**metadata(args.threads), "load_average_1min_at_start": load_at_start}, "results": results}
+    data = [f"--data.data_dir={args.data_dir}", f"--data.fold={args.fold}"] if args.data_dir else []
+    results = [run(name, Path(args.runs), seed, args.threads, data) for name in names for seed in args.seeds]
+    meta = {**metadata(args.threads), "load_average_1min_at_start": load_at_start, "seeds": args.seeds}
+    meta["data"] = {"data_dir": args.data_dir, "fold": args.fold} if args.data_dir else "the bundled LightGBM data"
+    record = {"metadata": meta, "results": results}
     Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
-    print("| config | " + " | ".join(f"test NDCG@{k}" for k in EVAL_K) + " | fit time |")
-    print("|---" * (len(EVAL_K) + 2) + "|")
-    for r in results:
-        cells = " | ".join(f"{r[f'test_ndcg@{k}']:.4f}" for k in EVAL_K)
-        print(f"| {r['config']} | {cells} | {r['fit_seconds']:.0f} s |")
+    print(markdown(results, args.seeds))
     return record
+
+
+def markdown(results: list[dict], seeds: list[int]) -> str:
+    """Per config: the first seed's test NDCG@k, and NDCG@5's mean and standard deviation over the seeds."""
+    header = "| config | " + " | ".join(f"test NDCG@{k}" for k in EVAL_K) + " | NDCG@5 over seeds | fit time |"
+    lines = [header, "|---" * (len(EVAL_K) + 3) + "|"]
+    for config in dict.fromkeys(r["config"] for r in results):
+        runs = [r for r in results if r["config"] == config]
+        first = runs[0]
+        cells = " | ".join(f"{first[f'test_ndcg@{k}']:.4f}" for k in EVAL_K)
+        at5 = [r["test_ndcg@5"] for r in runs]
+        spread = f"{statistics.mean(at5):.4f} +- {statistics.stdev(at5):.4f}" if len(at5) > 1 else ""
+        lines.append(f"| {config} | {cells} | {spread} | {first['fit_seconds']:.0f} s |")
+    return "\n".join(lines) + f"\n\n(first columns: seed {seeds[0]}; spread: mean +- sd over seeds {seeds})"
 
 
 if __name__ == "__main__":

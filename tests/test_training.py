@@ -403,3 +403,45 @@ def test_unknown_layout_names_the_expected_files(tmp_path):
         LetorDataModule(str(tmp_path)).setup("fit")
     dm = LetorDataModule(str(tmp_path), train_file="data.txt", test_file="data.txt", val_file="data.txt")
     assert len(dm.val_set) == len(dm.train_set) == 2  # explicit names need no layout
+
+
+# ----------------------------------------------------------------------------------------------- CLI behaviour
+def test_cli_threads_default_to_one_and_follow_the_flag(monkeypatch):
+    from torchrank.training.cli import default_threads
+
+    config = str(ROOT / "configs" / "train" / "listnet.yaml")
+    try:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+        assert default_threads() == 1
+        torch.set_num_threads(2)
+        main(["--config", config], run=False)
+        assert torch.get_num_threads() == 1
+        main(["--config", config, "--threads=2"], run=False)
+        assert torch.get_num_threads() == 2
+        monkeypatch.setenv("OMP_NUM_THREADS", "2")
+        assert default_threads() == 2
+        monkeypatch.setenv("OMP_NUM_THREADS", "many")
+        assert default_threads() == 1
+    finally:
+        torch.set_num_threads(1)
+
+
+def test_cli_drops_lightnings_notices_and_keeps_real_warnings(tmp_path, capfd, recwarn):
+    """A fit prints the progress bar, not Lightning's device probes, tips or known-harmless warnings; a warning of
+    torchrank's own (raw features without scaling) still shows."""
+    from torchrank.training.cli import NOISY_WARNINGS
+
+    folder = raw_web_files(tmp_path / "data")
+    config = str(ROOT / "configs" / "train" / "listnet.yaml")
+    data = [f"--data.data_dir={folder}", "--data.train_file=train.txt", "--data.test_file=test.txt"]
+    cli = main(["fit", "--config", config, f"--trainer.default_root_dir={tmp_path}", "--trainer.max_epochs=1",
+                *data, "--data.normalization=none"])  # fmt: skip
+    assert cli.trainer.progress_bar_callback is not None  # a progress bar by default
+    err = capfd.readouterr().err
+    for notice in ("GPU available", "TPU available", "Tip:", "tensorboardX", "LeafSpec"):
+        assert notice not in err
+    messages = [str(w.message) for w in recwarn]
+    assert any("log1p_zscore" in m for m in messages)  # torchrank's own warning is kept
+    import re
+
+    assert not [m for m in messages if any(re.match(p, m) for p in NOISY_WARNINGS)]

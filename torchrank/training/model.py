@@ -114,7 +114,8 @@ class MLPRanker(L.LightningModule):
 
     def _log_ndcg(self, prefix: str, metric: NDCG) -> None:
         values = metric.compute()  # over all queries of the epoch (synced across processes)
-        self.log_dict({f"{prefix}_ndcg@{k}": v for k, v in zip(EVAL_K, values, strict=True)}, prog_bar=prefix == "val")
+        for k, value in zip(EVAL_K, values, strict=True):  # the progress bar shows val_ndcg@5 and train_loss
+            self.log(f"{prefix}_ndcg@{k}", value, prog_bar=prefix == "val" and k == 5)
         metric.reset()
 
     def on_validation_epoch_end(self) -> None:
