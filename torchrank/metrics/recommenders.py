@@ -55,10 +55,9 @@ class _ListMetric(Metric):
         self.add_state("out_of_range", torch.zeros((), dtype=torch.float64), dist_reduce_fx="sum")
         self.register_buffer("in_catalogue", _slotted(torch.ones(num_items, dtype=torch.float64)), persistent=False)
 
-    def _lists(self, ranked_ids: Tensor) -> tuple[Tensor, Tensor]:
+    def _slots(self, ranked_ids: Tensor) -> tuple[Tensor, Tensor]:
         """The slots ``[B, k]`` of the top-``k`` ids (``id + 1``; 0 below the catalogue, ``num_items + 1`` above
-        it) and which positions count ``[B, k]`` float64 (1 at the first copy of an id in the catalogue); the
-        first copies of ids outside it are added to ``out_of_range``."""
+        it) and the first copy of each id that is not padding ``[B, k]`` (bool)."""
         if not isinstance(ranked_ids, Tensor) or ranked_ids.ndim != 2 or ranked_ids.is_floating_point() \
                 or ranked_ids.dtype == torch.bool:
             shown = tuple(ranked_ids.shape) if isinstance(ranked_ids, Tensor) else type(ranked_ids).__name__
@@ -66,16 +65,24 @@ class _ListMetric(Metric):
         ids = ranked_ids[:, : self.k] if self.k is not None else ranked_ids
         if ids.dtype == torch.uint8:  # room for the slot below the catalogue
             ids = ids.long()
-        first = first_occurrence(ids, self.pad_id)
-        slots = ids.clamp(-1, self.num_items).add_(1)
-        counted = self.in_catalogue[slots] * first
+        return ids.clamp(-1, self.num_items).add_(1), first_occurrence(ids, self.pad_id)
+
+    def _lists(self, ranked_ids: Tensor) -> tuple[Tensor, Tensor]:
+        """The slots ``[B, k]`` and which positions count ``[B, k]`` float64 (1 at the first copy of an id in the
+        catalogue); the first copies of ids outside it are added to ``out_of_range``."""
+        slots, first = self._slots(ranked_ids)
+        counted = self.in_catalogue.take(slots) * first
         self.out_of_range += first.sum() - counted.sum()
         return slots, counted
 
+    def _ids_outside(self) -> Tensor:
+        return self.out_of_range
+
     def _check_ids_seen(self) -> None:
-        if self.out_of_range > 0:  # one host read, at compute
+        outside = int(self._ids_outside())  # one host read, at compute
+        if outside > 0:
             raise ValueError(
-                f"Argument `ranked_ids` held {int(self.out_of_range)} ids outside [0, num_items={self.num_items}) "
+                f"Argument `ranked_ids` held {outside} ids outside [0, num_items={self.num_items}) "
                 "(other than `pad_id`); they were left out. Fix the ids, then `reset()`."
             )
 
@@ -87,17 +94,25 @@ def _slotted(per_item: Tensor) -> Tensor:
 
 
 class _ExposureMetric(_ListMetric):
-    """Counts each item's appearances in the top-``k`` lists: a ``[num_items]`` sum state."""
+    """Counts each item's appearances in the top-``k`` lists: a sum state of ``num_items + 2`` slots, whose two
+    outer slots count the ids outside the catalogue."""
 
     def __init__(self, k: int | None, num_items: int, pad_id: int = -1, **kwargs: Any) -> None:
         super().__init__(k, num_items, pad_id, **kwargs)
-        self.add_state("exposure", torch.zeros(num_items, dtype=torch.float64), dist_reduce_fx="sum")
+        self.add_state("slot_counts", torch.zeros(num_items + 2, dtype=torch.float64), dist_reduce_fx="sum")
+
+    @property
+    def exposure(self) -> Tensor:
+        """``[num_items]``: each item's number of appearances in a top-``k`` list so far (this process)."""
+        return self.slot_counts[1:-1]
 
     def update(self, ranked_ids: Tensor) -> None:
         """Add a batch of ranked lists ``[B, K]``."""
-        slots, counted = self._lists(ranked_ids)
-        # counted is 0 at the outer slots: the view of items 0..num_items-1 gets every count
-        self.exposure.index_add_(0, (slots.reshape(-1) - 1).clamp_(0, self.num_items - 1), counted.reshape(-1))
+        slots, first = self._slots(ranked_ids)
+        self.slot_counts.index_add_(0, slots.reshape(-1), first.reshape(-1).to(torch.float64))
+
+    def _ids_outside(self) -> Tensor:
+        return self.slot_counts[0] + self.slot_counts[-1]
 
     def compute(self) -> Tensor:
         self._check_ids_seen()
@@ -196,7 +211,7 @@ class _PerListMetric(_ListMetric):
 def _mean_over_list(slotted_values: Tensor, slots: Tensor, counted: Tensor) -> tuple[Tensor, Tensor]:
     """Mean of an item value (a slotted table) over each list's counted items; lists with none are left out."""
     n = counted.sum(1)
-    total = (slotted_values[slots] * counted).sum(1)
+    total = (slotted_values.take(slots) * counted).sum(1)
     return total / n.clamp(min=1), (n > 0).to(torch.float64)
 
 
@@ -334,7 +349,7 @@ class IntraListDiversity(_PerListMetric):
         self.register_buffer("unit", _slotted(unit), persistent=False)
 
     def _per_list(self, slots: Tensor, counted: Tensor) -> tuple[Tensor, Tensor]:
-        vectors = self.unit[slots] * counted.unsqueeze(2)  # [B, k, d], zero at items that do not count
+        vectors = self.unit.index_select(0, slots.reshape(-1)).view(*slots.shape, -1) * counted.unsqueeze(2)
         # sum over ordered pairs of distinct positions: |sum of vectors|^2 minus each vector's own |v|^2
         total = vectors.sum(1)
         off_diagonal = (total * total).sum(1) - (vectors * vectors).sum((1, 2))
