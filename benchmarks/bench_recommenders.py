@@ -11,7 +11,9 @@ indexing), per-list cosine similarities (``matmul`` of ``[lists, k, d]``) over a
 Personalization in numpy uses the same per-item weights as torchrank (``sum_i w_i^2``): recmetrics' all-pairs
 matrix of ``U x U`` similarities is out of reach at ``U = updates x lists`` (``U^2`` entries).
 
-Guard: every epoch's value equals numpy's within ``tolerance``, on the warm-up epoch and the last timed one.
+A variant gives torchrank numpy's schedule (the epoch's lists concatenated, one ``update``): what the per-update
+cost is, against what the measure costs. Guard: every epoch's value equals numpy's within ``tolerance`` (relative),
+on the warm-up epoch and the last timed one.
 RecBole itself is not installable here (it pins old numpy/torch); the numpy functions follow its formulas.
 """
 
@@ -158,6 +160,14 @@ def measure(config: dict[str, Any]) -> list[dict[str, Any]]:
 
             return call
 
+        def torchrank_collected(_q: int, factory: Callable[[int], Any] = factory) -> Callable[[], Any]:
+            def call() -> torch.Tensor:
+                metric = factory(k)
+                metric.update(torch.cat(batches))  # the numpy contender's schedule: lists collected, one pass
+                return metric.compute()
+
+            return call
+
         def numpy_epoch(_q: int, reference: Callable[[np.ndarray], float] = reference) -> Callable[[], Any]:
             def call() -> float:
                 collected = []
@@ -172,6 +182,9 @@ def measure(config: dict[str, Any]) -> list[dict[str, Any]]:
                       torchrank_epoch, check),
             Contender(f"numpy {name}", "numpy", "incumbent", "lists collected per batch, then the measure",
                       numpy_epoch, check),
+            Contender(f"{name}(k={k}), one update of the collected lists", "torchrank", "variant",
+                      "torch.cat of the epoch's lists, one update, compute: numpy's schedule",
+                      torchrank_collected, check),
         ]
         _log(f"  {name}: epoch of {updates} updates of [{lists} x {k}]")
         timings = measure_contenders(contenders, updates, timing, int(config["threads"]), torch.device("cpu"), _log)

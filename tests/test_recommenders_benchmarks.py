@@ -1,0 +1,44 @@
+"""The id-list and beyond-accuracy benchmarks (benchmarks/bench_ids.py, bench_recommenders.py) run end to end on
+tiny sizes: their correctness guards pass and their records are complete (the figures live in benchmarks/results)."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import bench_ids, bench_recommenders
+from benchmarks._records import validate_records
+
+TINY_TIMING = {"min_run_time": 0.01, "rounds": 1}
+
+
+def test_ids_benchmark_records() -> None:
+    records = bench_ids.measure({
+        "queries": 40, "k": 8, "max_relevant": [5], "items": 100, "labels": ["binary", "graded"],
+        "catalogue_queries": 4, "catalogue_items": 300, "catalogue_k": 8, "timing": TINY_TIMING,
+    })
+    validate_records(records, "bench_ids")
+    ids_records = [r for r in records if r["workload"].startswith("ids")]
+    assert len(ids_records) == 8 and {r["role"] for r in ids_records} == {"primary", "variant"}
+    assert all(r["guard"]["max_abs_diff"] <= 1e-6 for r in ids_records if r.get("guard"))
+    catalogue = [r for r in records if r["workload"].startswith("catalogue")]
+    assert len(catalogue) == 2 and catalogue[0]["extra"]["values"]["recall@8"] >= 0
+
+
+def test_beyond_accuracy_benchmark_records() -> None:
+    records = bench_recommenders.measure({"updates": 4, "lists": 6, "k": 5, "items": 50, "dim": 4,
+                                          "timing": {"slow_repeats": 1}})
+    validate_records(records, "bench_recommenders")
+    assert {r["params"]["class"] for r in records} == set(bench_recommenders.DEFAULTS["classes"])
+    assert {r["library"] for r in records} == {"torchrank", "numpy"}
+
+
+@pytest.mark.parametrize("lists", [[[0, 1, 2], [2, 3, 4]], [[4, 3, 2], [1, 0, 4]]])
+def test_numpy_references_are_the_documented_formulas(lists: list[list[int]]) -> None:
+    import numpy as np
+
+    x = np.array(lists)
+    assert bench_recommenders.np_coverage(x, 10) == len({i for row in lists for i in row}) / 10
+    weights = np.bincount(x.ravel(), minlength=10) / np.sqrt(3)
+    overlap = len(set(lists[0]) & set(lists[1])) / 3  # cosine of two binary vectors of 3 items
+    assert bench_recommenders.np_personalization(x, 10) == pytest.approx(1 - overlap)
+    assert ((weights**2).sum() - 2) / 2 == pytest.approx(overlap)
