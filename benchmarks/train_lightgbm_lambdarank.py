@@ -7,8 +7,13 @@ and prints test NDCG@{1,3,5,10} with gain 2^y - 1 and NDCG = 1 where the ideal D
 convention), by LightGBM's own evaluation and by torchrank (ties in input order, as LightGBM's stable sort,
 and averaged over tie orders; trees give tied scores).
 
-    pip install lightgbm
+    pip install lightgbm        # for this script only: torchrank does not depend on it
     python -m benchmarks.train_lightgbm_lambdarank [--seed 0] [--out benchmarks/results/lightgbm_lambdarank_cpu.json]
+    python -m benchmarks.train_lightgbm_lambdarank --data_dir ~/data/MSLR-WEB10K --fold 1   # a folder of yours
+
+With ``--data_dir`` the files come from the folder's layout (``torchrank.training.find_layout``: MSLR-WEB, Yahoo,
+Istella, LETOR 4.0), LightGBM trains on the training file (the validation file is not used) and is scored on the
+test file, with the same parameters.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import torch
 
 from torchrank.io import group_to_dense, read_svmlight
 from torchrank.training import EVAL_K, LIGHTGBM_LAMBDARANK, ndcg_metric
+from torchrank.training.data import find_layout
 
 # examples/lambdarank/train.conf of LightGBM
 TRAIN_CONF = {
@@ -39,10 +45,10 @@ TRAIN_CONF = {
 NUM_TREES = 100
 
 
-def load(name: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]:
-    """Features, labels and query ids of a bundled file, and its group sizes."""
-    path = LIGHTGBM_LAMBDARANK / name
-    rows = read_svmlight(path, n_features=300, group_file=f"{path}.query")
+def load(path: Path, n_features: int | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]:
+    """Features, labels and query ids (0..Q-1 in file order) of a file, and its group sizes."""
+    group_file = Path(f"{path}.query")
+    rows = read_svmlight(path, n_features=n_features, group_file=group_file if group_file.is_file() else None)
     return rows.features, rows.labels, rows.qid, torch.bincount(rows.qid).tolist()
 
 
@@ -51,11 +57,18 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data_dir", help="a folder in a standard layout (default: the bundled example data)")
+    parser.add_argument("--fold", type=int, default=1, help="the fold (or Yahoo set) of --data_dir")
     parser.add_argument("--out", help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
 
-    x_train, y_train, _, groups_train = load("rank.train")
-    x_test, y_test, qid_test, groups_test = load("rank.test")
+    if args.data_dir:
+        train_path, _, test_path = find_layout(args.data_dir, args.fold)
+        x_train, y_train, _, groups_train = load(train_path)
+        x_test, y_test, qid_test, groups_test = load(test_path, n_features=x_train.shape[1])
+    else:
+        x_train, y_train, _, groups_train = load(LIGHTGBM_LAMBDARANK / "rank.train", n_features=300)
+        x_test, y_test, qid_test, groups_test = load(LIGHTGBM_LAMBDARANK / "rank.test", n_features=300)
     params = {**TRAIN_CONF, "seed": args.seed, "deterministic": True, "verbosity": -1}
     train = lgb.Dataset(x_train.numpy(), y_train.numpy(), group=groups_train)
     test = lgb.Dataset(x_test.numpy(), y_test.numpy(), group=groups_test, reference=train)
@@ -71,6 +84,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         metric.update(scores, labels, mask=mask)
         result |= {f"torchrank_ndcg@{k}_ties_{ties}": float(v) for k, v in zip(EVAL_K, metric.compute(), strict=True)}
     result |= {"lightgbm": lgb.__version__, "seed": args.seed, "trees": NUM_TREES}
+    result |= {"data": {"data_dir": args.data_dir, "fold": args.fold} if args.data_dir else "bundled"}
     print(json.dumps(result, indent=1))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
