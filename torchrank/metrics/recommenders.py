@@ -37,13 +37,14 @@ __all__ = [
 
 
 class _ListMetric(Metric):
-    """Shared mechanics: the cut-off, padding and id checks, and the out-of-range id count (a sum state)."""
+    """Shared mechanics: the cut-off, padding and id checks, slots, and the count of ids outside the catalogue."""
 
     is_differentiable = False
     higher_is_better: bool | None = True
     full_state_update = False
     plot_lower_bound: float | None = 0.0
     plot_upper_bound: float | None = 1.0
+    _outside_state = True  # an ``out_of_range`` sum state counts the ids outside the catalogue
 
     def __init__(self, k: int | None, num_items: int, pad_id: int = -1, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -52,7 +53,8 @@ class _ListMetric(Metric):
         if isinstance(num_items, bool) or not isinstance(num_items, int) or num_items <= 0:
             raise ValueError(f"Argument `num_items` must be a positive int (the catalogue size), got {num_items!r}.")
         self.k, self.num_items, self.pad_id = k, num_items, pad_id
-        self.add_state("out_of_range", torch.zeros((), dtype=torch.float64), dist_reduce_fx="sum")
+        if self._outside_state:  # the exposure classes count them in their own state's outer slots
+            self.add_state("out_of_range", torch.zeros((), dtype=torch.float64), dist_reduce_fx="sum")
         self.register_buffer("in_catalogue", _slotted(torch.ones(num_items, dtype=torch.float64)), persistent=False)
 
     def _slots(self, ranked_ids: Tensor) -> tuple[Tensor, Tensor]:
@@ -96,6 +98,8 @@ def _slotted(per_item: Tensor) -> Tensor:
 class _ExposureMetric(_ListMetric):
     """Counts each item's appearances in the top-``k`` lists: a sum state of ``num_items + 2`` slots, whose two
     outer slots count the ids outside the catalogue."""
+
+    _outside_state = False
 
     def __init__(self, k: int | None, num_items: int, pad_id: int = -1, **kwargs: Any) -> None:
         super().__init__(k, num_items, pad_id, **kwargs)
