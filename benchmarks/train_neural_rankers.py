@@ -91,6 +91,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="seeds (--seed_everything), default 0")
     parser.add_argument("--data_dir", help="a folder in a standard layout (MSLR-WEB, Yahoo, Istella, LETOR 4.0)")
     parser.add_argument("--fold", type=int, default=1, help="the fold (or Yahoo set) of --data_dir")
+    parser.add_argument("--epochs", type=int, help="override the configs' max_epochs (40), e.g. for a quick check")
     parser.add_argument("--runs", default="runs", help="folder for the logs and checkpoints")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "training_cpu.json"))
     args = parser.parse_args(argv)
@@ -98,9 +99,11 @@ def main(argv: list[str] | None = None) -> dict:
     load_at_start = os.getloadavg()[0]
     names = args.names or sorted(p.stem for p in CONFIGS.glob("*.yaml"))
     data = [f"--data.data_dir={args.data_dir}", f"--data.fold={args.fold}"] if args.data_dir else []
+    data += [f"--trainer.max_epochs={args.epochs}"] if args.epochs else []
     results = [run(name, Path(args.runs), seed, args.threads, data) for name in names for seed in args.seeds]
     meta = {**metadata(args.threads), "load_average_1min_at_start": load_at_start, "seeds": args.seeds}
     meta["data"] = {"data_dir": args.data_dir, "fold": args.fold} if args.data_dir else "the bundled LightGBM data"
+    meta["epochs"] = args.epochs or "the configs' (40)"
     record = {"metadata": meta, "results": results}
     Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
     print(markdown(results, args.seeds))
