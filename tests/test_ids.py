@@ -200,3 +200,19 @@ def test_metric_classes_take_the_same_dict() -> None:
                 torch.testing.assert_close(got[name], want[name])
         else:
             torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_strided_views_and_small_integer_dtypes(backend: str) -> None:
+    ranked, relevant, labels = _random_ids(11)
+    wide = torch.stack([ranked, ranked], 2).reshape(ranked.shape[0], -1)  # every id twice, side by side
+    view = wide[:, ::2]  # a strided view equal to ranked
+    relevant_t = relevant.T.contiguous().T  # column-major storage
+    with torchrank.use_backend(backend):
+        got = F.ids_to_dense(view, relevant_t, labels.T.contiguous().T)
+        small = F.ids_to_dense(ranked.to(torch.int16), relevant.to(torch.int16), labels.to(torch.int8))
+    target, ideal = _reference(ranked, relevant, labels, -1)
+    assert torch.equal(got["target"], target) and torch.equal(small["target"], target.to(torch.int8))
+    for inputs in (got, small):
+        sorted_ideal = inputs["ideal_target"].sort(1, descending=True).values[:, : ideal.shape[1]]
+        assert torch.equal(sorted_ideal, ideal.to(sorted_ideal.dtype))

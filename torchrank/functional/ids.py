@@ -99,7 +99,7 @@ def _match_torch(
     labels = torch.where(relevant_ids != pad_id, labels, torch.zeros_like(labels))
     sorted_ids, ideal = _sorted_relevant(relevant_ids, labels, graded=relevant_labels is not None)
     # a ranked id found among the relevant ones points at its first (largest-label) entry
-    where = torch.searchsorted(sorted_ids, ranked_ids).clamp_(max=sorted_ids.shape[1] - 1)
+    where = torch.searchsorted(sorted_ids.contiguous(), ranked_ids.contiguous()).clamp_(max=sorted_ids.shape[1] - 1)
     found = (sorted_ids.gather(1, where) == ranked_ids) & mask
     found &= _first_found(where, found, sorted_ids.shape[1])
     return torch.where(found, ideal.gather(1, where), torch.zeros_like(ideal[:, :1])), ideal
