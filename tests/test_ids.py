@@ -123,9 +123,13 @@ def test_repeated_ids_count_once(backend: str) -> None:
     assert sorted(inputs["ideal_target"][0].tolist(), reverse=True) == [2, 1, 0]
     assert binary["target"].tolist() == [[1, 0, 1]]
     assert sorted(binary["ideal_target"][0].tolist(), reverse=True) == [1, 1, 0]
-    ids = torch.randint(-1, 6, (50, 9), generator=torch.Generator().manual_seed(1))
-    first = [[x != -1 and x not in row[:j] for j, x in enumerate(row)] for row in ids.tolist()]
-    assert first_occurrence(ids).tolist() == first
+    for rows, items in ((50, 6), (3000, 12)):  # a small batch (torch's sort) and a large one (numpy's, on CPU)
+        ids = torch.randint(-1, items, (rows, 9), generator=torch.Generator().manual_seed(rows))
+        ids[1::2] = ids[::2][: ids[1::2].shape[0]]  # rows equal to the one before
+        first = [[x != -1 and x not in row[:j] for j, x in enumerate(row)] for row in ids.tolist()]
+        with torchrank.use_backend(backend):
+            assert first_occurrence(ids).tolist() == first
+            assert first_occurrence(ids * 2**45, pad_id=-(2**45)).tolist() == first  # int64 keys
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -27,6 +27,9 @@ from torchrank.functional.backends import uses_numpy
 # top-k working memory per catalogue score: the scores' copy a sort-based top-k may make plus its indices
 _TOPK_BYTES_PER_SCORE = 16
 _DEFAULT_TOPK_BUDGET = 2**30
+# first_occurrence sorts CPU batches of at least this many ids with numpy (below it, numpy's per-call costs
+# outweigh torch's slower sort of short rows: benchmarks/bench_recommenders.py, one update of a collected epoch)
+_NUMPY_FIRST_MIN_IDS = 2**13
 # keys per block of rows in the numpy matching: about 512 KiB of int32 keys, which stay in a core's cache
 _NUMPY_BLOCK_KEYS = 2**17
 
@@ -201,17 +204,46 @@ def _numpy_dtype(dtype: torch.dtype) -> np.dtype:
 def first_occurrence(ids: Tensor, pad_id: int = -1) -> Tensor:
     """``[B, K]`` bool: True where an id is not padding and does not occur earlier in its row.
 
-    One stable sort per row (``O(B K log K)``, no host read): equal ids become neighbours in input order.
+    One sort per row (``O(B K log K)``, no loop over rows): equal ids become neighbours in input order. Large
+    CPU batches under the ``"numpy"``/``"auto"`` backend sort packed keys (id, position) in numpy's SIMD sort;
+    other inputs take a stable ``torch.sort``, with no host read.
 
     Example:
         >>> import torch
         >>> first_occurrence(torch.tensor([[4, 2, 4, -1, 2, 5]]))
         tensor([[ True,  True, False, False, False,  True]])
     """
-    ordered, order = torch.sort(ids, dim=1, stable=True)
-    # the first of each run of equal ids keeps True; a validation epoch calls this per batch: few ops
-    first = torch.ones_like(ids, dtype=torch.bool).scatter_(1, order[:, 1:], ordered[:, 1:] != ordered[:, :-1])
+    first = _first_numpy(ids) if uses_numpy(ids) and ids.numel() >= _NUMPY_FIRST_MIN_IDS else None
+    if first is None:
+        ordered, order = torch.sort(ids, dim=1, stable=True)
+        # the first of each run of equal ids keeps True; a validation epoch calls this per batch: few ops
+        first = torch.ones_like(ids, dtype=torch.bool).scatter_(1, order[:, 1:], ordered[:, 1:] != ordered[:, :-1])
     return first & (ids != pad_id)
+
+
+def _first_numpy(ids: Tensor) -> Tensor | None:
+    """:func:`first_occurrence` before the padding check, by numpy's sort of keys ``(id - lowest) << b |
+    position``; None when the ids span more than an int64 key holds."""
+    x = ids.numpy()
+    k = x.shape[1]
+    lowest = int(x.min())
+    bits = max(1, (k - 1).bit_length())
+    span = int(x.max()) - lowest
+    key_dtype = np.int32 if span < 2 ** (31 - bits) else np.int64 if span < 2 ** (63 - bits) else None
+    if key_dtype is None:
+        return None
+    key_bits = np.iinfo(key_dtype).bits
+    tags = [(j - (lowest << bits) + 2 ** (key_bits - 1)) % 2**key_bits - 2 ** (key_bits - 1) for j in range(k)]
+    keys = x.astype(key_dtype)  # wraps like the key arithmetic, which undoes it (see _match_numpy)
+    keys <<= bits
+    keys += np.array(tags, dtype=key_dtype)
+    keys.sort(axis=1)
+    merged = keys.reshape(-1)
+    repeat = np.flatnonzero((merged[1:] >> bits) == (merged[:-1] >> bits)) + 1  # a copy after its id's first
+    repeat = repeat[repeat % k != 0]  # not across two rows
+    first = np.ones(x.shape, dtype=bool)
+    first.reshape(-1)[repeat // k * k + (merged[repeat] & ((1 << bits) - 1))] = False
+    return torch.from_numpy(first)
 
 
 def _sorted_relevant(relevant_ids: Tensor, labels: Tensor, graded: bool) -> tuple[Tensor, Tensor]:
