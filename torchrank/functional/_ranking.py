@@ -309,7 +309,8 @@ class Ranking:
     # ---------------------------------------------------------------- tie groups
     @property
     def _groups(self) -> tuple[Tensor, Tensor, Tensor]:
-        """Tie group of each position: ``(group_id, start, size)``, each ``[Q, N]`` int64.
+        """Tie group of each position: ``(group_id, start, size)``, each ``[Q, N]`` (int64 ids and starts, sizes in the
+        working dtype).
 
         ``group_id`` numbers the groups of a row from 0, ``start`` is the 0-based position where the
         position's group begins and ``size`` its number of items. Padding forms its own group.
@@ -327,9 +328,11 @@ class Ranking:
 
     @_cached
     def _group_sizes(self) -> Tensor:
-        """The number of items of each position's tie group ``[Q, N]`` int64."""
+        """The number of items of each position's tie group ``[Q, N]``, in the working dtype (whole numbers, exact
+        below 2^24 in float32; half the memory of int64, and the closed forms divide by it as a float)."""
         group_id = self._group_ids[1]
-        return torch.zeros_like(group_id).scatter_add_(1, group_id, torch.ones_like(group_id)).gather(1, group_id)
+        ones = torch.ones(group_id.shape, dtype=self.dtype, device=group_id.device)
+        return torch.zeros_like(ones).scatter_add_(1, group_id, ones).gather(1, group_id)
 
     @_cached
     def _group_starts(self) -> Tensor:
@@ -359,7 +362,7 @@ class Ranking:
         """Expected per-position value under random order of tie groups (the group mean), or ``values``."""
         if not self.averages_ties:
             return values
-        return self.group_sum(values) / self._group_sizes.to(self.dtype)
+        return self.group_sum(values) / self._group_sizes
 
     # ---------------------------------------------------------------- shared cumulative quantities
     @_cached
@@ -397,7 +400,7 @@ class Ranking:
         and the 0-based offset inside the group (all floating ``[Q, N]``)."""
         _, start, size = self._groups
         offset = self.positions.unsqueeze(0) - 1 - start.to(self.dtype)
-        return size.to(self.dtype), self.group_sum(self.relevant), self.relevant_before.gather(1, start), offset
+        return size, self.group_sum(self.relevant), self.relevant_before.gather(1, start), offset
 
     @_cached
     def relevant_times_count(self) -> Tensor:

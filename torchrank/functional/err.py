@@ -46,7 +46,7 @@ def _expected_stops(r: Ranking, prob: Tensor) -> Tensor:
         return reach * prob
     group_id, start, size = r._groups
     offset = (r.positions.long() - 1).unsqueeze(0) - start
-    before_above, before_here = _subset_product_means(keep, group_id, offset, size)
+    before_above, before_here = _subset_product_means(keep, group_id, offset, size.long())
     return reach.gather(1, start) * (before_above - before_here)
 
 
