@@ -163,3 +163,30 @@ def test_plots():
     fig, ax = at.plot(values)
     assert fig is not None
     matplotlib.pyplot.close("all")
+
+
+def _rank_states(metric):
+    """A rank's tensors as its sync gathers them: each list state as one tensor (an empty one of its dtype when the
+    rank saw no data), in state order."""
+    empty = {"preds": torch.float32, "target": torch.float32, "indexes": torch.int64}
+    return [torch.cat(getattr(metric, name)) if getattr(metric, name) else torch.zeros(0, dtype=empty[name])
+            for name in metric._reductions]
+
+
+@pytest.mark.parametrize("cls", ["RetrievalPrecisionRecallCurve", "RetrievalRecallAtFixedPrecision"])
+def test_sync_over_ranks_equals_one_process(cls):
+    """Two ranks, one of them with no data, and a query split across them: the synced value is one process's on all
+    the data (a gather stand-in pairs each state with the other rank's)."""
+    preds, target, indexes = _data(8)
+    half = preds.numel() // 2
+    make = lambda: getattr(C, cls)(max_k=6, sync_on_compute=False)  # noqa: E731
+    whole, first, busy, idle, other = (make() for _ in range(5))
+    whole.update(preds, target, indexes)
+    for metric in (first, busy):
+        metric.update(preds[:half], target[:half], indexes[:half])
+    other.update(preds[half:], target[half:], indexes[half:])
+    for metric, peer, expected in ((busy, other, whole.compute()), (idle, busy, first.compute())):
+        gathered = iter(_rank_states(peer))
+        metric.sync(dist_sync_fn=lambda tensor, group=None, it=gathered: [tensor, next(it)],
+                    distributed_available=lambda: True)
+        _close(metric.compute(), expected)

@@ -101,9 +101,11 @@ class RetrievalPrecisionRecallCurve(Metric):
 
     def compute(self) -> tuple[Tensor, Tensor, Tensor]:
         """``(precision, recall, top_k)`` over every query seen, across updates and processes."""
-        if not self.preds or not dim_zero_cat(self.preds).numel():
+        empty = isinstance(self.preds, list) and not self.preds  # a list until synced, then a tensor
+        preds, target, indexes = (None, None, None) if empty else (
+            dim_zero_cat(x) for x in (self.preds, self.target, self.indexes))
+        if preds is None or preds.numel() == 0:
             raise ValueError(f"{type(self).__name__}.compute() was called before any update: no query to score.")
-        preds, target, indexes = (dim_zero_cat(x) for x in (self.preds, self.target, self.indexes))
         max_k = self.max_k
         if max_k is None:  # the longest query, as torchmetrics
             max_k = int(torch.unique(indexes, return_counts=True)[1].max())
