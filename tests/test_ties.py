@@ -1,19 +1,30 @@
-"""``ties`` against brute-force enumeration of every order of the tie groups.
+"""``ties`` against brute-force enumeration of every order of the tie groups, and every CPU ordering route against a
+reference.
 
 Averaging ``ties="first"`` over all N! input permutations weighs every order of each tie group equally,
 so that mean is the expected value under uniformly random tie orders: what ``ties="average"`` claims.
 All permutations go through as one batch of N! queries.
+
+On CPU the numpy backend picks an ordering route by the input (a top-k of a short cut-off, one sort of 64-bit keys
+carrying the item index or the label, 32-bit keys, the head of long rows selected first, rows tied within the cut-off
+ranked apart, blocks of rows for large batches). Each route is reached here by inputs that make the backend take it
+(shapes, dtypes, score spans, label ranges, cut-offs, padding, list lengths: the comments say which) and compared with
+the reference: the same measures of the float64 scores on the torch backend, which sorts whole rows once (stably where
+the tie order is a key) and averages every tie group by its closed form, and which itself matches the enumeration
+below. No test sets the engine's tuning constants: the routes are checked by the values they give.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import pytest
 import torch
-from conftest import ALL_MEASURES, CUTOFF_MEASURES, patch_engine
+from conftest import ALL_MEASURES, CUTOFF_MEASURES
 
-from torchrank.functional import _compact_keys, _numpy_keys, _numpy_order, _ranking
+import torchrank
+import torchrank.functional as F
 
 # small lists with tie groups of several sizes, graded labels, padding and cut-offs inside groups
 CASES = [
@@ -123,211 +134,165 @@ def test_batch_with_a_few_tied_rows_equals_each_row_alone(name, fn, higher_is_be
             torch.testing.assert_close(batch[row : row + 1].double(), alone, rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
-def _rows_whose_tie_order_matters(preds, target, depth):
-    """Per row, from a reference sort and its tie groups: whether a group within ``depth`` holds different labels
-    (or a group runs across the cut-off), and if so whether those groups are pairs inside the cut, at most three:
-    ``{row: enumerated}``."""
-    n = preds.shape[1]
-    order = torch.sort(preds.double(), dim=1, descending=True, stable=True).indices
-    scores, labels = preds.double().gather(1, order), target.gather(1, order)
-    width = n if depth is None else min(depth, n)
-    seen = min(width + 1, n)
-    out = {}
-    for row in range(len(preds)):
-        groups = []  # runs of equal scores among the first `seen` positions: (start, size)
-        for i in range(seen):
-            if i and scores[row, i] == scores[row, i - 1]:
-                groups[-1][1] += 1
-            else:
-                groups.append([i, 1])
-        across = any(start < width < start + size for start, size in groups)
-        mixed = [size for start, size in groups if size > 1 and labels[row, start : start + size].unique().numel() > 1]
-        if across or mixed:
-            out[row] = not across and set(mixed) == {2} and len(mixed) <= 3
-    return out
+# ---------------------------------------------------------------------------------------------------- CPU routes
 
 
-def test_only_tied_rows_get_their_own_ranking():
-    """The split the test above relies on happens: the planted tied rows whose tie order matters, and only they,
-    are ranked apart, a lone pair as the batch's order with the pair swapped, other ties by a ranking of their
-    own that averages them."""
-    from torchrank.functional._inputs import format_inputs
-    from torchrank.functional._ranking import rank
-
-    preds, target, _ = _batch_with_some_tied_rows(padded=False)
-    for depth in (None, 6, 40):  # the full sort, the top-k of a short prefix, the sort cut at 40
-        ranking = rank(format_inputs(preds, target), ties="average", depth=depth)
-        got = {row: a.owner is not None for a in ranking.apart for row in a.rows.tolist()}
-        assert got == _rows_whose_tie_order_matters(preds, target, depth)
-        assert {1, 5, 11, 17, 23} <= set(got)  # the planted groups
-        assert ranking.ties == "first"
-        for a in ranking.apart:
-            assert a.ranking.ties == ("first" if a.owner is not None else "average")
+def _evaluate(preds, target, names, backend="numpy", **kwargs):
+    with torchrank.use_backend(backend):
+        return F.evaluate(preds, target, names, reduction="none", **kwargs)
 
 
-@pytest.mark.parametrize("padded", [False, True], ids=["dense", "padded"])
-def test_tied_rows_of_a_whole_sort_reuse_its_order_under_average(padded, monkeypatch):
-    """Under "average" the tied rows of a whole-list sort take the batch's order (every tie group is contiguous in
-    it): no sort of their own. Their values are checked against each row alone above."""
-    from torchrank.functional._inputs import format_inputs
-
-    def no_second_sort(*args, **kwargs):
-        raise AssertionError("the tied rows were sorted again")
-
-    patch_engine(monkeypatch, "_ranking_order", no_second_sort)
-    preds, target, mask = _batch_with_some_tied_rows(padded)
-    ranking = _ranking.rank(format_inputs(preds, target, mask=mask if padded else None), ties="average")
-    (rows, exact, *_), = [a for a in ranking.apart if a.owner is None]
-    assert {1, 5, 11, 17} <= set(rows.tolist()) and exact.ties == "average"  # groups of three or more
+def _assert_matches_reference(preds, target, names, **kwargs):
+    """Every measure of ``names`` on the numpy backend equals its value for the float64 scores on the torch backend
+    (one torch.sort of whole rows, closed forms for every tie group: none of the numpy backend's routes)."""
+    got = _evaluate(preds, target, names, **kwargs)
+    want = _evaluate(preds.double(), target, names, backend="torch", **kwargs)
+    for name in names:
+        message = functools.partial("{}: {}".format, name)
+        torch.testing.assert_close(got[name].double(), want[name].double(), rtol=1e-5, atol=1e-6, equal_nan=True,
+                                   msg=message)  # fmt: skip
 
 
-def _route_head(monkeypatch, head: str) -> None:
-    """Route the CPU key sort's ranking of a head, even of short rows: ``"whole-sort"`` (every row sorted whole),
-    ``"keys-partitioned"`` (every item's key built, the head selected among them) or ``"items-selected"`` (only the
-    items that can make the head get keys, :func:`_head_items`)."""
-
-    patch_engine(monkeypatch, "_PARTITION_RATIO", 1)
-    patch_engine(monkeypatch, "_PARTITION_MIN_ITEMS", 10**9 if head == "whole-sort" else 1)
-    selects = 1 if head == "items-selected" else 10**9
-    patch_engine(monkeypatch, "_SELECTION_MIN_ITEMS", selects)
-    patch_engine(monkeypatch, "_SELECTION_MIN_ITEMS_LARGE_BATCH", selects)
+def _at(depth: int | None, err: bool = True) -> list[str]:
+    """Measures reading the first ``depth`` positions (None: whole lists), whose values change with the order of
+    different labels anywhere in them; ``err``: ERR too (its tie-averaged form costs the square of a tie group's
+    size: short rows only)."""
+    names = ["ndcg", "map", "mrr", "rbp", "rprec", "mean_rank"] if depth is None else [
+        f"ndcg@{depth}", f"P@{depth}", f"map@{depth}", f"mrr@{depth}", f"rbp@{depth}"
+    ]  # fmt: skip
+    return names + (["err" if depth is None else f"err@{depth}"] if err else [])
 
 
-def _whole_sorts_only(monkeypatch) -> None:
-    """Every CPU key sort sorts whole rows: no head selected, of keys or of items."""
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_the_reference_backend_and_the_numpy_backend_match_enumeration(backend, case):
+    """The reference of the route tests below (the torch backend on float64 scores) and the numpy backend both give
+    the brute-force values of every tie order (the mean for "average", the best and worst for the others), for the
+    measures the route tests read."""
+    preds, target = CASES[case]
+    all_preds, all_target = _all_orders(preds, target)
+    one = (torch.tensor(preds, dtype=torch.float64), torch.tensor(target, dtype=torch.float64))
+    names = _at(None) + _at(3)
+    every_order = _evaluate(all_preds, all_target, names, backend=backend, ties="first")
+    for ties in ("average", "optimistic", "pessimistic"):
+        got = _evaluate(*one, names, backend=backend, ties=ties)
+        for name in names:
+            values = every_order[name]
+            best, worst = values.max(0).values, values.min(0).values
+            if name == "mean_rank":  # the one measure here where lower is better
+                best, worst = worst, best
+            want = {"average": values.mean(0), "optimistic": best, "pessimistic": worst}[ties]
+            message = functools.partial("{} {}: {}".format, name, ties)
+            torch.testing.assert_close(got[name].double(), want.double(), msg=message)
 
-    for name in ("_PARTITION_MIN_ITEMS", "_SELECTION_MIN_ITEMS", "_SELECTION_MIN_ITEMS_LARGE_BATCH"):
-        patch_engine(monkeypatch, name, 10**9)
 
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16])
-@pytest.mark.parametrize("depth", [None, 3, 9])
-@pytest.mark.parametrize("block_items", [2**20, 25], ids=["one-block", "blocks-of-2-rows"])
-@pytest.mark.parametrize("head", ["whole-sort", "keys-partitioned", "items-selected"])
-def test_packed_key_sort_is_a_stable_descending_sort(dtype, depth, block_items, head, monkeypatch):
-    """The CPU key sort orders as torch's stable descending sort (equal scores in input order, -0.0 equal to
-    0.0, infinities at the ends, padding last) and flags exactly the equal neighbours, whether its keys are
-    built in one block of rows or in many, and whether it sorts whole rows, selects and sorts their head of keys, or
-    keys only the items that can make the head."""
-    from torchrank.functional._numpy_keys import _packed_sort
-
-    patch_engine(monkeypatch, "_ROW_BLOCK_ITEMS", block_items)
-    _route_head(monkeypatch, head)
-
-    g = torch.Generator().manual_seed(3)
+def _short_rows(dtype: torch.dtype, g: torch.Generator) -> torch.Tensor:
+    """40 rows of 12 scores in ``dtype``, tied everywhere (9 values), with -0.0 and 0.0, both infinities, a row of
+    distinct scores, and (integer dtypes) rows of the dtype's extremes."""
     if dtype.is_floating_point:
-        preds = torch.randint(-4, 5, (40, 12), generator=g).to(dtype) / 4  # many ties
+        preds = (torch.randint(-4, 5, (40, 12), generator=g) / 4).to(dtype)
         preds[0, :4] = torch.tensor([0.0, -0.0, float("inf"), float("-inf")], dtype=dtype)
         preds[1] = torch.randn(12, generator=g).to(dtype)
-    else:
-        low = 0 if dtype == torch.uint8 else torch.iinfo(dtype).min
-        preds = torch.randint(low, torch.iinfo(dtype).max + 1, (40, 12), generator=g, dtype=torch.int64).to(dtype)
-        preds[2, :6] = torch.iinfo(dtype).max
-        preds[3, :6] = low
-    mask = torch.rand(40, 12, generator=g) > 0.2
-    for m in (None, mask):
-        lowest = torch.where(m, preds.double(), -float("inf")) if m is not None else preds.double()
-        expected = torch.sort(lowest, dim=1, descending=True, stable=True).indices
-        if m is not None:  # then padding last, by a stable sort on the padding flag: -inf items stay before it
-            by_mask = torch.sort((~m).gather(1, expected).to(torch.int8), dim=1, stable=True).indices
-            expected = expected.gather(1, by_mask)
-        order, tied = _packed_sort(preds, m, depth)
-        cut = expected if depth is None else expected[:, :depth]
-        assert torch.equal(order, cut)
-        seen = expected if depth is None else expected[:, : depth + 1]
-        values = preds.double().gather(1, seen)
-        equal = values[:, 1:] == values[:, :-1]
-        if m is not None:
-            equal &= m.gather(1, seen[:, 1:])
-        assert torch.equal(tied[:, :-1].bool(), equal)
-        assert not tied[:, -1].any()  # past the pairs: never a tie (the next row's first item is not a neighbour)
+        return preds
+    info = torch.iinfo(dtype)
+    low = max(info.min, -(2**40))  # int64: scores no float32 holds, past 2**24
+    high = min(info.max, 2**40)
+    preds = torch.randint(low, high + 1, (40, 12), generator=g, dtype=torch.int64).to(dtype)
+    preds[2, :6] = info.max
+    preds[3, :6] = info.min
+    preds[4] = torch.randint(0, 3, (12,), generator=g).to(dtype)  # ties
+    return preds
 
 
-def _within_groups_sorted(labels: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-    """``labels`` sorted ascending inside each run of equal ``scores`` of a row (runs kept in place)."""
-    group = torch.cumsum(torch.cat([torch.ones_like(scores[:, :1]), scores[:, 1:] != scores[:, :-1]], 1), 1)
-    by_label = torch.sort(labels, dim=1, stable=True).indices
-    by_group = torch.sort(group.gather(1, by_label), dim=1, stable=True).indices
-    return labels.gather(1, by_label.gather(1, by_group))
+def _long_rows(dtype: torch.dtype, rows: int, items: int, g: torch.Generator) -> torch.Tensor:
+    """Distinct float32 scores (then in ``dtype``) with tie groups of two to four planted at ranks 1 to 20 in every
+    third row, two infinities tied at the top of one row, -0.0 and 0.0 tied inside the head of another, and three
+    rows of a few values (tied everywhere)."""
+    preds = torch.randn(rows, items, generator=g)
+    order = preds.argsort(dim=1, descending=True)
+    for row in range(0, rows, 3):
+        at = [0, 1, 2, 3, 7, 8, 9, 10, 20][row % 9]
+        for j in range(1 + row % 3):
+            preds[row, order[row, at + j + 1]] = preds[row, order[row, at]]
+    preds[1, order[1, :2]] = float("inf")
+    preds[2] = -preds[2].abs() - 1
+    preds[2, order[2, :4]] = torch.tensor([1.0, 0.0, -0.0, 0.0])
+    preds[4:7] = (preds[4:7] * 2).round()
+    return preds.to(dtype)
 
 
-@pytest.mark.parametrize("ties", ["average", "optimistic", "pessimistic"])
-@pytest.mark.parametrize("depth", [None, 3, 9])
-@pytest.mark.parametrize("labels", ["float", "int-large-batch"])
-@pytest.mark.parametrize("block_items", [2**20, 25], ids=["one-block", "blocks-of-2-rows"])
-@pytest.mark.parametrize("head", ["whole-sort", "keys-partitioned", "items-selected"])
-def test_label_keys_give_the_labels_in_rank_order(ties, depth, labels, block_items, head, monkeypatch):
-    """Under every tie order but "first" the CPU key sort carries each item's label in place of its index: the
-    ranking's labels must be those of a reference sort (descending score, padding last) with each tie group
-    ordered by label as ``ties`` asks (any order under "average", which averages it whole), for labels of any sign,
-    -0.0 included, in the working dtype or in the caller's (large batches), keys built in one block of rows or in
-    many, whole rows sorted or their head selected and sorted (whole rows then sorted for the tied rows that
-    average whole rows), or only the items that can make the head keyed (most of these rows tie too widely: they
-    hand over); its scores must tie where the scores do."""
-    from torchrank.functional import _inputs
-    from torchrank.functional._inputs import format_inputs
-
-    patch_engine(monkeypatch, "_ROW_BLOCK_ITEMS", block_items)
-    _route_head(monkeypatch, head)
-    g = torch.Generator().manual_seed(11)
-    preds = torch.randint(-4, 5, (40, 12), generator=g).float() / 4  # many ties
-    preds[0, :4] = torch.tensor([0.0, -0.0, float("inf"), float("-inf")])
-    preds[1] = torch.randn(12, generator=g)
-    if labels == "float":  # negative labels pass only unvalidated; they must still come out exact
-        target = (torch.randint(-3, 8, (40, 12), generator=g) / 2).float()
-        target[0, :3] = torch.tensor([-0.0, 0.0, -0.0])
-    else:
-        monkeypatch.setattr(_inputs, "LARGE_BATCH_ITEMS", 8)  # labels stay int64, converted by blocks
-        target = torch.randint(0, 5, (40, 12), generator=g)
-    mask = torch.rand(40, 12, generator=g) > 0.2
-    for m in (None, mask):
-        inputs = format_inputs(preds, target, mask=m, validate_args=False)
-        ranking = _numpy_order._rank_by_label_keys(inputs, ties, 1, depth)
-        valid = torch.ones_like(preds, dtype=torch.bool) if m is None else m
-        scores = torch.where(valid, preds.double(), -float("inf"))
-        tie_break = {"optimistic": -1.0, "pessimistic": 1.0, "average": 1.0}[ties] * target.double()
-        by_label = torch.sort(tie_break, dim=1, stable=True).indices
-        by_score = torch.sort(scores.gather(1, by_label), dim=1, descending=True, stable=True).indices
-        order = by_label.gather(1, by_score)
-        by_padding = torch.sort((~valid).gather(1, order).to(torch.int8), dim=1, stable=True).indices
-        order = order.gather(1, by_padding)  # padding last, after real items scored -inf
-        expected = torch.where(valid, target.float(), 0).gather(1, order)
-        ranked_scores = torch.where(valid.gather(1, order), scores.gather(1, order), float("nan"))
-        for rows, r in [(torch.arange(40), ranking), *[(a.rows, a.ranking) for a in ranking.apart]]:
-            width = r.labels.shape[1]
-            assert width == (12 if depth is None or r.ties == "average" else depth)  # averaging: whole rows
-            want, got = expected[rows, :width], r.labels
-            if ties == "average":
-                want = _within_groups_sorted(want, ranked_scores[rows, :width])
-                got = _within_groups_sorted(got, ranked_scores[rows, :width])
-            assert torch.equal(got, want)
-            assert torch.equal(r.valid, valid.gather(1, order)[rows, :width])
-            real = r.valid[:, 1:]
-            s = ranked_scores[rows, :width]
-            assert torch.equal((r.scores[:, 1:] == r.scores[:, :-1]) & real, (s[:, 1:] == s[:, :-1]) & real)
+# name: (rows, items, padded); the scores of short rows tie everywhere, those of long rows are mostly distinct
+ROUTE_SHAPES = {
+    # whole rows sorted at every cut-off (rows under 200 items); a cut-off of 1 (10 x 1 <= 12, a small batch) takes
+    # the top-k; labels of 0 .. 15 ride in 32-bit keys, others (halves, negative ones) in 64-bit keys
+    "short rows": (40, 12, False),
+    "short rows, padded": (40, 12, True),  # padding anywhere in the row: no top-k, padding keys sorted last
+    # 21,600 items: past a small batch's top-k; heads of 4 and 10 of rows of 200 to 255 are selected over every item
+    "rows of 240": (90, 240, False),
+    # 21,120 items: each head's candidate items found through a bound on groups of items (rows of 256 and more)
+    "rows of 480": (44, 480, False),
+    # padding: every item keyed, each row's head selected among the keys (rows of 400 items and more), whole rows
+    # sorted again for the rows averaging ties
+    "rows of 480, padded": (44, 480, True),
+}
+SHORT_DTYPES = [
+    *(torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16),  # packed into sort keys
+    *(torch.float64, torch.int32),  # numpy's argsort of the (negated) scores
+    torch.int64,  # no float holds them: torch's sort
+]
+LONG_SHAPES = ("rows of 240", "rows of 480", "rows of 480, padded")
+ROUTE_CASES = [(shape, dtype) for shape in ("short rows", "short rows, padded") for dtype in SHORT_DTYPES]
+ROUTE_CASES += [(shape, torch.float32) for shape in LONG_SHAPES] + [("rows of 480", torch.bfloat16)]
 
 
-def test_cutoffs_before_every_tie_skip_the_tied_rows_own_ranking():
-    """Under "average", a measure whose cut-offs all stop before each tied row's first tie reads no tie: it takes
-    its values for those rows from the batch's ranking (no second pass), and they equal the row alone; a cut-off
-    that reaches the tie (the positions either side of it) takes the tied rows' own ranking."""
-    import torchrank.functional as F
-    from torchrank.functional._inputs import format_inputs
-    from torchrank.functional._ranking import rank
+@pytest.mark.parametrize("ties", ["first", "average", "optimistic", "pessimistic"])
+@pytest.mark.parametrize(("shape", "dtype"), ROUTE_CASES, ids=[f"{s}-{str(d)[6:]}" for s, d in ROUTE_CASES])
+def test_every_cpu_route_ranks_as_the_reference(shape, dtype, ties):
+    """Every score dtype, list length, padding and cut-off, with labels that ride in 32-bit keys (0 .. 4), in 64-bit
+    keys only (halves, negative ones unvalidated), or that cannot ride (a ``judged`` mask: the keys carry the item
+    indices, and the rows tied within the cut-off are ranked apart): every measure equals the reference's. Under
+    ``"first"`` that is a stable sort (equal scores in input order, -0.0 equal to 0.0, padding last). Long rows take
+    each kind of labels under one tie order (the keys are the same under the others)."""
+    rows, items, padded = ROUTE_SHAPES[shape]
+    g = torch.Generator().manual_seed(3)
+    preds = _short_rows(dtype, g) if items < 200 else _long_rows(dtype, rows, items, g)
+    target = torch.randint(0, 5, (rows, items), generator=g)
+    mask = torch.rand(rows, items, generator=g) > 0.2 if padded else None
+    halves = (torch.randint(-3, 8, (rows, items), generator=g) / 2).float()
+    halves[0, :3] = torch.tensor([-0.0, 0.0, -0.0])
+    judged = torch.rand(rows, items, generator=g) > 0.3
+    labels = [("int", target, {})]
+    if ties != "first" and (items < 200 or ties == "optimistic"):
+        labels.append(("halves", halves, {"validate_args": False}))
+    if ties != "first" and (items < 200 or ties == "average"):
+        labels.append(("judged", target, {"judged": judged}))
+    depths = (None, 1, 3, 9) if items < 200 else (None, 3, 9)
+    for (_, labels_, kwargs), depth in itertools.product(labels, depths):
+        _assert_matches_reference(preds, labels_, _at(depth, err=items < 200), mask=mask, ties=ties, **kwargs)
 
+
+def test_labels_of_a_large_batch_in_the_callers_dtype_rank_as_the_reference():
+    """Batches of 2**20 items or more keep the labels in the caller's dtype (int64, bfloat16), read by blocks of
+    rows: the head selection of a cut-off of 10 (by blocks of rows, 64-bit label keys) and the 32-bit keys of whole rows
+    (labels 0 .. 4) give the reference's values."""
+    g = torch.Generator().manual_seed(43)
+    preds = _plant_ties(torch.rand(4097, 256, generator=g))  # 1,048,832 items
+    target = torch.randint(0, 5, preds.shape, generator=g)
+    _assert_matches_reference(preds, target, ["ndcg@10", "P@10", "mrr@10"], ties="average")  # 16 blocks of rows
+    _assert_matches_reference(preds, target.bfloat16(), ["ndcg", "map"], ties="optimistic")
+
+
+def test_cutoffs_before_at_and_past_a_deep_tie_equal_each_row_alone():
+    """Under "average", a tied pair deep in a row matters only to the cut-offs that reach it: every cut-off, before,
+    at, across and past the pairs (ranks 5-6 and 8-9), gives each tied row the value it has alone."""
     g = torch.Generator().manual_seed(5)
     preds, target = torch.randn(6, 30, generator=g), torch.randint(0, 3, (6, 30), generator=g)
     preds[2] = torch.linspace(3, -3, 30)
     preds[2, 5] = preds[2, 4]  # a tie at ranks 5 and 6, between labels 0 and 2
     target[2, 4], target[2, 5] = 0, 2
     preds[4] = torch.linspace(3, -3, 30)
-    preds[4, 8] = preds[4, 7]  # and one deeper, at ranks 8 and 9: the shallower decides
+    preds[4, 8] = preds[4, 7]  # and one deeper, at ranks 8 and 9
     target[4, 7], target[4, 8] = 2, 0
-    ranking = rank(format_inputs(preds, target), ties="average")
-    (apart,) = ranking.apart
-    assert apart.rows.tolist() == [2, 4] and apart.first_tie == 4 and apart.owner is not None
-    assert ranking.apart_for([1, 4]) == []
-    assert ranking.apart_for([5]) == [apart] and ranking.apart_for([2, None]) == [apart]
     for k in ([1, 2, 3, 4], [5], [4, 6], [8], None):
         for fn in (F.ndcg, F.precision, F.average_precision, F.reciprocal_rank, F.err):
             batch = fn(preds, target, k=k, reduction="none")
@@ -378,42 +343,20 @@ def _batch_with_tied_pairs(padded: bool) -> tuple[torch.Tensor, torch.Tensor, to
     return preds.gather(1, shuffle), target.gather(1, shuffle), mask.gather(1, shuffle)
 
 
-def _pin_key_width(monkeypatch, preds: torch.Tensor, keys: str) -> tuple[torch.Tensor, list]:
-    """Pin the CPU key sort of whole unpadded rows to ``keys``: ``"64-bit"`` (score and label halves) or ``"32-bit"``
-    (:func:`_compact_keys`, on ``preds`` mapped into [0.125, 0.875] in the same order, where 32-bit keys hold every
-    score whole). The scores to rank, and the compact keys built (to check that they were)."""
-
+def _keys_of_width(preds: torch.Tensor, target: torch.Tensor, keys: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The batch of tied pairs as input that the CPU key sort of whole rows ranks by ``keys``: ``"32-bit"`` (the scores
+    mapped into [0.125, 0.875] in the same order: a span 32-bit keys hold whole beside labels 0 .. 3), ``"32-bit,
+    bits dropped"`` (the scores as they are, from 3 to -3: a span wider than the bits beside the labels, whose rows
+    with equal keys of different labels are ranked again) or ``"64-bit"`` (labels 0 .. 3 as 0, 16, 32, 48: past the
+    15 that 32-bit keys hold)."""
+    if keys == "32-bit":
+        return (preds - preds.min()) / (preds.max() - preds.min()) * 0.75 + 0.125, target
     if keys == "64-bit":
-        patch_engine(monkeypatch, "_compact_key_ranking", lambda *args, **kwargs: None)
-        return preds, []
-    return (preds - preds.min()) / (preds.max() - preds.min()) * 0.75 + 0.125, _compact_spy(monkeypatch)
+        return preds, target * 16
+    return preds, target
 
 
-@pytest.mark.parametrize("keys", ["64-bit", "32-bit"])
-def test_tied_pairs_are_planned_as_enumerated_orders_or_exact(keys, monkeypatch):
-    """Under "average", a row whose ties of different labels are at most three pairs, none touching another tie and
-    none across the cut-off, is evaluated in each of its orders; other tied rows whose ties matter get the closed
-    forms; rows whose tie groups each hold one label are left as ranked. The same plan from both key sorts."""
-    from torchrank.functional._inputs import format_inputs
-    from torchrank.functional._ranking import rank
-
-    preds, target, _ = _batch_with_tied_pairs(padded=False)
-    preds, built = _pin_key_width(monkeypatch, preds, keys)
-    whole = {row: kind for row, (_, _, kind) in enumerate(PAIR_ROWS) if kind is not None}
-    # cut at 10: a pair at ranks 11 and 12 or deeper is never read; one across the cut (ranks 10 and 11) is exact
-    # whatever its labels, as the ranking does not hold the second item
-    cut = {**whole, 4: "enumerated", 10: "exact", 11: "exact"}
-    del cut[9]
-    for depth, want in ((None, whole), (10, cut)):
-        ranking = rank(format_inputs(preds, target), ties="average", depth=depth)
-        got = {row: "exact" if a.owner is None else "enumerated" for a in ranking.apart for row in a.rows.tolist()}
-        assert got == want
-        (enumerated,) = [a for a in ranking.apart if a.owner is not None]
-        orders = {row: int(n) for row, n in zip(enumerated.rows.tolist(), enumerated.orders.tolist(), strict=True)}
-        read = [[i for i in pairs if depth is None or i < depth - 1] for pairs, _, _ in PAIR_ROWS]
-        assert orders == {row: 2 ** len(set(read[row]) - set(PAIR_ROWS[row][1])) for row in orders}
-        assert enumerated.first_tie == 0  # row 3's first pair
-    assert keys == "64-bit" or (built and all(b.whole for b in built))
+KEY_WIDTHS = ["32-bit", "32-bit, bits dropped", "64-bit"]
 
 
 @pytest.mark.parametrize("padded", [False, True], ids=["dense", "padded"])
@@ -433,13 +376,15 @@ def test_rows_with_tied_pairs_equal_each_row_alone(name, fn, higher_is_better, p
             torch.testing.assert_close(batch[one].double(), alone, rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
-def test_enumerated_orders_average_as_every_order_does():
-    """The mean over a row's enumerated orders is the brute-force mean of ``ties="first"`` over every order of the
-    row's tied pairs, for the measures of one evaluate() with cut-offs before, inside and past the pairs."""
-    import torchrank.functional as F
-
+@pytest.mark.parametrize("keys", KEY_WIDTHS)
+def test_tied_pairs_average_as_every_order_does(keys):
+    """Under "average", rows whose ties of different labels are at most three pairs, rows with more pairs or larger
+    groups, and rows whose ties each hold one label, from every key width: the rows of pairs equal the brute-force
+    mean of ``ties="first"`` over every order of their tied pairs, for the measures of one evaluate() with cut-offs
+    before, inside and past the pairs; every row equals the reference, whole and cut at 10 (a pair across it)."""
     names = ["ndcg@5", "ndcg@10", "ndcg_exp@20", "map", "map@6", "mrr", "P@10", "recall@5", "success@2", "err@10"]
     preds, target, _ = _batch_with_tied_pairs(padded=False)
+    preds, target = _keys_of_width(preds, target, keys)
     batch = F.evaluate(preds, target, names, reduction="none")
     for row in (1, 2, 3, 6, 9, 10):
         pairs = (preds[row, :, None] == preds[row, None, :]).triu(1).nonzero().tolist()  # the tied items (a, b)
@@ -454,6 +399,8 @@ def test_enumerated_orders_average_as_every_order_does():
         for name in names:
             mean = torch.stack([o[name] for o in orders]).mean(0)
             torch.testing.assert_close(batch[name][row : row + 1].double(), mean, rtol=1e-5, atol=1e-6)
+    _assert_matches_reference(preds, target, names)
+    _assert_matches_reference(preds, target, ["ndcg@10", "map@10", "P@10", "err@10", "mrr@10"])
 
 
 def test_bpref_refuses_average_ties_that_matter_whichever_way_they_are_evaluated():
@@ -477,26 +424,21 @@ def test_bpref_refuses_average_ties_that_matter_whichever_way_they_are_evaluated
         F.evaluate(preds[calm], target[calm], ["bpref"], judged=judged[calm])
 
 
-@pytest.mark.parametrize("keys", ["64-bit", "32-bit"])
-def test_many_tied_pairs_skip_the_plan_and_give_the_same_values(keys, monkeypatch):
-    """Past ``_MAX_PLANNED_PAIRS`` tied pairs every tied row gets the closed forms, unplanned (no host loop over
-    the pairs): the same values as planned enumeration, from both key sorts."""
-    import torchrank.functional as F
-    from torchrank.functional._inputs import format_inputs
-
-    preds, target, _ = _batch_with_tied_pairs(padded=False)
-    preds, built = _pin_key_width(monkeypatch, preds, keys)
-    names = ["ndcg@10", "map", "mrr", "P@5", "recall@10", "err@10", "rbp"]
-    planned = F.evaluate(preds, target, names, reduction="none")
-    patch_engine(monkeypatch, "_MAX_PLANNED_PAIRS", 2)
-    ranking = _ranking.rank(format_inputs(preds, target), ties="average")
-    (apart,) = ranking.apart
-    assert apart.owner is None and set(apart.rows.tolist()) == {r for r, (p, _, _) in enumerate(PAIR_ROWS) if p}
-    assert apart.first_tie == 0
-    unplanned = F.evaluate(preds, target, names, reduction="none")
-    for name in names:
-        torch.testing.assert_close(unplanned[name], planned[name])
-    assert keys == "64-bit" or (built and all(b.whole for b in built))
+@pytest.mark.parametrize("keys", KEY_WIDTHS)
+def test_thousands_of_tied_pairs_give_the_reference_values(keys):
+    """Past 4,096 tied pairs of different labels in a batch (half of its 1,040 rows hold eight each, shuffled), every
+    tied row gets the closed forms with no plan per pair: the values are the reference's, from every key width."""
+    g = torch.Generator().manual_seed(47)
+    rows, items = 1040, 30
+    preds = torch.linspace(3, -3, items).repeat(rows, 1)
+    target = torch.randint(0, 4, (rows, items), generator=g)
+    tied = torch.arange(0, rows, 2)
+    for at in range(0, 16, 2):  # ranks 1-2, 3-4, ..., 15-16, labels apart
+        preds[tied, at + 1] = preds[tied, at]
+        target[tied, at + 1] = (target[tied, at] + 1) % 4
+    shuffle = torch.rand(rows, items, generator=g).argsort(dim=1)
+    preds, target = _keys_of_width(preds.gather(1, shuffle), target.gather(1, shuffle), keys)
+    _assert_matches_reference(preds, target, ["ndcg@10", "map", "mrr", "P@5", "recall@10", "rbp"])
 
 
 def test_a_ranking_and_its_rows_apart_are_freed_without_the_garbage_collector():
@@ -536,43 +478,23 @@ def test_rows_any_equals_any(width, density, dtype):
 
 
 @pytest.mark.parametrize("ties", ["average", "first", "optimistic", "pessimistic"])
-def test_mostly_tied_top_k_hands_over_to_the_whole_row_key_sort(ties, monkeypatch):
-    """When the CPU top-k of a short cut-off finds most rows tied (bfloat16 scores), the ranking is redone by the
-    key sort of whole rows (one exact pass) rather than the generic sorts: the values equal those of the top-k
-    with every tied row ranked apart, and of the key sort alone."""
-    import torchrank.functional as F
-
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float64])
+def test_mostly_tied_top_k_ranks_as_the_reference(ties, dtype):
+    """A small batch (a validation step, 9 x 2,000) with a short cut-off (2: a top-k of 3) takes the CPU top-k; its
+    scores, on ~40 values, tie in every row, so the ranking is redone by one exact pass: the key sort of whole rows
+    (bfloat16), or torch's sort (float64, which no key holds). The values are the reference's."""
     g = torch.Generator().manual_seed(8)
-    # 2,000 items on ~40 values: all tied; a small batch (a validation step), which takes the top-k
-    preds = (torch.randn(9, 2000, generator=g) * 5).round().bfloat16()
+    preds = (torch.randn(9, 2000, generator=g) * 5).round().to(dtype)
     target = torch.randint(0, 4, (9, 2000), generator=g)
-    measures = ["ndcg@2", "map@2", "P@1", "mrr@2", "err@2", "rbp@2"]  # depth 2: a top-k of 3 of 2,000
-    calls = []
-    original = _numpy_order._rank_tied_rows_apart
-
-    def spy(*args, **kwargs):
-        calls.append(kwargs.get("topk", True))
-        return original(*args, **kwargs)
-
-    patch_engine(monkeypatch, "_rank_tied_rows_apart", spy)
-    got = F.evaluate(preds, target, measures, ties=ties, reduction="none")
-    assert calls[:2] == [True, False]  # the top-k first, then the whole rows
-    patch_engine(monkeypatch, "_MAX_TIED_SHARE", 2.0)  # never "mostly": each tied row ranked apart
-    apart = F.evaluate(preds, target, measures, ties=ties, reduction="none")
-    patch_engine(monkeypatch, "_SMALL_BATCH", 0)  # no top-k: the key sort straight away
-    keys = F.evaluate(preds, target, measures, ties=ties, reduction="none")
-    for name in measures:
-        torch.testing.assert_close(got[name], apart[name], rtol=0, atol=1e-6)
-        torch.testing.assert_close(got[name], keys[name], rtol=0, atol=1e-6)
+    _assert_matches_reference(preds, target, ["ndcg@2", "map@2", "P@1", "mrr@2", "rbp@2"], ties=ties)
 
 
 @pytest.mark.parametrize("ties", ["average", "first", "optimistic", "pessimistic"])
 @pytest.mark.parametrize("padded", [False, True], ids=["dense", "padded"])
-def test_selected_head_ranks_as_the_whole_sort(ties, padded, monkeypatch):
-    """Cut-offs far inside long CPU lists select and sort only the head of each row's keys: every measure then
-    equals its value from the sort of whole rows, with rows that tie inside, across and past the cut-off."""
-    import torchrank.functional as F
-
+def test_selected_head_ranks_as_the_reference(ties, padded):
+    """Cut-offs far inside long CPU lists (40 x 800: past a small batch's top-k) rank only the head of each row: of the
+    items that can make it (unpadded), or of every item's keys (padded). Every measure equals the reference's, with
+    rows that tie inside, across and past the cut-offs 10 and 20, and rows of a few values, tied everywhere."""
     g = torch.Generator().manual_seed(9)
     preds = torch.rand(40, 800, generator=g)
     target = torch.randint(0, 4, (40, 800), generator=g)
@@ -582,12 +504,7 @@ def test_selected_head_ranks_as_the_whole_sort(ties, padded, monkeypatch):
     preds[5:9] = (preds[5:9] * 8).round()  # rows of a few values: tied everywhere
     mask = torch.rand(40, 800, generator=g) > 0.1 if padded else None
     measures = ["ndcg@10", "ndcg@20", "map@10", "P@5", "mrr@20", "err@10", "rbp@20", "recall@20", "frp@10"]
-    patch_engine(monkeypatch, "_SMALL_BATCH", 0)  # never a top-k: the key sort, head or whole
-    head = F.evaluate(preds, target, measures, mask=mask, ties=ties, reduction="none")
-    _whole_sorts_only(monkeypatch)
-    whole = F.evaluate(preds, target, measures, mask=mask, ties=ties, reduction="none")
-    for name in measures:
-        torch.testing.assert_close(head[name], whole[name], rtol=0, atol=1e-6)
+    _assert_matches_reference(preds, target, measures, mask=mask, ties=ties)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -618,34 +535,17 @@ def test_ideal_head_selection_equals_the_sort(dtype):
                 assert torch.equal(got, want[:, :depth])
 
 
-def test_ndcg_with_negative_unvalidated_labels_keeps_the_sorted_ideal(monkeypatch):
-    """NDCG@k of long rows with negative labels (allowed unvalidated) equals its value when every ideal is sorted
-    whole: the ideal's head selection must not reorder negative labels."""
-    import torchrank.functional as F
-
+def test_ndcg_with_negative_unvalidated_labels_keeps_the_sorted_ideal():
+    """NDCG@k of long rows (600 items: the ideal labels' head is selected, not sorted whole) with negative labels
+    (allowed unvalidated) equals the reference's: the head selection must not reorder negative labels."""
     g = torch.Generator().manual_seed(6)
     preds = torch.rand(20, 600, generator=g)
     target = -torch.randint(1, 4, (20, 600), generator=g).float()
     target[:, :5] = torch.randint(0, 3, (20, 5), generator=g).float()  # a few labels >= 0: the head holds negatives
     got = F.ndcg(preds, target, k=[10, 50], reduction="none", validate_args=False)
-    patch_engine(monkeypatch, "_PARTITION_MIN_ITEMS", 10**9)
-    want = F.ndcg(preds, target, k=[10, 50], reduction="none", validate_args=False)
-    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
-
-
-def _head_items_spy(monkeypatch):
-    """Record what each call of ``_head_items`` returned (None: it handed over to the key sort of every item)."""
-
-    found = []
-    original = _numpy_keys._head_items
-
-    def spy(*args):
-        out = original(*args)
-        found.append(out)
-        return out
-
-    patch_engine(monkeypatch, "_head_items", spy)
-    return found
+    with torchrank.use_backend("torch"):
+        want = F.ndcg(preds.double(), target, k=[10, 50], reduction="none", validate_args=False)
+    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -693,13 +593,12 @@ def test_head_items_hold_every_item_that_can_make_the_head(dtype):
 @pytest.mark.parametrize("ties", ["average", "first", "optimistic", "pessimistic"])
 @pytest.mark.parametrize("mostly_tied", [False, True], ids=["few-tied-rows", "mostly-tied"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
-def test_head_of_selected_items_ranks_as_the_whole_sort(ties, mostly_tied, dtype, monkeypatch):
-    """Cut-offs far inside long unpadded lists rank only the items that can make the head: every measure equals its
-    value from the sort of whole rows, with ties inside, across and past the cut-off, and with most rows tied inside
-    it (the selected items then hold each tie group whole), for float32 scores and for the half-precision scores
-    read as float32 (bfloat16: ties everywhere)."""
-    import torchrank.functional as F
-
+def test_head_of_selected_items_ranks_as_the_reference(ties, mostly_tied, dtype):
+    """Cut-offs far inside long unpadded lists (40 x 800, a cut-off of 10) rank only the items that can make the head:
+    every measure equals the reference's, with ties inside, across and past the cut-off, at the selection's edge (a
+    row holding more than the head), and with most rows tied inside it (the selected items then hold each tie group
+    whole, averaged in one ranking padded after them), for float32 scores and half-precision ones read as float32
+    (bfloat16: ties everywhere)."""
     g = torch.Generator().manual_seed(13)
     preds = torch.randn(40, 800, generator=g).to(dtype)
     target = torch.randint(0, 4, (40, 800), generator=g)
@@ -709,39 +608,7 @@ def test_head_of_selected_items_ranks_as_the_whole_sort(ties, mostly_tied, dtype
         at = [2, 9, 10, 40][row % 4]  # inside, across (10/11), at the selection's edge (11/12), past the cut-offs
         preds[row, order[row, at + 1]] = preds[row, order[row, at]]
     measures = ["ndcg@10", "map@10", "P@5", "mrr@10", "err@10", "rbp@10", "recall@10", "frp@10"]
-    found = _head_items_spy(monkeypatch)
-    patch_engine(monkeypatch, "_SMALL_BATCH", 0)  # never a top-k
-    head = F.evaluate(preds, target, measures, ties=ties, reduction="none")
-    assert found and all(f is not None for f in found)  # the selection ranked the batch
-    assert found[0][1] is not None  # a row tied at the selection's edge holds more than the head
-    if ties == "average":  # the rows averaging their ties hold the selected items, padding known as such
-        from torchrank.functional._inputs import format_inputs
-
-        ranking = _ranking.rank(format_inputs(preds, target), depth=10)
-        rankings = [ranking] if ranking.averages_ties else [a.ranking for a in ranking.apart if a.owner is None]
-        assert rankings
-        for r in rankings:
-            padding = r.scores == _numpy_keys._INT32_MAX
-            assert r.labels.shape[1] > 11 and padding.any()
-            assert torch.equal(r.valid, ~padding) and not r.labels[padding].any()
-    _whole_sorts_only(monkeypatch)
-    whole = F.evaluate(preds, target, measures, ties=ties, reduction="none")
-    for name in measures:
-        torch.testing.assert_close(head[name], whole[name], rtol=0, atol=1e-6)
-
-
-def _compact_spy(monkeypatch) -> list:
-    """Record what each call of :func:`_compact_keys` returns (None where it refused)."""
-
-    built = []
-    compact_keys = _compact_keys._compact_keys
-
-    def spy(*args, **kwargs):
-        built.append(compact_keys(*args, **kwargs))
-        return built[-1]
-
-    patch_engine(monkeypatch, "_compact_keys", spy)
-    return built
+    _assert_matches_reference(preds, target, measures, ties=ties)
 
 
 def _plant_ties(preds: torch.Tensor) -> torch.Tensor:
@@ -777,19 +644,18 @@ COMPACT_SCORES = {  # name: (scores of 120 x 50, whether 32-bit keys hold them w
 
 
 @pytest.mark.parametrize("scores", list(COMPACT_SCORES))
-@pytest.mark.parametrize("labels", ["int", "whole floats", "large-batch int64", "large-batch bfloat16", "bool"])
+@pytest.mark.parametrize("labels", ["int", "whole floats", "bool"])
 @pytest.mark.parametrize("ties", ["average", "optimistic", "pessimistic"])
 @pytest.mark.parametrize("padded", [False, True], ids=["dense", "padded"])
-def test_compact_keys_rank_as_the_float64_sort(scores, labels, ties, padded, monkeypatch):
-    """32-bit keys (score distance and label in one sort key, :func:`_compact_keys`) give every measure of whole
-    rows, and of rows cut at 10, the values of the generic float64 sort, under every tie order: keys that hold each
-    score whole, ties planted inside, at, across and past the cut-off (-0.0 tying with 0.0), keys that dropped the
-    scores' last bits, whose rows with equal keys of different labels are ranked again, and rows of padding (a mask;
-    padding scored as real items, which only widens the span) ending before, at or after the cut-off."""
-    import torchrank.functional as F
-
+def test_compact_keys_rank_as_the_reference(scores, labels, ties, padded):
+    """Rows sorted whole (120 x 50) with labels 0 .. 4 take 32-bit keys (score distance and label in one key): every
+    measure of whole rows, and of rows cut at 10, equals the reference's under every tie order, for scores the keys
+    hold whole and ties planted inside, at, across and past the cut-off (-0.0 tying with 0.0), for scores spanning
+    more than the keys hold (normal float32, infinities: the last bits dropped, the rows with equal keys of different
+    labels ranked again), and rows of padding (a mask; padding scored as real items, which only widens the span)
+    ending before, at or after the cut-off."""
     g = torch.Generator().manual_seed(17)
-    make, whole = COMPACT_SCORES[scores]
+    make, _ = COMPACT_SCORES[scores]
     preds = _plant_ties(make(g))
     target = torch.randint(0, 5, preds.shape, generator=g)
     mask = None
@@ -800,30 +666,18 @@ def test_compact_keys_rank_as_the_float64_sort(scores, labels, ties, padded, mon
         mask = torch.arange(preds.shape[1]) < lengths.unsqueeze(1)
         shuffle = torch.stack([torch.randperm(preds.shape[1], generator=g) for _ in range(len(preds))])
         preds, target, mask = preds.gather(1, shuffle), target.gather(1, shuffle), mask.gather(1, shuffle)
-    if labels in ("whole floats", "large-batch bfloat16"):
-        target = target.float() if labels == "whole floats" else target.bfloat16()
+    if labels == "whole floats":
+        target = target.float()
     elif labels == "bool":
         target = target > 2
-    if labels.startswith("large-batch"):
-        from torchrank.functional import _inputs
-
-        monkeypatch.setattr(_inputs, "LARGE_BATCH_ITEMS", 8)  # labels stay in the caller's dtype, read by blocks
-    built = _compact_spy(monkeypatch)
-    for names in (["ndcg@10", "map@10", "P@10", "mrr@10", "err@10", "recall@10", "frp@10", "rbp@10"],
-                  ["ndcg", "map", "mrr", "rprec", "mean_rank", "err", "rbp", "ndcg@5", "P@20"]):
-        got = F.evaluate(preds, target, names, mask=mask, ties=ties, reduction="none")
-        want = F.evaluate(preds.double(), target, names, mask=mask, ties=ties, reduction="none")  # no key sort
-        for name in names:
-            torch.testing.assert_close(got[name].double(), want[name], rtol=1e-5, atol=1e-6, msg=name)
-    assert len(built) == 2 and all(b is not None and b.whole == whole for b in built)
-    assert all((b.padding is not None) == padded for b in built)
+    whole = ["ndcg", "map", "mrr", "rprec", "mean_rank", "rbp", "ndcg@5", "P@20"]
+    for names in (["ndcg@10", "map@10", "P@10", "mrr@10", "err@10", "recall@10", "frp@10", "rbp@10"], whole):
+        _assert_matches_reference(preds, target, names, mask=mask, ties=ties)
 
 
-def test_compact_keys_refuse_what_they_cannot_hold(monkeypatch):
+def test_compact_keys_refuse_what_they_cannot_hold():
     """Labels that are not whole numbers 0 .. 15 (fractions, 16 and up, negative or NaN ones unvalidated) and NaN
-    scores take the 64-bit keys: the same values as the generic float64 sort."""
-    import torchrank.functional as F
-
+    scores take the 64-bit keys; labels up to 12 ride in 32-bit keys of 4 label bits: the reference's values."""
     g = torch.Generator().manual_seed(19)
     preds = _plant_ties(torch.rand(60, 40, generator=g))
     target = torch.randint(0, 5, preds.shape, generator=g).float()
@@ -831,24 +685,22 @@ def test_compact_keys_refuse_what_they_cannot_hold(monkeypatch):
     nan[3, 5] = float("nan")
     nan_label = target.clone()
     nan_label[4, 2] = float("nan")
-    cases = [(preds, target / 2), (preds, target * 4), (preds, target - 1), (nan, target), (preds, nan_label)]
-    built = _compact_spy(monkeypatch)
+    cases = [(preds, target / 2), (preds, target * 4), (preds, target - 1), (preds, nan_label)]
+    cases.append((preds, target * 3))  # labels up to 12: held
     for p, t in cases:
-        got = F.evaluate(p, t, ["ndcg", "map", "mrr"], reduction="none", validate_args=False)
-        want = F.evaluate(p.double(), t, ["ndcg", "map", "mrr"], reduction="none", validate_args=False)
-        for name, value in got.items():
-            torch.testing.assert_close(value.double(), want[name], rtol=1e-5, atol=1e-6, equal_nan=True)
-    assert built == [None] * len(cases)
-    F.evaluate(preds, target * 3, ["map"])  # labels up to 12: held
-    assert built[-1] is not None and built[-1].bits == 4
+        _assert_matches_reference(p, t, ["ndcg", "map", "mrr"], validate_args=False)
+    # a NaN score (unvalidated) ranks where numpy's sort of the float64 scores puts it (torch's sort puts it elsewhere)
+    got = _evaluate(nan, target, ["ndcg", "map", "mrr"], validate_args=False)
+    want = _evaluate(nan.double(), target, ["ndcg", "map", "mrr"], validate_args=False)
+    for name, value in got.items():
+        torch.testing.assert_close(value.double(), want[name], rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
-def test_compact_keys_that_drop_bits_rank_again_only_rows_where_equal_keys_hold_different_labels(monkeypatch):
-    """Scores a unit in the last place apart share a 32-bit key once its last bits are dropped: the rows where such
-    items have different labels (and only they) are ranked again by 64-bit keys, and every value is exact; scores
-    so close that most rows need it take the 64-bit keys throughout."""
-    import torchrank.functional as F
-
+def test_compact_keys_that_drop_bits_rank_again_the_rows_where_equal_keys_hold_different_labels():
+    """Scores a unit in the last place apart share a 32-bit key once its last bits are dropped (the batch spans both
+    infinities): the rows where such items have different labels are ranked again by 64-bit keys, whole and cut
+    (a group across the cut-off at 10), and every value is the reference's; so are scores so close that most rows
+    would need it (the 64-bit keys then rank every row)."""
     g = torch.Generator().manual_seed(23)
     preds = torch.randn(40, 30, generator=g)
     preds[:, :2] = torch.tensor([float("inf"), -float("inf")])  # the whole span: 2 bits dropped, keys of 4 ulps
@@ -860,113 +712,71 @@ def test_compact_keys_that_drop_bits_rank_again_only_rows_where_equal_keys_hold_
     # row 12: ranks 10 to 12 tie, labels 1, 1 and 3: a cut at 10 sees one label, yet may hold the 3
     preds[12, 2:] = torch.linspace(3, -3, 28)
     preds[12, 2 + 8 : 2 + 11], target[12, 2 + 8 : 2 + 11] = preds[12, 2 + 8], torch.tensor([1, 3, 1])
-    again = []
-    rank_rows_again = _compact_keys._rank_rows_again
-    patch_engine(monkeypatch, "_rank_rows_again", lambda m, i, rows, *a: again.append(rows) or rank_rows_again(
-        m, i, rows, *a))
-    built = _compact_spy(monkeypatch)
-    names = ["ndcg", "map", "mrr@3", "P@4", "err@5"]
-    got = F.evaluate(preds, target, names, reduction="none")
-    want = F.evaluate(preds.double(), target, names, reduction="none")
-    for name in names:
-        torch.testing.assert_close(got[name].double(), want[name], rtol=1e-5, atol=1e-6)
-    assert built[-1] is not None and not built[-1].whole
-    assert {2, 9} <= set(again[0].tolist()) and 5 not in again[0].tolist()  # row 5: one label, one value
-    cut = ["ndcg@10", "P@10", "err@10"]
-    got = F.evaluate(preds, target, cut, reduction="none")
-    want = F.evaluate(preds.double(), target, cut, reduction="none")
-    for name in cut:
-        torch.testing.assert_close(got[name].double(), want[name], rtol=1e-5, atol=1e-6)
-    assert 12 in again[-1].tolist()
+    for ties in ("average", "optimistic", "pessimistic"):
+        _assert_matches_reference(preds, target, ["ndcg", "map", "mrr@3", "P@4", "err@5"], ties=ties)
+        _assert_matches_reference(preds, target, ["ndcg@10", "P@10", "err@10"], ties=ties)
     clustered = 1 + 1e-6 * torch.randn(40, 30, generator=g)
-    clustered[:, 0] = -1e30  # the span drops bits where most rows crowd: the 64-bit keys rank every row
-    got = F.evaluate(clustered, target, names, reduction="none")
-    want = F.evaluate(clustered.double(), target, names, reduction="none")
-    for name in names:
-        torch.testing.assert_close(got[name].double(), want[name], rtol=1e-5, atol=1e-6)
-    assert not built[-1].whole and len(again) == 2
+    clustered[:, 0] = -1e30  # the span drops bits where most rows crowd
+    _assert_matches_reference(clustered, target, ["ndcg", "map", "mrr@3", "P@4", "err@5"])
 
 
 @pytest.mark.parametrize("ties", ["average", "optimistic", "pessimistic"])
-def test_compact_keys_rank_flat_input_of_unequal_queries_as_the_float64_sort(ties, monkeypatch):
+def test_compact_keys_rank_flat_input_of_unequal_queries_as_the_reference(ties):
     """Flat ``(preds, target, indexes)`` input of unequal queries (padded rows, padding last, scored 0) takes the
-    32-bit keys too: every measure equals the generic float64 sort's."""
-    import torchrank.functional as F
-
+    32-bit keys too: every measure equals the reference's."""
     g = torch.Generator().manual_seed(29)
     lengths = torch.randint(1, 60, (80,), generator=g)
     indexes = torch.repeat_interleave(torch.arange(80), lengths)
     preds = torch.rand(len(indexes), generator=g) * 0.5 + 0.25
     preds[::7] = preds[1::7][: len(preds[::7])]  # ties, within and across queries
     target = torch.randint(0, 4, (len(indexes),), generator=g)
-    built = _compact_spy(monkeypatch)
-    names = ["ndcg", "map", "mrr", "P@10", "ndcg@10", "err@5", "rprec"]
-    got = F.evaluate(preds, target, names, indexes=indexes, ties=ties, reduction="none")
-    want = F.evaluate(preds.double(), target, names, indexes=indexes, ties=ties, reduction="none")
-    for name in names:
-        torch.testing.assert_close(got[name].double(), want[name], rtol=1e-5, atol=1e-6, msg=name)
-    assert built and built[0] is not None and built[0].padding is not None
+    _assert_matches_reference(preds, target, ["ndcg", "map", "mrr", "P@10", "ndcg@10", "err@5", "rprec"],
+                              indexes=indexes, ties=ties)  # fmt: skip
 
 
-def test_compact_keys_never_give_a_real_item_the_padding_key(monkeypatch):
-    """Scores whose span fills the bits left beside the labels exactly: the lowest score's distance would have every
-    high bit set, as padding's key does, so one more bit is dropped; the item still counts (P of the whole list)."""
-    import torchrank.functional as F
-
+def test_compact_keys_never_give_a_real_item_the_padding_key():
+    """Scores whose span fills the bits left beside the labels (0 and 1) exactly: the lowest score's distance would
+    have every high bit set, as padding's key does, so one more bit is dropped; the item still counts (P of the
+    whole list)."""
     edge = torch.tensor([0x3FFFFFFF, 0xBFFFFFFF - 2**32], dtype=torch.int32).view(torch.float32)  # +-(2 - 1 ulp)
     preds = torch.tensor([[edge[0], 0.5, edge[1], 0.0], [edge[0], 0.5, edge[1], 0.0]])
     target = torch.tensor([[1, 0, 0, 0], [1, 1, 0, 1]])
     mask = torch.tensor([[True, True, True, False], [True, True, True, True]])
-    keys = _compact_keys._compact_keys(preds, target.float(), mask, True, False)
-    assert keys.bits == 1 and not keys.whole
-    assert (keys.keys == keys.padding).sum() == 1  # the one padded item
-    built = _compact_spy(monkeypatch)
     got = F.precision(preds, target, mask=mask, reduction="none")
     torch.testing.assert_close(got, torch.tensor([1 / 3, 3 / 4]))
-    assert built[0] is not None
+    _assert_matches_reference(preds, target, ["P", "ndcg", "map"], mask=mask)
 
 
 def test_compact_keys_see_no_tie_in_padding():
-    """Padding keys are equal to one another, yet never a tie: a padded batch of distinct scores has no row apart,
-    whole or cut at 10."""
-    from torchrank.functional._inputs import format_inputs
-
+    """Padding keys are equal to one another, yet never a tie: a padded batch of distinct scores (held whole by 32-bit
+    keys) ranks as the reference, whole or cut at 10."""
     g = torch.Generator().manual_seed(31)
     preds = torch.randperm(40 * 30, generator=g).view(40, 30) / 4800 + 0.25  # distinct, and held whole
     target = torch.randint(0, 4, (40, 30), generator=g)
     mask = torch.arange(30) < torch.randint(1, 31, (40, 1), generator=g)
     for depth in (None, 10):
-        ranking = _ranking.rank(format_inputs(preds, target, mask=mask), ties="average", depth=depth)
-        assert ranking.apart == [] and torch.equal(ranking.valid.sum(1), mask.sum(1).clamp(max=depth or 30))
+        _assert_matches_reference(preds, target, _at(depth), mask=mask)
 
 
-def test_compact_keys_that_would_merge_most_rows_give_way_after_one_block(monkeypatch):
-    """Scores packed so close that the dropped bits merge different labels in most rows of the first block of rows:
-    the 32-bit keys give way there, before the other blocks are built, and the 64-bit keys rank every row."""
-    import torchrank.functional as F
-
-    patch_engine(monkeypatch, "_ROW_BLOCK_ITEMS", 60)  # blocks of 2 rows of 30
+def test_compact_keys_that_would_merge_most_rows_give_way_after_one_block():
+    """A batch of 2,200 x 30 (two blocks of rows for the keys) of scores packed so close that the dropped bits merge
+    different labels in most rows of the first block: the 32-bit keys give way there and the 64-bit keys rank every
+    row; with a first block of spread scores the 32-bit keys go on, and the crowded rows are ranked again. Both give
+    the reference's values."""
     g = torch.Generator().manual_seed(37)
-    preds = 1 + 1e-6 * torch.randn(40, 30, generator=g)
+    preds = 1 + 1e-6 * torch.randn(2200, 30, generator=g)
     preds[:, 0] = -1e30  # the span drops bits where the scores crowd
-    target = torch.randint(0, 4, (40, 30), generator=g)
-    built = _compact_spy(monkeypatch)
+    target = torch.randint(0, 4, (2200, 30), generator=g)
     names = ["ndcg", "map", "mrr", "P@5"]
-    got = F.evaluate(preds, target, names, reduction="none")
-    want = F.evaluate(preds.double(), target, names, reduction="none")
-    for name in names:
-        torch.testing.assert_close(got[name].double(), want[name], rtol=1e-5, atol=1e-6)
-    assert built == [None]
-    preds[:2] = torch.rand(2, 30, generator=g)  # a first block of spread scores: the keys go on
-    F.evaluate(preds, target, names)
-    assert built[-1] is not None and not built[-1].whole
+    _assert_matches_reference(preds, target, names)
+    preds[:2184] = torch.rand(2184, 30, generator=g)  # the first block (65,536 // 30 rows): spread scores
+    _assert_matches_reference(preds, target, names)
 
 
-def test_finite_scores_are_known_from_the_checks_only(monkeypatch):
+def test_finite_scores_are_known_from_the_checks_only():
     """The input checks' sum tells finite scores apart (the head selection then skips its own NaN test): never
-    with an infinity, a NaN unvalidated, or the checks off; always for integer scores. Scores with both infinities
-    still rank as the whole sort does on the head-selection route."""
-    import torchrank.functional as F
+    with an infinity, a NaN unvalidated, or the checks off; always for integer scores. Long rows cut far inside (the
+    head selection's input, 30,000 items) rank as the reference, with distinct scores and with both infinities."""
     from torchrank.functional._inputs import format_inputs
 
     g = torch.Generator().manual_seed(41)
@@ -974,9 +784,7 @@ def test_finite_scores_are_known_from_the_checks_only(monkeypatch):
     assert format_inputs(preds, target).finite_scores
     assert not format_inputs(preds, target, validate_args=False).finite_scores
     assert format_inputs(torch.randint(0, 9, (100, 300), dtype=torch.int16), target).finite_scores
+    _assert_matches_reference(preds, target, ["ndcg@3", "ndcg@10"])  # distinct scores: each head exactly 4 or 11 items
     preds[1, 7], preds[2, 9] = float("inf"), -float("inf")
     assert not format_inputs(preds, target).finite_scores
-    found = _head_items_spy(monkeypatch)
-    got = F.ndcg(preds, target, k=[3, 10], reduction="none")
-    assert found == [None]  # the selection saw both infinities and handed over
-    torch.testing.assert_close(got.double(), F.ndcg(preds.double(), target, k=[3, 10], reduction="none"))
+    _assert_matches_reference(preds, target, ["ndcg@3", "ndcg@10"])
