@@ -122,7 +122,7 @@ def format_inputs(
         batch_shape: tuple[int, ...] = (preds.shape[0],)
         padded = padding_last = mask is not None
         if mask is None:  # equal-length queries: unpadded rows, as dense input without a mask
-            mask = _true(preds.device).expand(preds.shape)
+            mask = _all_true(preds.device, tuple(preds.shape))
     else:
         padding_last = False
         batch_shape = tuple(preds.shape[:-1])
@@ -131,7 +131,7 @@ def format_inputs(
         if preds.ndim != 2:  # [Q, N] already: no view to make
             preds, target = preds.reshape(-1, n), target.reshape(-1, n)
         # no mask: a broadcast True, with no memory to fill (or to page in on large batches)
-        mask = _true(preds.device).expand(preds.shape) if mask is None else mask.reshape(-1, n)
+        mask = _all_true(preds.device, tuple(preds.shape)) if mask is None else mask.reshape(-1, n)
         judged = None if judged is None else judged.reshape(-1, n)
 
     work = working_dtype(preds)
@@ -215,6 +215,13 @@ def _false(device: torch.device) -> Tensor:
 def _true(device: torch.device) -> Tensor:
     """A ``[1, 1]`` True on ``device`` (cached: read, never written) to broadcast as the mask of unpadded input."""
     return torch.ones((1, 1), dtype=torch.bool, device=device)
+
+
+@functools.lru_cache(maxsize=64)
+def _all_true(device: torch.device, shape: tuple[int, ...]) -> Tensor:
+    """The mask of unpadded ``shape`` input: :func:`_true` broadcast, no memory (cached per shape: a validation loop's
+    batches share one, and an update makes no op for it)."""
+    return _true(device).expand(shape)
 
 
 def working_dtype(preds: Tensor) -> torch.dtype:

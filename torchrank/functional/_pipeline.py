@@ -204,7 +204,8 @@ def finalize(
     fill = {"neg": 0.0, "pos": 1.0, "skip": float("nan"), "error": 0.0}[empty_target_action]
     values = values.masked_fill(no_relevant.unsqueeze(1) if no_relevant.ndim == 1 else no_relevant, fill)
     if reduction == "none":
-        out = values.reshape(*inputs.batch_shape, values.shape[-1])
+        shape = (*inputs.batch_shape, values.shape[-1])
+        out = values if values.shape == shape else values.reshape(shape)
     else:
         out = reduce_columns(values, reduction)
     return out if k_is_sequence else out[..., 0]

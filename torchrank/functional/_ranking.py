@@ -319,12 +319,13 @@ class Ranking:
 
     @_cached
     def _group_ids(self) -> tuple[Tensor, Tensor]:
-        """Where each tie group begins ``[Q, N]`` bool, and each position's group number from 0 ``[Q, N]`` int64."""
-        continues = self.scores[:, 1:] == self.scores[:, :-1]  # a position in the group of the one above
+        """Where each tie group begins ``[Q, N]`` bool (but the first position: False, so that the running count of
+        boundaries numbers the groups from 0), and each position's group number ``[Q, N]`` int64."""
+        new_group = self.scores[:, 1:] != self.scores[:, :-1]  # a position not in the group of the one above
         if not self.all_valid:  # padding (always last) is a group of its own
-            continues &= self.valid[:, 1:] == self.valid[:, :-1]
-        boundary = torch.nn.functional.pad(~continues, (1, 0), value=True)
-        return boundary, torch.cumsum(boundary, 1) - 1
+            new_group |= self.valid[:, 1:] != self.valid[:, :-1]
+        boundary = torch.nn.functional.pad(new_group, (1, 0), value=False)
+        return boundary, torch.cumsum(boundary, 1)
 
     @_cached
     def _group_sizes(self) -> Tensor:
@@ -337,7 +338,7 @@ class Ranking:
     @_cached
     def _group_starts(self) -> Tensor:
         """The 0-based position where each position's tie group begins ``[Q, N]`` int64: the last boundary at or
-        above it (only the closed forms of AP, RR and ERR read it, not the group means)."""
+        above it, 0 for the first group (only the closed forms of AP, RR and ERR read it, not the group means)."""
         boundary = self._group_ids[0]
         return torch.cummax(torch.where(boundary, _indices(self.list_size, self.labels.device), 0), 1).values
 
@@ -362,7 +363,11 @@ class Ranking:
         """Expected per-position value under random order of tie groups (the group mean), or ``values``."""
         if not self.averages_ties:
             return values
-        return self.group_sum(values) / self._group_sizes
+        if uses_numpy(values):  # CPU: the group sums over the cached sizes (scatter_reduce's mean is slower there)
+            return self.group_sum(values) / self._group_sizes
+        group_id = self._group_ids[1]  # the device backends: the group means in one scatter, fewer launches
+        means = torch.zeros_like(values).scatter_reduce_(1, group_id, values, reduce="mean", include_self=False)
+        return means.gather(1, group_id)
 
     # ---------------------------------------------------------------- shared cumulative quantities
     @_cached

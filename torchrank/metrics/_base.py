@@ -157,8 +157,13 @@ class RankingMetric(Metric):
             self._update_dense_unchecked(preds, target, mask, ideal_target, judged)
         else:
             values = self._values(preds, target, mask=mask, ideal_target=ideal_target, judged=judged)
-            self._add(values.reshape(-1, self.num_outputs))
+            self._add(_per_query_rows(values, self.num_outputs))
         self._mode = mode
+
+    def _skips_queries(self) -> bool:
+        """Whether per-query values may be NaN, for queries left out (``empty_target_action="skip"``; the functionals'
+        default is ``"neg"``)."""
+        return getattr(self, "_params", {}).get("empty_target_action", "neg") == "skip"
 
     def _checks_values(self) -> bool:
         """Whether the measure checks values (NaN scores, negative labels): its ``validate_args``."""
@@ -174,7 +179,7 @@ class RankingMetric(Metric):
         if not found:  # every path reports; a functional that did not is checked here
             found.append(value_problems(preds, target, ideal_target))
         problems = found[0] if len(found) == 1 else torch.stack(found).any(0)  # chunked calls report per chunk
-        self._add(values.reshape(-1, self.num_outputs), bad=problems.any())
+        self._add(_per_query_rows(values, self.num_outputs), bad=problems.any())
         # the first bad update n is kept as the largest 1 / n (one multiply and one maximum, no host-to-device copy)
         invalid = self.sums[2 * self.num_outputs : 2 * self.num_outputs + len(VALUE_PROBLEMS)]
         torch.maximum(invalid, problems * (1.0 / self._update_count), out=invalid)
@@ -212,9 +217,13 @@ class RankingMetric(Metric):
 
     def _add(self, values: Tensor, bad: Tensor | None = None) -> None:
         """Add per-query ``values`` ``[Q, num_outputs]``; ``bad`` (a bool on the device) True adds nothing."""
-        known = values == values  # not NaN
         # sums and counts in one add: a validation epoch calls this once per batch
-        added = torch.cat([torch.nansum(values, 0, dtype=torch.float64), known.sum(0, dtype=torch.float64)])
+        if self._skips_queries():  # NaN marks a skipped query: left out of sums and counts
+            known = values == values
+            added = torch.cat([torch.nansum(values, 0, dtype=torch.float64), known.sum(0, dtype=torch.float64)])
+        else:  # every query counts
+            added = torch.nn.functional.pad(values.sum(0, dtype=torch.float64), (0, self.num_outputs),
+                                            value=float(values.shape[0]))
         self.sums[: 2 * self.num_outputs].add_(added if bad is None else added.masked_fill(bad, 0))
         if self.keep_per_query:
             kept = values.to(torch.float64)
@@ -279,6 +288,11 @@ class RankingMetric(Metric):
     def plot(self, val: Any = None, ax: Any = None) -> Any:
         """Plot a value (default: ``compute()``) or a sequence of values; needs matplotlib."""
         return self._plot(val, ax)
+
+
+def _per_query_rows(values: Tensor, num_outputs: int) -> Tensor:
+    """``values`` as ``[Q, num_outputs]`` rows (no view op where they are already: an update counts its ops)."""
+    return values if values.ndim == 2 and values.shape[1] == num_outputs else values.reshape(-1, num_outputs)
 
 
 def _id_list_inputs(

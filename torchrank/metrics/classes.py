@@ -100,7 +100,10 @@ class FunctionalMetric(RankingMetric):
         unread = set(given) - _parameters(type(self)._function)
         if unread:
             raise ValueError(f"{type(self).__name__} does not take {sorted(unread)}: its functional has no such input.")
-        return type(self)._function(preds, target, reduction="none", **(self._params | given))
+        params = self._params | given
+        if isinstance(params.get("k"), int):  # [Q, 1] as the state adds it, not [Q] to be reshaped
+            params["k"] = [params["k"]]
+        return type(self)._function(preds, target, reduction="none", **params)
 
 
 def _check_fixed(name: str, fixed: Mapping[str, object], kwargs: dict[str, Any]) -> None:
