@@ -139,8 +139,11 @@ def test_auroc_top_k_keeps_input_order_across_the_cut_off_and_reads_padding_and_
             if not torch.isnan(dense[q]):
                 torch.testing.assert_close(dense[q], retrieval_auroc(p, t, top_k=k, max_fpr=max_fpr))
     for bad in ({"k": 0}, {"k": 1.5}, {"max_fpr": 0.0}, {"max_fpr": 1.5}, {"max_fpr": True}):
-        with pytest.raises(ValueError, match=next(iter(bad))):
+        with pytest.raises((TypeError, ValueError), match=next(iter(bad))):
             F.auroc(preds, target, **bad)
+    several = F.auroc(preds, target, k=[2, 5], max_fpr=0.5, reduction="none")  # one column per cut-off
+    for j, k in enumerate((2, 5)):
+        torch.testing.assert_close(several[:, j], F.auroc(preds, target, k=k, max_fpr=0.5, reduction="none"))
 
 
 def test_curve_adaptive_k():

@@ -100,9 +100,11 @@ def check_arguments(arguments: dict[str, Any]) -> None:
 class _RetrievalCompat:
     """torchmetrics' constructor, ``update`` and empty-query rules over a :mod:`torchrank.metrics` class.
 
-    The stored items are the flattened input less the ``ignore_index`` items; at ``compute`` the torchrank
-    functional ranks them and the torchmetrics-specific parts (score filter, empty queries, denominators)
-    are applied to its per-query values.
+    The stored items are the flattened input less the ``ignore_index`` items, labels filtered by score where
+    torchmetrics filters them, with the unfiltered labels as ``ideal_target`` (R and the empty-query test); at
+    ``compute`` the torchrank functional ranks them with the options of torchmetrics' definition
+    (:meth:`_kernel_options`). Only the rules about whole queries stay here: ``"error"`` raised once every update
+    has arrived, a callable aggregation, AUROC's undefined queries (:meth:`_fill_undefined`).
     """
 
     # torchmetrics sets the label of an item scored <= 0 to 0 before measuring (AP, RR, precision, recall)

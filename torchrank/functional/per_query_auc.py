@@ -13,10 +13,12 @@ correction, as scikit-learn and torchmetrics compute it).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor
 
-from torchrank.functional._inputs import format_inputs
+from torchrank.functional._inputs import format_inputs, normalize_k
 from torchrank.functional._pipeline import check_options, finalize
 
 
@@ -24,7 +26,7 @@ def auroc(
     preds: Tensor,
     target: Tensor,
     *,
-    k: int | None = None,
+    k: int | Sequence[int] | None = None,
     max_fpr: float | None = None,
     indexes: Tensor | None = None,
     mask: Tensor | None = None,
@@ -40,9 +42,10 @@ def auroc(
     function takes it: dense ``[..., N]`` with an optional ``mask``, or flat with ``indexes``.
 
     Args:
-        k: Only each query's top k items by score (None: all); where tied items span the k-th position, those first
-            in input order are kept (torchmetrics keeps whichever ``torch.topk`` returns). Undefined (see above)
-            when the top k lack either kind of item.
+        k: Only each query's top k items by score (None: all; a sequence of ints gives one value per cut-off in a
+            last dimension); where tied items span the k-th position, those first in input order are kept
+            (torchmetrics keeps whichever ``torch.topk`` returns). Undefined (see above) when the top k lack either
+            kind of item.
         max_fpr: Standardised partial AUC over false positive rates in ``[0, max_fpr]``, ``0 < max_fpr <= 1``: the
             area under the ROC curve (tie groups as straight segments) up to ``max_fpr``, interpolated there, mapped
             by McClish's correction ``(1 + (A - max_fpr^2 / 2) / (max_fpr - max_fpr^2 / 2)) / 2``. None or 1: AUROC.
@@ -58,19 +61,22 @@ def auroc(
         tensor(0.6667)
     """
     check_options("average", empty_target_action, reduction, relevance_threshold)
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k <= 0):
-        raise ValueError(f"Argument `k` must be a positive int or None, got {k!r}.")
+    ks, k_is_sequence = normalize_k(k)
     if max_fpr is not None and (isinstance(max_fpr, bool) or not isinstance(max_fpr, int | float)
                                 or not 0 < max_fpr <= 1):
         raise ValueError(f"Argument `max_fpr` must be a number in (0, 1] or None, got {max_fpr!r}.")
     inputs = format_inputs(preds, target, indexes=indexes, mask=mask, validate_args=validate_args)
     relevant = inputs.target >= relevance_threshold
-    kept = inputs.mask if k is None else inputs.mask & _top_k(inputs.preds, inputs.mask, k)
-    values, relevant_count, other = per_query_auroc(inputs.preds, relevant, kept)
-    if max_fpr is not None and max_fpr < 1:
-        values = _standardised_partial_auroc(inputs.preds, relevant & kept, kept, float(max_fpr))
-    undefined = (relevant_count == 0) | (other == 0)
-    return finalize(values.unsqueeze(1), undefined, inputs, empty_target_action, reduction, False)
+    columns, undefined = [], []
+    for cutoff in ks:
+        kept = inputs.mask if cutoff is None else inputs.mask & _top_k(inputs.preds, inputs.mask, cutoff)
+        values, relevant_count, other = per_query_auroc(inputs.preds, relevant, kept)
+        if max_fpr is not None and max_fpr < 1:
+            values = _standardised_partial_auroc(inputs.preds, relevant & kept, kept, float(max_fpr))
+        columns.append(values)
+        undefined.append((relevant_count == 0) | (other == 0))
+    return finalize(torch.stack(columns, 1), torch.stack(undefined, 1), inputs, empty_target_action, reduction,
+                    k_is_sequence)
 
 
 def per_query_auroc(preds: Tensor, relevant: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
