@@ -207,7 +207,8 @@ def test_kernel_blocks_cover_every_nonzero_entry() -> None:
     x, _, _, rank_valid = ns._logits_parts(scores, mask, 1.0)
     kernel = ns._kernel(x.gather(1, ns._descending(x, mask)), rank_valid, padded=True)
     assert kernel.blocks[0] is not None and kernel.blocks[1] is None  # spread scores: a band; near-ties: dense
-    for matrix, spans in zip(kernel.matrix, kernel.blocks, strict=True):
+    assert [m.shape[0] for m in kernel.lists] == [300, 300, 300, 170]  # each list over its real items
+    for matrix, spans in zip(kernel.lists, kernel.blocks, strict=True):
         if spans is not None:
             covered = torch.zeros_like(matrix, dtype=torch.bool)
             for r0, r1, c0, c1 in spans:

@@ -101,7 +101,7 @@ def _gap_weights(n: int, dtype: torch.dtype, device: torch.device) -> tuple[Tens
     return torch.where(q >= i, w, 0), torch.where(q < i, w, 0).flip(1).contiguous()
 
 
-def _sorted_logits(x: Tensor, rank_valid: Tensor) -> Tensor:
+def _sorted_logits(x: Tensor, rank_valid: Tensor, width: int | None = None) -> Tensor:
     """NeuralSort's logits of each rank i (rows) over the items in descending order (columns), minus the row's
     largest, which is at column i: ``D[i, p] = -sum_{q in [min(i, p), max(i, p))} |2 (q - i) + 1| h_q`` with
     ``h_q = x_(q) - x_(q+1) >= 0`` the gaps between neighbours in score order ``[B, N, N]``.
@@ -115,7 +115,10 @@ def _sorted_logits(x: Tensor, rank_valid: Tensor) -> Tensor:
     n = x.shape[1]
     gaps = torch.zeros_like(x)
     gaps[:, :-1] = (x[:, :-1] - x[:, 1:]) * rank_valid[:, 1:]  # 0 past the real items (padding sorts last)
-    right_w, left_w_reversed = _gap_weights(n, x.dtype, x.device)
+    # the weights of a longer list (``width``) hold this one's: the top-left block, and of the reversed ones the
+    # last n columns (one cached pair serves a batch's lists of every length)
+    right_w, left_w_reversed = _gap_weights(width or n, x.dtype, x.device)
+    right_w, left_w_reversed = right_w[:n, :n], left_w_reversed[:n, left_w_reversed.shape[1] - n :]
     right = torch.cumsum(right_w * gaps.unsqueeze(1), 2)  # [i, p] sums q = i..p; column p + 1 needs it
     # [i, p] sums q = p..i-1: a cumsum over reversed columns (weights stored reversed: one [B, N, N] flip, not two)
     left = torch.cumsum(left_w_reversed * gaps.flip(1).unsqueeze(1), 2).flip(2)
@@ -165,23 +168,28 @@ class _Kernel:
     """NeuralSort's ``P_hat`` ``[B, N, N]`` and its products with vectors ``[B, N]`` and thin matrices
     ``[B, N, m]``.
 
-    On a CPU with long lists (:func:`_per_list`) each product runs list by list, and a list whose entries sit in
-    a band (:func:`_row_blocks`) by blocks of rows over the columns where they are nonzero: the same sums
+    Batched: one ``[B, N, N]`` tensor (``matrix``). On a CPU with long lists (:func:`_per_list`): one ``[n, n]``
+    tensor per list over its ``n`` real items (``lists``; in score order the real items come first, and the
+    padded ranks and items are zero rows and columns), each product runs list by list, and a list whose entries
+    sit in a band (:func:`_row_blocks`) by blocks of rows over the columns where they are nonzero: the same sums
     without the exact zeros (in another order of summation).
     """
 
-    def __init__(self, matrix: Tensor, blocks: list | None = None) -> None:
-        self.matrix = matrix
-        self.blocks = blocks  # per list: its row blocks, or None (the whole matrix); None: batched products
+    def __init__(self, matrix: Tensor | None = None, lists: list[Tensor] | None = None, blocks: list | None = None):
+        self.matrix, self.lists, self.blocks = matrix, lists, blocks
         self._parts = None
-        if blocks is not None:  # per list: (block, its transpose, rows, columns), views made once
-            whole = [(slice(None), slice(None))]
-            self._parts = [
-                [(kb[rows, cols], kb[rows, cols].t(), rows, cols) for rows, cols in (
-                    whole if spans is None else [(slice(r0, r1), slice(c0, c1)) for r0, r1, c0, c1 in spans]
-                )]
-                for kb, spans in zip(matrix.unbind(0), blocks, strict=True)
-            ]  # fmt: skip
+        if lists is not None:  # per list: (block, its transpose, rows, columns), views made once
+            self._parts = []
+            for kb, spans in zip(lists, blocks, strict=True):
+                n = kb.shape[0]
+                spans = [(0, n, 0, n)] if spans is None else spans
+                windows = [(slice(r0, r1), slice(c0, c1)) for r0, r1, c0, c1 in spans if n]
+                self._parts.append([(kb[rows, cols], kb[rows, cols].t(), rows, cols) for rows, cols in windows])
+
+    @property
+    def tensors(self) -> list[Tensor]:
+        """What backward needs saved."""
+        return [self.matrix] if self.lists is None else list(self.lists)
 
     def right(self, w: Tensor) -> Tensor:
         """``P w`` per list."""
@@ -217,22 +225,22 @@ def _kernel(x: Tensor, rank_valid: Tensor, padded: bool) -> _Kernel:
     """NeuralSort's ``P_hat`` ``[B, N, N]`` (rank x item, items in descending order), zero at padded ranks and
     items; each row peaks at its own rank's column (a logit of 0), so no row underflows whole.
 
-    Built one list at a time where the products run list by list (:func:`_per_list`): the passes over a list's
-    ``[N, N]`` temporaries then stay in cache (2x faster at B = 8, N = 1024 on one CPU thread), same values."""
-    batch, n = x.shape
+    Where the products run list by list (:func:`_per_list`), each list's matrix is built alone over its real items:
+    its temporaries stay in cache (2x faster at B = 8, N = 1024 on one CPU thread), and a padded batch costs what
+    its lists' real lengths do (the sum of ``n^2``, not ``B N^2``). Same values."""
     if not _per_list(x):
         return _Kernel(_kernel_of(x, rank_valid, padded))
-    k = x.new_empty(batch, n, n)
-    blocks = []
-    for b in range(batch):
-        k[b] = _kernel_of(x[b : b + 1], rank_valid[b : b + 1], padded)[0]
-        blocks.append(_row_blocks(k[b]))
-    return _Kernel(k, blocks)
+    lists, blocks = [], []
+    for xb, length in zip(x.unbind(0), rank_valid.sum(1).tolist(), strict=True):
+        kb = _kernel_of(xb[:length].unsqueeze(0), rank_valid.new_ones(1, length), padded=False, width=x.shape[1])[0]
+        lists.append(kb)
+        blocks.append(_row_blocks(kb) if length else None)
+    return _Kernel(lists=lists, blocks=blocks)
 
 
-def _kernel_of(x: Tensor, rank_valid: Tensor, padded: bool) -> Tensor:
-    """:func:`_kernel`'s matrix for a batch at once."""
-    k = _sorted_logits(x, rank_valid)
+def _kernel_of(x: Tensor, rank_valid: Tensor, padded: bool, width: int | None = None) -> Tensor:
+    """:func:`_kernel`'s matrix for a batch at once (``width``: see :func:`_sorted_logits`)."""
+    k = _sorted_logits(x, rank_valid, width)
     if padded:
         k.masked_fill_(~rank_valid.unsqueeze(1), -float("inf"))
     # entries below eps^2 of the row's largest become exactly 0 (see _negligible); the clamp keeps exp away from
@@ -295,8 +303,9 @@ def _steps(iterations: int, transposed: bool) -> str:
 
 def _scale(k: _Kernel, steps: str, col_valid: Tensor, row_valid: Tensor) -> tuple[list[Tensor], list[Tensor]]:
     """The log scaling vectors after each half-step, the first of each being 0 (no scaling)."""
-    us = [torch.where(row_valid, 0.0, -float("inf")).to(k.matrix.dtype)]
-    vs = [torch.where(col_valid, 0.0, -float("inf")).to(k.matrix.dtype)]
+    dtype = k.tensors[0].dtype
+    us = [torch.where(row_valid, 0.0, -float("inf")).to(dtype)]
+    vs = [torch.where(col_valid, 0.0, -float("inf")).to(dtype)]
     for step in steps:
         if step == "c":
             vs.append(_column_step(k, us[-1], col_valid))
@@ -319,14 +328,15 @@ class _SoftSortFunction(torch.autograd.Function):
         us, vs = _scale(k, steps, valid, valid)
         eu, ev = _balanced_exp(us[-1], vs[-1])
         out = eu * _right_product(k, ev * values)
-        ctx.save_for_backward(k.matrix, values, order, coef, *us, *vs)
-        ctx.num_u, ctx.steps, ctx.blocks = len(us), steps, k.blocks
+        ctx.save_for_backward(*k.tensors, values, order, coef, *us, *vs)
+        ctx.num_k, ctx.num_u, ctx.steps, ctx.blocks = len(k.tensors), len(us), steps, k.blocks
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
-        matrix, values, order, coef, *saved = ctx.saved_tensors
-        k = _Kernel(matrix, ctx.blocks)
+        saved, nk = ctx.saved_tensors, ctx.num_k
+        kernel, (values, order, coef), saved = saved[:nk], saved[nk : nk + 3], saved[nk + 3 :]
+        k = _Kernel(kernel[0]) if ctx.blocks is None else _Kernel(lists=list(kernel), blocks=ctx.blocks)
         us, vs = saved[: ctx.num_u], saved[ctx.num_u :]
         left, right = [], []  # d loss / d P_hat = sum_r left_r right_r^T
 
