@@ -195,7 +195,13 @@ class _Kernel:
         """``P w`` per list."""
         if self._parts is None:
             k = self.matrix
-            return torch.bmm(k, w.unsqueeze(2)).squeeze(2) if w.dim() == 2 else torch.bmm(k, w)
+            if w.dim() == 3:
+                return torch.bmm(k, w)
+            if k.device.type == "cpu" and k.shape[-1] >= 64:
+                # as the row vector w^T P^T: there bmm(P, w) of one column is 4-20x slower (B = 25, N = 115: 1.5 ms
+                # against 0.3 ms); below 64 items the two cost the same
+                return torch.bmm(w.unsqueeze(1), k.transpose(1, 2)).squeeze(1)
+            return torch.bmm(k, w.unsqueeze(2)).squeeze(2)
         out = torch.zeros_like(w)
         product = torch.mv if w.dim() == 2 else torch.mm
         for parts, wb, ob in zip(self._parts, w.unbind(0), out.unbind(0), strict=True):
