@@ -61,10 +61,6 @@ class RetrievalPrecisionRecallCurve(Metric):
     higher_is_better = True
     full_state_update = False
 
-    preds: list[Tensor]
-    target: list[Tensor]
-    indexes: list[Tensor]
-
     def __init__(
         self,
         max_k: int | None = None,
