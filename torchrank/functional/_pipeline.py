@@ -260,7 +260,10 @@ def fused_per_query(
         _warn_kernel_failed(error)
         return None
     if problems is not None:  # the kernel's own value checks: read here, or kept for a metric's update
-        report_value_problems(torch.cat([problems, labels_above(target, ideal_target, label_limit(requests, preds))]))
+        limit = label_limit(requests, preds)  # the kernel checks the first four problems; the label limit is ours
+        above = torch.nn.functional.pad(problems, (0, 2)) if limit is None else torch.cat(
+            [problems, labels_above(target, ideal_target, limit)])
+        report_value_problems(above)
     if empty is not None and bool(empty.any()):
         raise ValueError(_EMPTY_ERROR)
     if mixed is not None:  # ERR of lists whose tie groups hold different labels: their rows by the torch backend
