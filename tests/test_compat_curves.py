@@ -190,3 +190,8 @@ def test_sync_over_ranks_equals_one_process(cls):
         metric.sync(dist_sync_fn=lambda tensor, group=None, it=gathered: [tensor, next(it)],
                     distributed_available=lambda: True)
         _close(metric.compute(), expected)
+
+
+def test_scriptable_as_torchmetrics_metrics_are():
+    for cls in (C.RetrievalPrecisionRecallCurve, C.RetrievalRecallAtFixedPrecision):
+        torch.jit.script(cls())
