@@ -34,15 +34,9 @@ import numpy as np
 
 from . import _scan
 from ._errors import TrecFormatError
-from .trec import (
-    COMPRESSED_SUFFIXES,
-    ProgressCallback,
-    TrecBatch,
-    TrecFile,
-    _first_duplicate,
-    _open_compressed,
-    read_trec,
-)
+from .trec import ProgressCallback, TrecBatch, TrecFile, read_trec
+from .trec._load import _first_duplicate
+from .trec._text import COMPRESSED_SUFFIXES, _open_compressed
 
 if TYPE_CHECKING:
     import pandas as pd

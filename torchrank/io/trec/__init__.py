@@ -24,17 +24,14 @@ from __future__ import annotations
 from torchrank.io.trec._dense import TrecBatch, trec_to_dense
 from torchrank.io.trec._load import (
     TrecFile,
-    _first_duplicate,  # noqa: F401  (torchrank.io.frames reads it here)
     load_qrels,
     load_run,
     read_trec,
 )
 from torchrank.io.trec._text import (
-    COMPRESSED_SUFFIXES,  # noqa: F401  (torchrank.io.frames reads it here)
     SAMPLE_QRELS,
     SAMPLE_RUN,
     ProgressCallback,
-    _open_compressed,  # noqa: F401  (torchrank.io.frames reads it here)
     read_qrels,
     read_run,
 )
