@@ -200,9 +200,10 @@ def long_lists_case(dtype: torch.dtype = torch.float64):
     return scores, labels, mask
 
 
-def test_kernel_blocks_cover_every_nonzero_entry() -> None:
+def test_kernel_blocks_cover_every_nonzero_entry(monkeypatch) -> None:
     from torchrank.losses import _neuralsort as ns
 
+    monkeypatch.setattr(ns, "PER_LIST_ITEMS", 128)  # list by list from 128 items
     scores, _, mask = long_lists_case()
     x, _, _, rank_valid = ns._logits_parts(scores, mask, 1.0)
     kernel = ns._kernel(x.gather(1, ns._descending(x, mask)), rank_valid, padded=True)
@@ -232,10 +233,12 @@ def test_list_by_list_products_equal_batched_ones(transposed: bool, monkeypatch)
         (grad,) = torch.autograd.grad((out * weights).sum(), s)
         return out.detach(), grad
 
-    assert ns._per_list(scores)
+    monkeypatch.setattr(ns, "PER_LIST_ITEMS", 128)  # list by list from 128 items
+    assert ns._per_list(scores, mask)
     per_list = run()
-    monkeypatch.setattr(ns, "PER_LIST_MIN_ITEMS", 10**9)
-    assert not ns._per_list(scores)
+    monkeypatch.setattr(ns, "PER_LIST_ITEMS", 10**9)
+    assert not ns._per_list(scores, mask)  # 3 of 4 lists unpadded: batched
+    assert ns._per_list(scores, mask & (torch.arange(300) < 100))  # mostly padding: list by list
     batched = run()
     torch.testing.assert_close(per_list[0], batched[0], atol=1e-12, rtol=1e-10)
     scale = float(batched[1].abs().max())  # summation order: round-off relative to the largest gradient

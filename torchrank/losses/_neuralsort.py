@@ -16,9 +16,9 @@ exponentiated once, by the softmax, whose rows each hold an entry >= 1/n, so no 
 stop probabilities) and computes its gradient in a hand-written backward from the saved ``[B, N, N]``
 kernel and the ``O(iterations * N)`` scaling vectors, so memory does not grow with the iteration count and
 no ``[B, N, N]`` matrix besides the kernel is kept for backward. ``sum_k |s_j - s_k|`` is computed in
-``O(N log N)`` from one sort. On a CPU, lists of 128 items or more are built and multiplied one list at a time,
-by BLAS matrix-vector products over the band of each list's kernel that holds its nonzero entries
-(:class:`_Kernel`): at B = 8, N = 1024 and 50 Sinkhorn iterations, 2-3x faster than batched products.
+``O(N log N)`` from one sort. On a CPU, long lists (512 items, or 128 in a mostly padded batch) are built over
+their real items and multiplied one list at a time, by BLAS matrix-vector products over the band of each list's
+kernel that holds its nonzero entries (:class:`_Kernel`, :func:`_per_list`).
 """
 
 from __future__ import annotations
@@ -126,19 +126,26 @@ def _sorted_logits(x: Tensor, rank_valid: Tensor, width: int | None = None) -> T
     return left
 
 
-#: On a CPU, lists of at least this many items are processed one list at a time: ``torch.bmm`` of a batch of
-#: matrices by a batch of one-column matrices runs 5-9x slower there than BLAS's matrix-vector product
-#: (``torch.mv``) list by list from N = 256 on (B = 8, N = 1024: 6.2 ms against 0.7 ms per product on one
-#: thread, torch 2.13), and a list's ``[N, N]`` temporaries stay in cache while its kernel is built; below
-#: ~128 items the loop's per-call overhead outweighs both.
-PER_LIST_MIN_ITEMS = 128
+#: On a CPU, batches of lists this long are processed one list at a time: each list's kernel is built over its
+#: real items in cache, multiplied by BLAS matrix-vector products (``torch.mv``) over the band holding its nonzero
+#: entries. At B = 8, N = 1024, 50 Sinkhorn iterations, one thread: 1.3 s against 2.1 s batched; at N = 512 the
+#: two are level, below it the batched products are faster (one call for the batch, not one per list).
+PER_LIST_ITEMS = 512
+#: ... and padded batches of lists this long whose real items make less than half the batch's kernel work
+#: (``sum n^2 < B N^2 / 2``): list by list, the padding costs nothing (MSLR-shaped B = 32, N = 256, lengths
+#: 18-256: 130 ms against 294 ms per forward + backward).
+PER_LIST_PADDED_ITEMS = 128
 #: Rows per block of a list's kernel whose columns are restricted to the block's nonzero range (see _Kernel).
 BLOCK_ROWS = 128
 
 
-def _per_list(x: Tensor) -> bool:
-    """Whether the lists of ``x`` ``[B, N, ...]`` are processed one at a time (see :data:`PER_LIST_MIN_ITEMS`)."""
-    return x.device.type == "cpu" and x.shape[0] > 1 and x.shape[1] >= PER_LIST_MIN_ITEMS
+def _per_list(x: Tensor, rank_valid: Tensor) -> bool:
+    """Whether the lists of ``x`` ``[B, N]`` (real ranks ``rank_valid``) are processed one at a time (see
+    :data:`PER_LIST_ITEMS` and :data:`PER_LIST_PADDED_ITEMS`)."""
+    batch, n = x.shape
+    if x.device.type != "cpu" or batch < 2 or n < PER_LIST_PADDED_ITEMS:
+        return False
+    return n >= PER_LIST_ITEMS or 2 * int((rank_valid.sum(1) ** 2).sum()) < batch * n * n
 
 
 def _row_blocks(k: Tensor) -> list[tuple[int, int, int, int]] | None:
@@ -234,7 +241,7 @@ def _kernel(x: Tensor, rank_valid: Tensor, padded: bool) -> _Kernel:
     Where the products run list by list (:func:`_per_list`), each list's matrix is built alone over its real items:
     its temporaries stay in cache (2x faster at B = 8, N = 1024 on one CPU thread), and a padded batch costs what
     its lists' real lengths do (the sum of ``n^2``, not ``B N^2``). Same values."""
-    if not _per_list(x):
+    if not _per_list(x, rank_valid):
         return _Kernel(_kernel_of(x, rank_valid, padded))
     lists, blocks = [], []
     for xb, length in zip(x.unbind(0), rank_valid.sum(1).tolist(), strict=True):
