@@ -238,11 +238,35 @@ def test_list_by_list_products_equal_batched_ones(transposed: bool, monkeypatch)
     per_list = run()
     monkeypatch.setattr(ns, "PER_LIST_ITEMS", 10**9)
     assert not ns._per_list(scores, mask)  # 3 of 4 lists unpadded: batched
-    assert ns._per_list(scores, mask & (torch.arange(300) < 100))  # mostly padding: list by list
     batched = run()
-    torch.testing.assert_close(per_list[0], batched[0], atol=1e-12, rtol=1e-10)
-    scale = float(batched[1].abs().max())  # summation order: round-off relative to the largest gradient
-    torch.testing.assert_close(per_list[1], batched[1], atol=1e-12 * scale, rtol=1e-10)
+    # mostly padding (lengths 150, 40, 0, 170: groups {170, 150}, {40}; an empty list), vs batched
+    mask = mask & (torch.arange(300) < torch.tensor([[150], [40], [0], [300]]))
+    assert ns._per_list(scores, mask)
+    grouped = run()
+    monkeypatch.setattr(ns, "PER_LIST_PADDED_ITEMS", 10**9)
+    assert not ns._per_list(scores, mask)
+    padded_batched = run()
+    for fast, reference in ((per_list, batched), (grouped, padded_batched)):
+        torch.testing.assert_close(fast[0], reference[0], atol=1e-12, rtol=1e-10)
+        scale = float(reference[1].abs().max())  # summation order: round-off relative to the largest gradient
+        torch.testing.assert_close(fast[1], reference[1], atol=1e-12 * scale, rtol=1e-10)
+
+
+@pytest.mark.parametrize("n", [200, 600])  # grouped (padded, under 512 items) and list by list
+def test_long_padded_batches_with_empty_lists(n: int) -> None:
+    scores = torch.randn(3, n, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
+    labels = torch.randint(0, 5, (3, n), generator=torch.Generator().manual_seed(8))
+    mask = torch.zeros(3, n, dtype=torch.bool)
+    s = scores.clone().requires_grad_(True)
+    L.neural_ndcg(s, labels, mask).backward()  # no real item anywhere: skipped lists, zero gradient
+    assert not s.grad.any()
+    mask[1, :5] = True
+    s = scores.clone().requires_grad_(True)
+    loss = L.neural_ndcg(s, labels, mask, sinkhorn_iterations=3)
+    loss.backward()
+    alone = L.neural_ndcg(scores[1:2, :5], labels[1:2, :5], sinkhorn_iterations=3)  # the one real list by itself
+    torch.testing.assert_close(loss, alone, atol=1e-12, rtol=0)
+    assert not s.grad[[0, 2]].any() and not s.grad[1, 5:].any() and s.grad[1, :5].any()
 
 
 def test_memory_saved_for_backward_does_not_grow_with_iterations() -> None:
