@@ -176,11 +176,8 @@ def _fast_order(inputs: RankingInput, depth: int | None, topk: bool = True) -> F
 
 
 # a head the key sort's selection takes (:func:`_head_items`) never gets a top-k: the selection's cost does not grow
-# with k, torch.topk's does (benchmarks/notes/numpy_routes.md). On CPU, batches of at most _SMALL_BATCH items (a
-# validation step) take the top-k path down to a cut-off of 1/_SMALL_BATCH_RATIO of the list: the key sort's dozen
-# operations cost more than its faster rows save there (100 x 100, k=10)
-_SMALL_BATCH = 20_000
-_SMALL_BATCH_RATIO = 10
+# with k, torch.topk's does (benchmarks/notes/numpy_routes.md); nor do small batches, where torch.topk's partial sort
+# mispredicts its branches on every new batch (numpy's sort of packed keys does not branch on the data)
 
 
 def _takes_topk(inputs: RankingInput, depth: int | None) -> bool:
@@ -193,8 +190,6 @@ def _topk_pays(depth: int, preds: Tensor) -> bool:
     """Whether a top-k of ``depth`` + 1 beats the sort of ``preds`` (unpadded): of whole rows, or on CPU the key
     sort's selection of each row's head."""
     n = preds.shape[1]
-    if preds.numel() <= _SMALL_BATCH and depth * _SMALL_BATCH_RATIO <= n:
-        return True
     if _packs(preds) and _selects_head(depth + 1, n, preds.numel()):  # the key sort ranks only each row's head
         return False
     return _cpu_topk_is_partial(depth + 1, n)
