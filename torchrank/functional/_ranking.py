@@ -308,7 +308,7 @@ class Ranking:
 
     # ---------------------------------------------------------------- tie groups
     @property
-    def _groups(self) -> tuple[Tensor, Tensor, Tensor]:
+    def tie_groups(self) -> tuple[Tensor, Tensor, Tensor]:
         """Tie group of each position: ``(group_id, start, size)``, each ``[Q, N]`` (int64 ids and starts, sizes in the
         working dtype).
 
@@ -400,10 +400,10 @@ class Ranking:
         return 1.0 / self.positions
 
     @_cached
-    def _group_stats(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    def tie_group_stats(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Per position: group size m, relevant items r in the group, relevant items before the group,
         and the 0-based offset inside the group (all floating ``[Q, N]``)."""
-        _, start, size = self._groups
+        _, start, size = self.tie_groups
         offset = self.positions.unsqueeze(0) - 1 - start.to(self.dtype)
         return size, self.group_sum(self.relevant), self.relevant_before.gather(1, start), offset
 
@@ -418,7 +418,7 @@ class Ranking:
         """
         if not self.averages_ties:
             return self.relevant * self.relevant_count
-        m, r, prior, offset = self._group_stats  # offset = j - 1
+        m, r, prior, offset = self.tie_group_stats  # offset = j - 1
         within = torch.where(m > 1, offset * (r - 1) / (m - 1).clamp_min(1), 0)
         return r / m * (prior + 1 + within)
 
@@ -442,7 +442,7 @@ class Ranking:
         """
         if not self.averages_ties:
             return self.relevant * (self.relevant_before == 0).to(self.dtype)
-        m, r, prior, t = self._group_stats
+        m, r, prior, t = self.tie_group_stats
         first_group = (prior == 0) & (r > 0)
         none_above = ((m - r - t) / (m - t)).clamp_min(0)  # P(position is non-relevant | none above is)
         factor = torch.where(first_group, none_above, torch.ones_like(none_above))

@@ -51,7 +51,7 @@ def _ap_over_found(r: Ranking, ks: Sequence[int | None], index: Tensor) -> Tenso
     ints = [k for k in ks if k is not None]
     if not r.averages_ties or not ints or r.list_size == 0:  # a whole list ends with its last group
         return fixed
-    m, group_relevant, prior, offset = (x.gather(1, index) for x in r._group_stats)
+    m, group_relevant, prior, offset = (x.gather(1, index) for x in r.tie_group_stats)
     start = index - offset.long()  # each cut-off's group: its first position (0-based), positions inside (t)
     s, t = start.to(torch.float64), (offset + 1).to(torch.float64)
     before = (start - 1).clamp_min(0)

@@ -44,7 +44,7 @@ def _expected_stops(r: Ranking, prob: Tensor) -> Tensor:
     reach = exclusive_cumprod(keep)
     if not r.averages_ties:
         return reach * prob
-    group_id, start, size = r._groups
+    group_id, start, size = r.tie_groups
     offset = (r.positions.long() - 1).unsqueeze(0) - start
     before_above, before_here = _subset_product_means(keep, group_id, offset, size.long())
     return reach.gather(1, start) * (before_above - before_here)

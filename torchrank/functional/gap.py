@@ -80,7 +80,7 @@ def _expected_relevant_times_count(r: Ranking, relevant: Tensor) -> Tensor:
     count = torch.cumsum(relevant, 1)
     if not r.averages_ties:
         return relevant * count
-    _, start, size = r._groups
+    _, start, size = r.tie_groups
     m = size.to(r.dtype)
     offset = r.positions.unsqueeze(0) - 1 - start.to(r.dtype)
     in_group = r.group_sum(relevant)
