@@ -128,13 +128,12 @@ def _sorted_logits(x: Tensor, rank_valid: Tensor, width: int | None = None) -> T
 
 #: On a CPU, batches of lists this long are processed one list at a time: each list's kernel is built over its
 #: real items in cache, multiplied by BLAS matrix-vector products (``torch.mv``) over the band holding its nonzero
-#: entries. At B = 8, N = 1024, 50 Sinkhorn iterations, one thread: 1.3 s against 2.1 s batched; at N = 512 the
-#: two are level, below it the batched products are faster (one call for the batch, not one per list).
+#: entries; shorter lists are faster batched (one call for the batch, not one per list). The crossover is measured
+#: in benchmarks/notes/neuralsort_routes.md.
 PER_LIST_ITEMS = 512
 #: ... and padded batches of lists this long whose real items make less than half the batch's kernel work
 #: (``sum n^2 < B N^2 / 2``) are processed in groups of lists of similar length (:class:`_Grouped`), so the padding
-#: costs little (MSLR-shaped B = 32, N = 256, lengths 18-256, per forward + backward: 41 ms grouped, 46-50 ms list
-#: by list, 85-93 ms batched).
+#: costs little (benchmarks/notes/neuralsort_routes.md).
 PER_LIST_PADDED_ITEMS = 128
 #: Rows per block of a list's kernel whose columns are restricted to the block's nonzero range (see _Kernel).
 BLOCK_ROWS = 128
@@ -206,8 +205,8 @@ class _Kernel:
             if w.dim() == 3:
                 return torch.bmm(k, w)
             if k.device.type == "cpu" and k.shape[-1] >= 64:
-                # as the row vector w^T P^T: there bmm(P, w) of one column is 4-20x slower (B = 25, N = 115: 1.5 ms
-                # against 0.3 ms); below 64 items the two cost the same
+                # as the row vector w^T P^T: on CPU, bmm(P, w) of one column is several times slower (the notes'
+                # figures); below 64 items the two cost the same
                 return torch.bmm(w.unsqueeze(1), k.transpose(1, 2)).squeeze(1)
             return torch.bmm(k, w.unsqueeze(2)).squeeze(2)
         out = torch.zeros_like(w)
@@ -219,7 +218,7 @@ class _Kernel:
 
     def left(self, w: Tensor) -> Tensor:
         """``P^T w`` per list."""
-        if self._parts is None:  # as w^T P: reads P in memory order (~2x faster on CPU than bmm(P^T, w))
+        if self._parts is None:  # as w^T P: reads P in memory order (faster on CPU than bmm(P^T, w))
             k = self.matrix
             if w.dim() == 2:
                 return torch.bmm(w.unsqueeze(1), k).squeeze(1)
