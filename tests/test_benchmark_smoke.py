@@ -19,7 +19,7 @@ import pytest
 
 from benchmarks import summary
 from benchmarks._records import validate_records
-from benchmarks.run import load_config, resolve_sections
+from benchmarks.run import KINDS, load_config, resolve_sections
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SMOKE = REPO_ROOT / "configs" / "bench" / "smoke.yaml"
@@ -167,4 +167,5 @@ def test_missing_incumbent_is_skipped_not_failed(monkeypatch: pytest.MonkeyPatch
 def test_all_config_includes_every_grid() -> None:
     config = load_config(REPO_ROOT / "configs" / "bench" / "all.yaml")
     kinds = [s["kind"] for s in resolve_sections(config, "cpu", 1, smoke=False)]
-    assert kinds == ["kernels", "metrics", "losses", "cli"]
+    assert kinds == ["kernels", "metrics", "losses", "cli", "ids", "recommenders", "training_epoch"]
+    assert set(kinds) == set(KINDS)  # every workload kind the harness knows
