@@ -168,13 +168,7 @@ def _check_scores_and_labels(preds: Tensor, target: Tensor) -> None:
 
 
 def check_dense_inputs(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    mask: Tensor | None,
-    ideal_target: Tensor | None,
-    validate_args: bool,
-    label_limit: float | None = None,
+    preds: Tensor, target: Tensor, *, mask: Tensor | None, ideal_target: Tensor | None, validate_args: bool
 ) -> None:
     """Every check :func:`format_inputs` runs on dense input, without formatting it (for kernels that read the
     caller's tensors as they are); the value checks on the device, read once (``validate_args``).
@@ -191,7 +185,7 @@ def check_dense_inputs(
     if ideal_target is not None:
         _check_ideal(ideal_target, tuple(preds.shape[:-1]), preds.device)
     if validate_args:
-        report_value_problems(value_problems(preds, target, ideal_target, label_limit=label_limit))
+        report_value_problems(value_problems(preds, target, ideal_target))
 
 
 def _detached(x: Tensor | None) -> Tensor | None:
