@@ -83,12 +83,12 @@ def _ndcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) ->
     # float32); DCG / ideal DCG is the same ratio
     top = r.top_label(None) if gain == "exponential" else None
     ideal, ideal_gains = _ideal_dcg_at(r, ks, gain, weights, top)
+    achieved = _dcg_at(r, ks, gain, weights, top)
     if callable(gain) or ideal_gains.shape[1] == 0:  # gains of any sign: a query's ideal DCG may be <= 0
-        return _dcg_at(r, ks, gain, weights, top) / torch.where(ideal > 0, ideal, 1), ~_has_ideal_gain(r, gain)
+        return achieved / torch.where(ideal > 0, ideal, 1), ~_has_ideal_gain(r, gain)
     # linear and exponential gains are >= 0: an ideal DCG of 0 is a query without a positive label, whose value the
-    # empty-query rule replaces (whatever the division gave)
-    values = _dcg_at(r, ks, gain, weights, top) / ideal.clamp_min(torch.finfo(ideal.dtype).tiny)
-    return values, ideal_gains[:, 0] <= 0  # the largest gain is > 0 iff a label is
+    # empty-query rule replaces (whatever the division gave); the largest gain is > 0 iff a label is
+    return achieved / ideal.clamp_min(torch.finfo(ideal.dtype).tiny), ideal_gains[:, 0] <= 0
 
 
 def _has_ideal_gain(r: Ranking, gain: Gain) -> Tensor:
