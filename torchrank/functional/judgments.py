@@ -19,7 +19,8 @@ from torch import Tensor
 
 from torchrank.functional._pipeline import no_relevant_item, run_measure, with_common_args
 from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index
-from torchrank.functional.trec_extra import _relative_precision
+from torchrank.functional.per_query_auc import _descending_order
+from torchrank.functional.trec_extra import _judged, _none, _refuse_tie_average, _relative_precision
 
 __all__ = ["inferred_average_precision", "judged_fraction", "judged_only_mask", "recall_cap"]
 
@@ -49,31 +50,13 @@ def judged_only_mask(mask: Tensor | None, judged: Tensor | None, judged_only: bo
     return judged if mask is None else mask & judged
 
 
-def _judged_items(r: Ranking) -> Tensor:
-    """Real items with a judgment ``[Q, N]`` bool (every real item when the ranking has no judged mask)."""
-    return r.valid if r.judged is None else r.judged & r.valid
-
-
 def _judged_fraction(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     # judged items in the top k / min(k, retrieved), as ir_measures' Judged@k; linear in the per-position judged
     # flags, so the tie groups' means give its exact expectation under ties="average"
-    judged = torch.cumsum(r.expected(_judged_items(r).to(r.dtype)), 1)
+    judged = torch.cumsum(r.expected(_judged(r).to(r.dtype)), 1)
     index, k_eff = cutoff_index(r, ks)
     shown = torch.minimum(k_eff, r.num_valid.unsqueeze(1))
-    none = torch.zeros(r.num_queries, dtype=torch.bool, device=r.labels.device)  # defined without relevant items
-    return at_cutoffs(judged, index) / shown.clamp_min(1), none
-
-
-def _group_edges(r: Ranking) -> tuple[Tensor, Tensor]:
-    """0-based first and last position of each position's tie group ``[Q, N]`` (padding forms its own groups)."""
-    n = r.list_size
-    pos = torch.arange(n, device=r.labels.device).expand(r.num_queries, n)
-    differs = (r.scores[:, 1:] != r.scores[:, :-1]) | (r.valid[:, 1:] != r.valid[:, :-1])
-    edge = torch.ones(r.num_queries, 1, dtype=torch.bool, device=r.labels.device)
-    start, end = torch.cat([edge, differs], 1), torch.cat([differs, edge], 1)
-    first = torch.where(start, pos, 0).cummax(1).values
-    last = torch.where(end, pos, n - 1).flip(1).cummin(1).values.flip(1)
-    return first, last
+    return at_cutoffs(judged, index) / shown.clamp_min(1), _none(r)  # defined without relevant items
 
 
 def _pooled_above(r: Ranking, pooled_unjudged: Tensor) -> Tensor:
@@ -83,7 +66,7 @@ def _pooled_above(r: Ranking, pooled_unjudged: Tensor) -> Tensor:
     :class:`~torchrank.io.TrecBatch`, or as :func:`inferred_average_precision` sorts them): the ranking then
     permutes columns only within tie groups. With ``ties="first"`` it keeps the columns' order; with
     ``"optimistic"`` a relevant item has no non-relevant item of its group above it, with ``"pessimistic"``
-    every one, so group totals suffice.
+    every one, so the counts above each tie group and its totals suffice.
     """
     if pooled_unjudged.shape[0] != r.num_queries or pooled_unjudged.shape[1] < r.list_size:
         raise ValueError(
@@ -94,18 +77,8 @@ def _pooled_above(r: Ranking, pooled_unjudged: Tensor) -> Tensor:
     before = torch.cumsum(pooled, 1) - pooled
     if r.ties == "first":
         return before
-    first, last = _group_edges(r)
-    through = torch.cumsum(pooled, 1)
-    if r.ties == "optimistic":
-        return before.gather(1, first)
-    return through.gather(1, last)  # pessimistic
-
-
-def _refuse_tie_average(r: Ranking, name: str) -> None:
-    if r.averages_ties or r.averaged_over_orders:
-        raise ValueError(
-            f"{name} has no tie-averaged form: pass ties='first' (trec_eval's order), 'optimistic' or 'pessimistic'."
-        )
+    above_group = before.gather(1, r.tie_groups[1])
+    return above_group if r.ties == "optimistic" else above_group + r.group_sum(pooled)  # pessimistic: the whole group
 
 
 def _inferred_ap(r: Ranking, ks: Sequence[int | None], pooled_unjudged: Tensor | None = None) -> tuple[Tensor, Tensor]:
@@ -116,7 +89,7 @@ def _inferred_ap(r: Ranking, ks: Sequence[int | None], pooled_unjudged: Tensor |
     # where "pooled" counts judged items and pooled-but-unjudged ones (qrels label -1); items outside the pool
     # count only in j. The sum over relevant retrieved items is divided by R, the query's relevant items.
     rel = r.relevant * r.valid
-    judged = _judged_items(r).to(r.dtype)
+    judged = _judged(r).to(r.dtype)
     rel_above = torch.cumsum(rel, 1) - rel
     judged_above = torch.cumsum(judged, 1) - judged
     pooled = judged_above if pooled_unjudged is None else judged_above + _pooled_above(r, pooled_unjudged)
@@ -158,17 +131,8 @@ def judged_fraction(
         tensor([0.5000, 0.5000])
     """
     return run_measure(
-        _judged_fraction,
-        preds,
-        target,
-        k=k,
-        indexes=indexes,
-        mask=mask,
-        judged=judged,
-        ties=ties,
-        empty_target_action="neg",
-        reduction=reduction,
-        validate_args=validate_args,
+        _judged_fraction, preds, target, k=k, indexes=indexes, mask=mask, judged=judged, ties=ties,
+        empty_target_action="neg", reduction=reduction, validate_args=validate_args,
     )
 
 
@@ -227,9 +191,7 @@ def inferred_average_precision(
         # the kernel reads the flags per column: put real items first, in descending score order (stable: ties keep
         # their input order), so that the ranking permutes columns only within tie groups
         n = preds.shape[-1]
-        real = torch.ones_like(preds, dtype=torch.bool) if mask is None else mask
-        order = torch.argsort(preds, dim=-1, descending=True, stable=True)
-        order = order.gather(-1, torch.argsort((~real).gather(-1, order).to(torch.int8), dim=-1, stable=True))
+        order = _descending_order(preds, torch.ones_like(preds, dtype=torch.bool) if mask is None else mask)
 
         def take(x: Tensor | None) -> Tensor | None:
             return None if x is None else x.gather(-1, order)
@@ -237,19 +199,9 @@ def inferred_average_precision(
         preds, target, mask, judged = take(preds), take(target), take(mask), take(judged)
         pooled_unjudged = take(pooled_unjudged).reshape(-1, n)
     return run_measure(
-        _inferred_ap,
-        preds,
-        target,
-        indexes=indexes,
-        mask=mask,
-        ideal_target=ideal_target,
-        judged=judged,
-        ties=ties,
-        empty_target_action=empty_target_action,
-        reduction=reduction,
-        relevance_threshold=relevance_threshold,
-        validate_args=validate_args,
-        pooled_unjudged=pooled_unjudged,
+        _inferred_ap, preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
+        empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
+        validate_args=validate_args, pooled_unjudged=pooled_unjudged,
     )
 
 
@@ -283,16 +235,7 @@ def recall_cap(
         tensor([0.5000, 0.7500])
     """
     return run_measure(
-        _relative_precision,
-        preds,
-        target,
-        k=k,
-        indexes=indexes,
-        mask=mask,
-        ideal_target=ideal_target,
-        ties=ties,
-        empty_target_action=empty_target_action,
-        reduction=reduction,
-        relevance_threshold=relevance_threshold,
+        _relative_precision, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
+        empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
         validate_args=validate_args,
     )

@@ -96,10 +96,10 @@ def per_query_auroc(preds: Tensor, relevant: Tensor, mask: Tensor) -> tuple[Tens
 
 
 def _descending_order(preds: Tensor, mask: Tensor) -> Tensor:
-    """Each row's real items by descending score (ties in input order), its padding after them ``[Q, N]``."""
-    order = torch.sort(preds, dim=1, descending=True, stable=True).indices
-    real_first = torch.sort(mask.gather(1, order).to(torch.int8), dim=1, descending=True, stable=True).indices
-    return order.gather(1, real_first)
+    """Each row's real items by descending score (ties in input order), its padding after them ``[..., N]``."""
+    order = torch.sort(preds, dim=-1, descending=True, stable=True).indices
+    real_first = torch.sort(mask.gather(-1, order).to(torch.int8), dim=-1, descending=True, stable=True).indices
+    return order.gather(-1, real_first)
 
 
 def _top_k(preds: Tensor, mask: Tensor, k: int) -> Tensor:

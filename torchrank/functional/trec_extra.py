@@ -202,17 +202,7 @@ def bpref(
         tensor(0.7500)
     """
     return run_measure(
-        _bpref,
-        preds,
-        target,
-        indexes=indexes,
-        mask=mask,
-        ideal_target=ideal_target,
-        judged=judged,
-        ties=ties,
-        empty_target_action=empty_target_action,
-        reduction=reduction,
-        relevance_threshold=relevance_threshold,
-        validate_args=validate_args,
-        num_judged=num_judged,
+        _bpref, preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
+        empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
+        validate_args=validate_args, num_judged=num_judged,
     )
