@@ -26,13 +26,8 @@ from torchrank.functional.checks import check_max_label
 from torchrank.functional.core import Transform, check_transform, stop_probabilities
 
 
-def stop_probability(r: Ranking, transform: Transform, max_label: float | None) -> Tensor:
-    """``R_i`` of each ranked item ``[Q, N]``, 0 at padding (:func:`torchrank.functional.core.stop_probabilities`)."""
-    return stop_probabilities(r.labels, r.valid, transform, r.top_label(max_label))
-
-
 def _err(r: Ranking, ks: Sequence[int | None], transform: Transform, max_label: float | None) -> tuple[Tensor, Tensor]:
-    prob = stop_probability(r, transform, max_label)
+    prob = stop_probabilities(r.labels, r.valid, transform, r.top_label(max_label))  # R_i, 0 at padding
     index, _ = cutoff_index(r, ks)
     contributions = _expected_stops(r, prob) * r.reciprocal_positions
     return at_cutoffs(torch.cumsum(contributions, 1), index), ~r.has_positive_label

@@ -34,15 +34,16 @@ from torchrank.functional._ranking import Ranking, cutoff_index, sum_to_cutoffs
 Probabilities = tuple[float, ...]
 
 
-def check_grade_probabilities(grade_probabilities: object) -> Probabilities | None:
-    """``grade_probabilities`` as a tuple of floats (None stays None): finite, ``>= 0``, summing to 1.
+def _gap_options(*, grade_probabilities: Sequence[float] | None) -> dict[str, object]:
+    """GAP's kernel parameters (shared with ``evaluate``'s ``gap``): the probabilities as a tuple of floats (None
+    stays None), checked finite, ``>= 0`` and summing to 1.
 
     Example:
-        >>> check_grade_probabilities([0.25, 0.75])
-        (0.25, 0.75)
+        >>> _gap_options(grade_probabilities=[0.25, 0.75])
+        {'grade_probabilities': (0.25, 0.75)}
     """
     if grade_probabilities is None:
-        return None
+        return {"grade_probabilities": None}
     if isinstance(grade_probabilities, Tensor):
         grade_probabilities = grade_probabilities.tolist()
     if isinstance(grade_probabilities, str | bytes) or not isinstance(grade_probabilities, Sequence):
@@ -58,7 +59,7 @@ def check_grade_probabilities(grade_probabilities: object) -> Probabilities | No
             f"Argument `grade_probabilities` must hold probabilities >= 0 that sum to 1 (g_j: the user's threshold "
             f"is grade j), got {values!r}."
         )
-    return tuple(float(g) for g in values)
+    return {"grade_probabilities": tuple(float(g) for g in values)}
 
 
 def _grade_weights(r: Ranking, grade_probabilities: Probabilities | None) -> Probabilities:
@@ -103,11 +104,6 @@ def _graded_average_precision(
     total = sum_to_cutoffs(numerator * r.reciprocal_positions, index, ks)
     no_relevant = denominator <= 0
     return total / torch.where(no_relevant, 1, denominator).unsqueeze(1), no_relevant
-
-
-def _gap_options(*, grade_probabilities: Sequence[float] | None) -> dict[str, object]:
-    """GAP's kernel parameters, checked (shared with ``evaluate``'s ``gap``)."""
-    return {"grade_probabilities": check_grade_probabilities(grade_probabilities)}
 
 
 def _check_grades(grade_probabilities: Probabilities | None, labels: dict[str, object], validate_args: bool) -> None:
