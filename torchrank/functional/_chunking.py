@@ -102,11 +102,6 @@ def query_chunks(preds: Tensor, tensors: dict[str, Tensor | None]) -> list[slice
     return [slice(start, min(start + rows, num_queries)) for start in range(0, num_queries, rows)]
 
 
-def chunk_tensors(tensors: dict[str, Tensor | None], rows: slice) -> dict[str, Tensor | None]:
-    """The queries ``rows`` of each tensor, batch dimensions flattened into one query axis."""
-    return {name: None if t is None else t.reshape(-1, t.shape[-1])[rows] for name, t in tensors.items()}
-
-
 def reduce_queries(values: Tensor, reduction: str, batch_shape: torch.Size) -> Tensor:
     """Per-query values of all chunks ``[Q, ...]`` reduced as one batch would be."""
     if reduction == "none":
@@ -128,8 +123,8 @@ def evaluate_in_chunks(
     if chunks is None:
         return None
     joined = None
-    for rows in chunks:
-        part = call(chunk_tensors(everything, rows))
+    for rows in chunks:  # the queries `rows` of each tensor, batch dimensions flattened into one query axis
+        part = call({name: None if t is None else t.reshape(-1, t.shape[-1])[rows] for name, t in everything.items()})
         named = part if isinstance(part, dict) else {None: part}
         if joined is None:
             total = chunks[-1].stop

@@ -210,10 +210,6 @@ def _option_defaults(function: Callable[..., Tensor], options: Callable[..., dic
     return {n: p.default for n, p in inspect.signature(function).parameters.items() if n in taken}
 
 
-def _persistence(digits: str) -> float:
-    return float("0." + digits)
-
-
 def _gain_map(gains: tuple[tuple[float, float], ...]) -> Callable[[Tensor], Tensor]:
     """trec_eval's ``ndcg.level=gain,...``: listed labels get the given gain, the others their own value."""
 
@@ -444,4 +440,4 @@ def trec_names() -> Iterator[tuple[TrecName, Declaration]]:
 
 def parse_suffix(spec: Declaration, digits: str) -> dict[str, object]:
     """The parameter a ``.digits`` suffix sets (``rbp.95`` -> ``{"p": 0.95}``)."""
-    return {spec.suffix_param: _persistence(digits)} if spec.suffix_param else {}
+    return {spec.suffix_param: float("0." + digits)} if spec.suffix_param else {}

@@ -37,10 +37,6 @@ def _judged(r: Ranking) -> Tensor:
     return r.valid if r.judged is None else r.judged & r.valid
 
 
-def _relevant_retrieved(r: Ranking) -> Tensor:
-    return r.relevant.sum(1)
-
-
 def _refuse_tie_average(r: Ranking, name: str) -> None:
     if r.averages_ties or r.averaged_over_orders:
         raise ValueError(
@@ -125,7 +121,7 @@ def _set_measure(r: Ranking, ks: Sequence[int | None], which: str = "map", beta:
     set_P, set_recall and set_relative_P are precision, recall and relative precision of the whole list: the
     registry declares them on those kernels (cut-off None), not here.
     """
-    rel_ret = _relevant_retrieved(r)
+    rel_ret = r.relevant.sum(1)
     ret = r.num_valid
     big_r = r.num_relevant
     if which == "map":
@@ -143,7 +139,7 @@ def _utility(
 ) -> tuple[Tensor, Tensor]:
     # a * rel_ret + b * nonrel_ret + c * rel_not_ret + d * nonrel_not_ret (num_docs: the collection size, -N)
     a, b, c, d = weights
-    rel_ret, ret, big_r = _relevant_retrieved(r), r.num_valid, r.num_relevant
+    rel_ret, ret, big_r = r.relevant.sum(1), r.num_valid, r.num_relevant
     value = a * rel_ret + b * (ret - rel_ret) + c * (big_r - rel_ret) + d * (num_docs + rel_ret - ret - big_r)
     return value.unsqueeze(1).expand(-1, len(ks)), _none(r)
 
@@ -155,7 +151,7 @@ def _count(r: Ranking, ks: Sequence[int | None], what: str = "ret") -> tuple[Ten
     elif what == "rel":
         value = r.num_relevant
     elif what == "rel_ret":
-        value = _relevant_retrieved(r)
+        value = r.relevant.sum(1)
     elif what == "nonrel_judged_ret":
         value = (_judged(r) & (r.relevant == 0)).to(r.dtype).sum(1)
     else:
