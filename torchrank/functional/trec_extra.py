@@ -135,12 +135,13 @@ def _set_measure(r: Ranking, ks: Sequence[int | None], which: str = "map", beta:
 
 
 def _utility(
-    r: Ranking, ks: Sequence[int | None], weights: Sequence[float] = (1.0, -1.0, 0.0, 0.0), num_docs: int = 0
+    r: Ranking, ks: Sequence[int | None], weights: Sequence[float] = (1.0, -1.0, 0.0, 0.0)
 ) -> tuple[Tensor, Tensor]:
-    # a * rel_ret + b * nonrel_ret + c * rel_not_ret + d * nonrel_not_ret (num_docs: the collection size, -N)
+    # a * rel_ret + b * nonrel_ret + c * rel_not_ret + d * nonrel_not_ret, with trec_eval's default collection size
+    # (-N) of 0: nonrel_not_ret = 0 - ret - R + rel_ret
     a, b, c, d = weights
     rel_ret, ret, big_r = r.relevant.sum(1), r.num_valid, r.num_relevant
-    value = a * rel_ret + b * (ret - rel_ret) + c * (big_r - rel_ret) + d * (num_docs + rel_ret - ret - big_r)
+    value = a * rel_ret + b * (ret - rel_ret) + c * (big_r - rel_ret) + d * (rel_ret - ret - big_r)
     return value.unsqueeze(1).expand(-1, len(ks)), _none(r)
 
 
