@@ -5,9 +5,6 @@ say how much of a ranking was judged (``judged@k``, ir_measures' ``Judged@k``), 
 pool (``infAP``, Yilmaz and Aslam, CIKM 2006, as trec_eval computes it) and cap recall at what the cut-off
 allows (``recall_cap@k``, BEIR's ``R_cap@k``: trec_eval's ``relative_P``). :func:`judged_only_mask` drops
 unjudged items before ranking (trec_eval ``-J``, ir_measures' ``judged_only``).
-
-A kernel is ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])`` like every measure; the registry
-(:mod:`torchrank.functional.registry`) declares each.
 """
 
 from __future__ import annotations

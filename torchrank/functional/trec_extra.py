@@ -6,10 +6,7 @@ on the ranking's order, so with ``ties="first"`` on lists ordered as :func:`torc
 them (score descending, then docno descending) they give trec_eval's numbers. The measures linear in the
 hits (relative precision, R-precision multiples) average tie groups exactly under ``ties="average"``; bpref
 and interpolated precision have no tie-averaged form here and refuse it on input with tied scores.
-
-A kernel is ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])`` like every measure; the registry
-(:mod:`torchrank.functional.registry`) declares each under its trec_eval names. ``no_relevant`` is all False for
-the counts and for measures defined without relevant items (unj, utility).
+``no_relevant`` is all False for the counts and for measures defined without relevant items (unj, utility).
 """
 
 from __future__ import annotations
