@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from torchrank.functional._pipeline import no_relevant_item, run_measure, with_common_args
+from torchrank.functional._pipeline import run_measure, with_common_args
 from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index, sum_to_cutoffs
 from torchrank.functional.checks import check_choice
 
@@ -29,9 +29,9 @@ def _average_precision_options(*, denominator: str) -> dict[str, object]:
 def _average_precision(r: Ranking, ks: Sequence[int | None], denominator: str = "relevant") -> tuple[Tensor, Tensor]:
     index, _ = cutoff_index(r, ks)
     if denominator == "found":
-        return _ap_over_found(r, ks, index), no_relevant_item(r)
+        return _ap_over_found(r, ks, index), r.no_relevant
     precision_sum = sum_to_cutoffs(r.relevant_times_count * r.reciprocal_positions, index, ks)
-    return precision_sum / r.num_relevant.clamp_min(1).unsqueeze(1), no_relevant_item(r)
+    return precision_sum / r.num_relevant.clamp_min(1).unsqueeze(1), r.no_relevant
 
 
 def _ap_over_found(r: Ranking, ks: Sequence[int | None], index: Tensor) -> Tensor:
@@ -81,7 +81,7 @@ def _average_recall(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tenso
     index, _ = cutoff_index(r, ks)
     num_relevant = r.num_relevant.clamp_min(1).unsqueeze(1)
     recall_sum = sum_to_cutoffs(r.relevant_times_count, index, ks) / num_relevant
-    return recall_sum / num_relevant, no_relevant_item(r)
+    return recall_sum / num_relevant, r.no_relevant
 
 
 @with_common_args

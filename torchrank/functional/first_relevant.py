@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from torchrank.functional._pipeline import no_relevant_item, run_measure, with_common_args
+from torchrank.functional._pipeline import run_measure, with_common_args
 from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index
 
 
@@ -27,27 +27,27 @@ def _found_within(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor,
 def _reciprocal_rank(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     if not r.averages_ties:
         found, position, _ = _found_within(r, ks)
-        return torch.where(found, 1 / position, 0), no_relevant_item(r)
+        return torch.where(found, 1 / position, 0), r.no_relevant
     index, _ = cutoff_index(r, ks)
     reciprocal_sum = torch.cumsum(r.first_relevant_probability * r.reciprocal_positions, 1)
-    return at_cutoffs(reciprocal_sum, index), no_relevant_item(r)
+    return at_cutoffs(reciprocal_sum, index), r.no_relevant
 
 
 def _hit_rate(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     if not r.averages_ties:
-        return _found_within(r, ks)[0].to(r.dtype), no_relevant_item(r)
+        return _found_within(r, ks)[0].to(r.dtype), r.no_relevant
     index, _ = cutoff_index(r, ks)
-    return at_cutoffs(torch.cumsum(r.first_relevant_probability, 1), index), no_relevant_item(r)
+    return at_cutoffs(torch.cumsum(r.first_relevant_probability, 1), index), r.no_relevant
 
 
 def _first_relevant_position(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     if not r.averages_ties:
         found, position, k_eff = _found_within(r, ks)
-        return torch.where(found, position, k_eff + 1), no_relevant_item(r)
+        return torch.where(found, position, k_eff + 1), r.no_relevant
     index, k_eff = cutoff_index(r, ks)
     found = at_cutoffs(torch.cumsum(r.first_relevant_probability, 1), index)
     position_sum = at_cutoffs(torch.cumsum(r.first_relevant_probability * r.positions, 1), index)
-    return position_sum + (k_eff + 1) * (1 - found), no_relevant_item(r)
+    return position_sum + (k_eff + 1) * (1 - found), r.no_relevant
 
 
 def _mean_rank(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
@@ -55,7 +55,7 @@ def _mean_rank(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     position_sum = at_cutoffs(torch.cumsum(r.expected_relevant * r.positions, 1), index)
     num_relevant = r.num_relevant.unsqueeze(1)
     missed = num_relevant - at_cutoffs(r.hits, index)
-    return (position_sum + (k_eff + 1) * missed) / num_relevant.clamp_min(1), no_relevant_item(r)
+    return (position_sum + (k_eff + 1) * missed) / num_relevant.clamp_min(1), r.no_relevant
 
 
 @with_common_args

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from torchrank.functional._pipeline import no_relevant_item, run_measure, with_common_args
+from torchrank.functional._pipeline import run_measure, with_common_args
 from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index
 from torchrank.functional.per_query_auc import _descending_order
 from torchrank.functional.trec_extra import _judged, _none, _refuse_tie_average, _relative_precision
@@ -95,7 +95,7 @@ def _inferred_ap(r: Ranking, ks: Sequence[int | None], pooled_unjudged: Tensor |
     terms = (1 + pooled * precision) / r.positions * rel
     # summed one by one in rank order as trec_eval does (a cumulative sum's end)
     value = torch.cumsum(terms, 1)[:, -1:] / r.num_relevant.clamp_min(1).unsqueeze(1)
-    return value.expand(-1, len(ks)), no_relevant_item(r)
+    return value.expand(-1, len(ks)), r.no_relevant
 
 
 @with_common_args

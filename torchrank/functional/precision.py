@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from torchrank.functional._pipeline import no_relevant_item, run_measure, with_common_args
+from torchrank.functional._pipeline import run_measure, with_common_args
 from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index
 
 
@@ -26,24 +26,24 @@ def _precision(r: Ranking, ks: Sequence[int | None], adaptive_k: bool = False) -
     index, k_eff = cutoff_index(r, ks)
     if adaptive_k:  # a list shorter than k: divided by its length
         k_eff = torch.minimum(k_eff, r.num_valid.unsqueeze(1))
-    return at_cutoffs(r.hits, index) / k_eff.clamp_min(1), no_relevant_item(r)
+    return at_cutoffs(r.hits, index) / k_eff.clamp_min(1), r.no_relevant
 
 
 def _recall(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     index, _ = cutoff_index(r, ks)
-    return at_cutoffs(r.hits, index) / r.num_relevant.clamp_min(1).unsqueeze(1), no_relevant_item(r)
+    return at_cutoffs(r.hits, index) / r.num_relevant.clamp_min(1).unsqueeze(1), r.no_relevant
 
 
 def _f1(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     # 2PR/(P+R) with P = h/k and R = h/|rel| is 2h/(k+|rel|): linear in the hits h
     index, k_eff = cutoff_index(r, ks)
-    return 2 * at_cutoffs(r.hits, index) / (k_eff + r.num_relevant.unsqueeze(1)).clamp_min(1), no_relevant_item(r)
+    return 2 * at_cutoffs(r.hits, index) / (k_eff + r.num_relevant.unsqueeze(1)).clamp_min(1), r.no_relevant
 
 
 def _r_precision(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     # one column per cut-off asked for (all None: evaluate groups 'rprec' and 'r_precision' in one call)
     index = (r.num_relevant - 1).clamp(0, r.list_size - 1).long().unsqueeze(1).expand(-1, len(ks))
-    return at_cutoffs(r.hits, index) / r.num_relevant.clamp_min(1).unsqueeze(1), no_relevant_item(r)
+    return at_cutoffs(r.hits, index) / r.num_relevant.clamp_min(1).unsqueeze(1), r.no_relevant
 
 
 @with_common_args

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from torchrank.functional._pipeline import no_relevant_item, run_measure, with_common_args
+from torchrank.functional._pipeline import run_measure, with_common_args
 from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index
 
 __all__ = ["bpref"]
@@ -58,7 +58,7 @@ def _bpref(r: Ranking, ks: Sequence[int | None], num_judged: Tensor | None = Non
     # summed one by one in rank order as trec_eval does (a cumulative sum's end): bpref often lands exactly on a
     # printed rounding boundary (71/160 = 0.44375), where a pairwise sum's last bit would print 0.4438 for 0.4437
     value = torch.cumsum(terms, 1)[:, -1:] / big_r.clamp_min(1)
-    return value.expand(-1, len(ks)), no_relevant_item(r)
+    return value.expand(-1, len(ks)), r.no_relevant
 
 
 def _interpolated_precision(r: Ranking, levels: Sequence[float]) -> Tensor:
@@ -77,14 +77,14 @@ def _interpolated_precision(r: Ranking, levels: Sequence[float]) -> Tensor:
 
 
 def _iprec(r: Ranking, ks: Sequence[int | None], levels: Sequence[float] = IPREC_LEVELS) -> tuple[Tensor, Tensor]:
-    return _interpolated_precision(r, levels), no_relevant_item(r)
+    return _interpolated_precision(r, levels), r.no_relevant
 
 
 def _eleven_point(
     r: Ranking, ks: Sequence[int | None], levels: Sequence[float] = IPREC_LEVELS
 ) -> tuple[Tensor, Tensor]:
     mean = _interpolated_precision(r, levels).mean(1, keepdim=True)
-    return mean.expand(-1, len(ks)), no_relevant_item(r)
+    return mean.expand(-1, len(ks)), r.no_relevant
 
 
 def _rprec_mult(
@@ -95,14 +95,14 @@ def _rprec_mult(
     cut = torch.floor(mult * r.num_relevant.unsqueeze(1) + 0.9)
     index = (cut - 1).clamp(0, r.list_size - 1).long()
     value = at_cutoffs(r.hits, index) / cut.clamp_min(1)
-    return torch.where(cut > 0, value, 0), no_relevant_item(r)
+    return torch.where(cut > 0, value, 0), r.no_relevant
 
 
 def _relative_precision(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     # relevant items in the top k / min(k, R): precision that a perfect ranking could reach 1 in
     index, k_eff = cutoff_index(r, ks)
     denominator = torch.minimum(k_eff, r.num_relevant.unsqueeze(1)).clamp_min(1)
-    return at_cutoffs(r.hits, index) / denominator, no_relevant_item(r)
+    return at_cutoffs(r.hits, index) / denominator, r.no_relevant
 
 
 def _unjudged(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
@@ -128,7 +128,7 @@ def _set_measure(r: Ranking, ks: Sequence[int | None], which: str = "map", beta:
         value = torch.where(rel_ret > 0, (beta + 1) * p * rc / (beta * p + rc).clamp_min(1e-300), 0)
     else:
         raise ValueError(f"Unknown set measure {which!r}: expected 'map' or 'F'.")
-    return value.unsqueeze(1).expand(-1, len(ks)), no_relevant_item(r)
+    return value.unsqueeze(1).expand(-1, len(ks)), r.no_relevant
 
 
 def _utility(
