@@ -6,10 +6,12 @@ Run through the harness (``python -m benchmarks.run --config configs/bench/ids.y
 - ``ids ndcg@10 BxK M<=m``: ``B`` queries, each a top-``K`` list of distinct ids from a catalogue of ``items``
   and ``1..m`` relevant ids (about a third of them retrieved, the rest not: they count in R and the ideal),
   padded with -1; binary or graded (1-4) labels. Contenders: ``F.ndcg(**F.ids_to_dense(ranked, relevant), k=10)``
-  (primary: what a user of id lists calls), ``F.ndcg`` on the very tensors ``ids_to_dense`` returns, built
-  beforehand (``dense call``: the same queries, the same measure, no matching), ``ids_to_dense`` alone, and the
-  device matching (the ``"torch"`` backend's ``searchsorted``) on the same CPU for comparison. Guard: every
-  NDCG equals the dense call's.
+  (primary: what a user of id lists calls), ``F.ndcg`` on the tensors ``ids_to_dense`` returns, built beforehand
+  and materialised (``dense call``: the same queries, the same measure, no matching; its scores are a contiguous
+  copy of the list positions, as a user's dense ``[B, K]`` scores are, e.g. from ``topk``, so the ranking sorts
+  them: the stride-0 scores ``ids_to_dense`` returns are known to be in rank order and skip the sort), ``F.ndcg`` on
+  the tensors as returned (that skip alone), ``ids_to_dense`` alone, and the device matching (the ``"torch"``
+  backend's ``searchsorted``) on the same CPU for comparison. Guard: every NDCG equals the dense call's.
 - ``catalogue BxC k=K``: scores ``[B, C]`` over a whole catalogue, ``F.catalogue_to_dense(scores, relevant, K)``
   (top-K in chunks of queries, then the matching) and ``F.evaluate`` of NDCG@10, recall@K; and ``topk`` alone as
   the floor. Run in a fresh subprocess; its peak resident memory beyond what it held before the call (Linux:
@@ -80,7 +82,10 @@ def _ids_workload(config: dict[str, Any], max_relevant: int, labels: str, device
     queries, k, items = int(config["queries"]), int(config["k"]), int(config["items"])
     ranked, relevant, graded = id_lists(queries, k, max_relevant, items, labels == "graded", int(config["seed"]),
                                         device)
-    dense = {name: t.contiguous().clone() for name, t in F.ids_to_dense(ranked, relevant, graded).items()}
+    returned = F.ids_to_dense(ranked, relevant, graded)
+    # the dense baseline holds materialised scores (the stride-0 ones returned would skip the sort: see the docstring)
+    dense = {name: t.contiguous().clone() for name, t in returned.items()}
+    assert dense["preds"].stride(0) != 0 and returned["preds"].stride(0) == 0
     want = F.ndcg(**dense, k=10, reduction="none")
     tolerance = float(config["tolerance"])
 
@@ -105,6 +110,9 @@ def _ids_workload(config: dict[str, Any], max_relevant: int, labels: str, device
         Contender("F.ndcg(**dense, k=10)", "torchrank", "variant",
                   "the dense call on the same tensors, built beforehand", lambda _q: lambda: F.ndcg(
                       **dense, k=10, reduction="none"), check),
+        Contender("F.ndcg(**ids_to_dense output, k=10)", "torchrank", "variant",
+                  "NDCG@10 on the tensors ids_to_dense returns (scores in rank order: no sort), built beforehand",
+                  lambda _q: lambda: F.ndcg(**returned, k=10, reduction="none"), check),
         Contender("F.ids_to_dense(ranked, relevant)", "torchrank", "variant", "the matching alone",
                   lambda _q: lambda: F.ids_to_dense(ranked, relevant, graded)),
         Contender("device matching (searchsorted) + F.ndcg", "torchrank", "variant",

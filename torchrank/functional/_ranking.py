@@ -80,6 +80,14 @@ def rank(
         >>> r.labels
         tensor([[2., 1., 0.]])
     """
+    if _in_rank_order(inputs):
+        # each row is its own ranking, with no tie: its first positions in the given order, no sort; an untied row
+        # ranks as "first" on the numpy backend (as its sorting route labels it), while the device backends keep
+        # `ties` (they never look for ties, so their closed forms and refusals stay those of the sorting route)
+        n = inputs.preds.shape[1]
+        width = n if depth is None or depth >= n else depth
+        ranked_ties = "first" if ties == "average" and uses_numpy(inputs.preds) else ties
+        return _gather_ranking(inputs, width, ranked_ties, relevance_threshold)
     if uses_numpy(inputs.preds):
         from torchrank.functional._numpy_order import _rank_tied_rows_apart  # the numpy backend builds on this module
 
@@ -93,24 +101,50 @@ def rank(
 
 def _gather_ranking(
     inputs: RankingInput,
-    order: Tensor,
+    order: Tensor | int,
     ties: str,
     relevance_threshold: float,
     scores: Tensor | Callable[[], Tensor] | None = None,
 ) -> Ranking:
-    """The :class:`Ranking` of ``inputs`` in ``order`` (``[Q, <=N]`` indices into each row); ``scores``: the
-    scores in that order when already gathered, or a function gathering them when first read."""
+    """The :class:`Ranking` of ``inputs`` in ``order``: ``[Q, <=N]`` indices into each row, or a width, the first
+    positions of rows already in rank order (:func:`_in_rank_order`: nothing to gather); ``scores``: the scores in
+    that order when already gathered, or a function gathering them when first read."""
+    width = order if isinstance(order, int) else order.shape[1]
+
+    def take(x: Tensor) -> Tensor:
+        return _leading(x, width) if isinstance(order, int) else x.gather(1, order)
+
     return Ranking(
-        scores=inputs.preds.gather(1, order) if scores is None else scores,
+        scores=take(inputs.preds) if scores is None else scores,
         labels=_ranked_labels(inputs.target, order, working_dtype(inputs.preds)),
-        valid=inputs.mask.gather(1, order) if inputs.padded else _leading(inputs.mask, order.shape[1]),  # all True
+        valid=take(inputs.mask) if inputs.padded else _leading(inputs.mask, width),  # all True
         ideal_labels=inputs.ideal_target,
-        judged=None if inputs.judged is None else inputs.judged.gather(1, order),
+        judged=None if inputs.judged is None else take(inputs.judged),
         ties=ties,
         relevance_threshold=relevance_threshold,
         all_valid=not inputs.padded,
-        ranks_every_judged_item=_ranks_every_judged_item(inputs, order.shape[1]),
+        ranks_every_judged_item=_ranks_every_judged_item(inputs, width),
     )
+
+
+def _in_rank_order(inputs: RankingInput) -> bool:
+    """Whether each row of CPU ``inputs`` is in rank order already, with no tie: scores that repeat one strictly
+    descending row (a stride-0 broadcast, as :func:`~torchrank.functional.ids_to_dense`'s list positions; NaN fails
+    the check), each row's padding after its real items. ``O(N)`` reads of the row and one pass over the mask; a
+    device tensor is never read (that would synchronise), so devices sort."""
+    preds = inputs.preds
+    if preds.stride(0) != 0 or preds.device.type != "cpu" or inputs.exact_ties:
+        return False
+    row = preds[0]
+    if not bool((row[1:] < row[:-1]).all()):
+        return False
+    if not inputs.padded or inputs.padding_last:
+        return True
+    if not uses_numpy(inputs.mask):
+        mask = inputs.mask
+        return not bool((mask[:, 1:] > mask[:, :-1]).any())  # no real item after a padded one
+    mask = inputs.mask.numpy()  # numpy's passes over bools are several times faster than torch's
+    return bool(mask.all()) or not bool(np.less(mask[:, :-1], mask[:, 1:]).any())
 
 
 def _leading(x: Tensor, width: int) -> Tensor:
@@ -124,13 +158,15 @@ def _ranks_every_judged_item(inputs: RankingInput, width: int) -> bool:
     return inputs.ideal_target is inputs.target and width == inputs.target.shape[1]
 
 
-def _ranked_labels(target: Tensor, order: Tensor, dtype: torch.dtype) -> Tensor:
-    """The labels of each row in ``order`` ``[Q, <=N]``, in ``dtype``.
+def _ranked_labels(target: Tensor, order: Tensor | int, dtype: torch.dtype) -> Tensor:
+    """The labels of each row in ``order`` ``[Q, <=N]`` (or the first ``order`` of rows in rank order), in ``dtype``.
 
     Labels kept in the caller's dtype (large CPU batches) are gathered, then converted, when few positions are
     read; when most are, each block of rows is converted, then gathered into the output: no whole-batch
     temporary (nor a gather of 8-byte labels) to page in.
     """
+    if isinstance(order, int):
+        return _leading(target, order).to(dtype).contiguous()
     if target.dtype == dtype:
         return target.gather(1, order)
     q, n = target.shape
