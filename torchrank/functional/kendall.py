@@ -22,7 +22,7 @@ _PAIR_BUDGET = 1 << 24  # pair comparisons per chunk of queries: bounds memory a
 
 
 def _pair_counts(preds: Tensor, target: Tensor, mask: Tensor) -> Tensor:
-    """Per query ``[Q, 5]``: pairs, label-tied pairs, S = concordant - discordant, discordant, and
+    """Per query ``[Q, 6]``: pairs, label-tied pairs, S = concordant - discordant, discordant, and
     score-tied pairs not tied in label split as [order by input agrees with label, disagrees]."""
     upper = torch.triu(torch.ones(preds.shape[1], preds.shape[1], dtype=torch.bool, device=preds.device), 1)
     pair = mask.unsqueeze(2) & mask.unsqueeze(1) & upper
