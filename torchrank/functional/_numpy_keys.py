@@ -23,7 +23,7 @@ _LABEL_FLIP = {"average": None, "pessimistic": -(2**31), "optimistic": 2**31 - 1
 
 def _packs(preds: Tensor) -> bool:
     """Whether the CPU key sort (:func:`_sorted_keys`) can rank ``preds``."""
-    return preds.device.type == "cpu" and preds.dtype in _PACKABLE
+    return preds.is_cpu and preds.dtype in _PACKABLE
 
 
 def _sorts_head_only(head: int | None, n: int, items: int, padded: bool) -> bool:

@@ -118,7 +118,7 @@ def backend_for(device: torch.device) -> str:
 
 def uses_numpy(x: torch.Tensor) -> bool:
     """Whether ``x`` is ranked by the numpy backend (a CPU tensor while ``"numpy"`` or ``"auto"`` is in force)."""
-    return x.device.type == "cpu" and get_backend() in ("auto", "numpy")
+    return x.is_cpu and get_backend() in ("auto", "numpy")  # is_cpu: no device object built (asked per op)
 
 
 @functools.cache

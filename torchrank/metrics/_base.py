@@ -158,7 +158,8 @@ class RankingMetric(Metric):
         else:
             values = self._values(preds, target, mask=mask, ideal_target=ideal_target, judged=judged)
             self._add(_per_query_rows(values, self.num_outputs))
-        self._mode = mode
+        if self._mode != mode:  # a module attribute set costs more than the comparison: set once, not per update
+            self._mode = mode
 
     def _skips_queries(self) -> bool:
         """Whether per-query values may be NaN, for queries left out (``empty_target_action="skip"``; the functionals'
