@@ -2,7 +2,8 @@
 stride-0 broadcast) give every measure the values of the same scores materialised (a contiguous copy), on the numpy
 and torch backends, under every tie rule, with padding at the end of a row or in its middle, separate ideal labels,
 judged masks, cut-offs past the list, each ``empty_target_action``; and rows that only look ordered (ties, rising
-scores) as well."""
+scores) as well. The triton backend's fused kernel reads the broadcast scores as they are (in Triton's CPU
+interpreter here)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from conftest import TEST_OPTIONS
 
 import torchrank
 import torchrank.functional as F
+from torchrank.functional import backends
 
 BACKENDS = ["numpy", "torch"]
 TIES = ["average", "first", "optimistic", "pessimistic"]
@@ -161,3 +163,18 @@ def test_leading_dimensions_and_flat_input(backend: str) -> None:
             flat = fn(inputs["preds"][mask], inputs["target"][mask], indexes=rows[mask], k=5, reduction="none")
             given = fn(inputs["preds"], inputs["target"], mask=mask, k=5, reduction="none")
             _assert_same(flat, given)
+
+
+@pytest.mark.skipif(not backends.triton_available(), reason="triton does not import here")
+def test_triton_backend_reads_the_broadcast_scores() -> None:
+    if not backends.triton_interprets():
+        pytest.skip("TRITON_INTERPRET=1 was not set before the kernels were defined")
+    ranked, relevant, labels, _ = _id_lists(5, "end", b=6)
+    inputs = F.ids_to_dense(ranked, relevant, labels)
+    names = ["ndcg@3", "ndcg_exp@5", "map", "mrr@4", "P@2", "recall@5", "err@4", "success@1"]
+    with torchrank.use_backend("numpy"):
+        want = F.evaluate(measures=names, **{**inputs, "preds": inputs["preds"].contiguous()}, reduction="none")
+    with torchrank.use_backend("triton"):
+        got = F.evaluate(measures=names, **inputs, reduction="none")
+    for name in names:
+        torch.testing.assert_close(got[name], want[name])
