@@ -162,6 +162,8 @@ def _compact_key_ranking(
     if whole and ties != "average":  # every tie group ordered by label in the one sort
         return ranking(None, ties, width)
     pairs = _equal_high_bits(keys, bits, seen, differing_labels=not whole, padding=padding)
+    if not pairs.numpy().any():  # no row holds a tie that matters (continuous scores, mostly): one ranking
+        return ranking(None, "first", width)
     rows = rows_any(pairs).nonzero().squeeze(1)
     if rows.numel() > _MAX_TIED_SHARE * len(keys):
         # mostly tied: every row's groups averaged in one ranking; or scores too close for the bits kept

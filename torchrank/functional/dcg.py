@@ -39,14 +39,15 @@ def _dcg_options(*, gain: Gain, discount: Discount, log_base: float, power: floa
 
 def _dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights, top: Tensor | None = None) -> Tensor:
     """DCG at each cut-off ``[Q, K]``; ``top`` divides exponential gains by ``2^top`` (NDCG's ratio)."""
-    index, _ = cutoff_index(r, ks)
     depth = None if None in ks else min(max(ks), r.list_size)  # the cut-offs read no further
     if r.averages_ties:  # a tie group may run past the depth: average whole groups first
         gains = r.expected(gain_values(r.labels, gain, top))[:, :depth]
     else:
         gains = gain_values(r.labels[:, :depth], gain, top)
     discounted = discounted_gains(gains, weights(gains.shape[1], r.dtype, r.labels.device))
-    return at_cutoffs(torch.cumsum(discounted, 1), index)
+    if len(ks) == 1 and depth is not None:  # one cut-off, at the last position kept: a sum
+        return discounted.sum(1, keepdim=True)
+    return at_cutoffs(torch.cumsum(discounted, 1), cutoff_index(r, ks)[0])
 
 
 def _ideal_dcg_at(
@@ -59,7 +60,10 @@ def _ideal_dcg_at(
     else:  # the exponential gain never decreases with the label: the sorted labels' gains are sorted
         ideal = gain_values(r.ideal_gains("linear", depth), gain, top)
     m = ideal.shape[1]
-    cumulative = torch.cumsum(discounted_gains(ideal, weights(m, ideal.dtype, ideal.device)), 1)
+    discounted = discounted_gains(ideal, weights(m, ideal.dtype, ideal.device))
+    if len(ks) == 1 and depth is not None:  # one cut-off, at the last position kept (or past it): a sum
+        return discounted.sum(1, keepdim=True), ideal
+    cumulative = torch.cumsum(discounted, 1)
     # the whole list (None) is cut-off m; the index is cached, not built per call
     index, _ = fixed_cutoffs(tuple(m if k is None else k for k in ks), m, ideal.dtype, ideal.device)
     return at_cutoffs(cumulative, index), ideal
