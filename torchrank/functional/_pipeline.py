@@ -327,8 +327,3 @@ def _err_of_mixed_ties(
 _EMPTY_ERROR = (
     "A query has no relevant item and `empty_target_action='error'`; pass 'neg', 'pos' or 'skip' to score such queries."
 )
-
-
-def no_relevant_item(ranking: Ranking) -> Tensor:
-    """Queries with no judged item at or above the relevance threshold ``[Q]`` (binary measures)."""
-    return ranking.no_relevant  # cached: the measures of one evaluate() share it
