@@ -78,8 +78,11 @@ def ids_to_dense(
         tensor(0.7500)
     """
     _check_ids(ranked_ids, relevant_ids, relevant_labels, scores)
-    # numpy's comparison is several times faster than torch's on CPU
-    mask = torch.from_numpy(ranked_ids.numpy() != pad_id) if uses_numpy(ranked_ids) else ranked_ids != pad_id
+    # numpy's comparison is several times faster than torch's on CPU (and the same where pad_id is in the ids' range:
+    # torch wraps one outside it)
+    info = torch.iinfo(ranked_ids.dtype)
+    fast = uses_numpy(ranked_ids) and info.min <= pad_id <= info.max
+    mask = torch.from_numpy(ranked_ids.numpy() != pad_id) if fast else ranked_ids != pad_id
     if relevant_ids.shape[1] == 0:  # one padding column, which matches nothing: every path needs an entry
         relevant_ids = torch.full_like(ranked_ids[:, :1], pad_id)
         relevant_labels = None if relevant_labels is None else relevant_labels.new_zeros(relevant_ids.shape)
