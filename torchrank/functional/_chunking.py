@@ -13,7 +13,7 @@ as they would without chunks.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TypeVar
@@ -102,10 +102,12 @@ def query_chunks(preds: Tensor, tensors: dict[str, Tensor | None]) -> list[slice
     return [slice(start, min(start + rows, num_queries)) for start in range(0, num_queries, rows)]
 
 
-def reduce_queries(values: Tensor, reduction: str, batch_shape: torch.Size) -> Tensor:
-    """Per-query values of all chunks ``[Q, ...]`` reduced as one batch would be."""
+def reduce_queries(values: Tensor, reduction: str, batch_shape: Sequence[int]) -> Tensor:
+    """Per-query values ``[Q, ...]`` reduced over the queries (NaN, a skipped query, left out), or for ``"none"``
+    shaped ``[*batch_shape, ...]``."""
     if reduction == "none":
-        return values.reshape(*batch_shape, *values.shape[1:])
+        shape = (*batch_shape, *values.shape[1:])
+        return values if values.shape == shape else values.reshape(shape)
     return torch.nansum(values, 0) if reduction == "sum" else torch.nanmean(values, 0)
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from torchrank.functional._chunking import evaluate_in_chunks
+from torchrank.functional._chunking import evaluate_in_chunks, reduce_queries
 from torchrank.functional._inputs import (
     EMPTY_TARGET_ACTIONS,
     REDUCTIONS,
@@ -95,34 +95,65 @@ def run_measure(
 ) -> Tensor:
     """Validate and rank the input, apply ``measure`` and reduce its per-query values."""
     ks, k_is_sequence = normalize_k(k)
-    requests = [(measure, ks, params)]
-    fused = fused_per_query(  # the triton backend's kernel, where it covers the request
-        requests, preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged,
-        ties=ties, empty_target_action=empty_target_action, reduction=reduction,
-        relevance_threshold=relevance_threshold, validate_args=validate_args,
+    check_choice("reduction", reduction, REDUCTIONS)
+    values = per_query_values(
+        [(measure, ks, params)], preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged,
+        ties=ties, empty_target_action=empty_target_action, relevance_threshold=relevance_threshold,
+        validate_args=validate_args,
+    )
+    out = values if reduction == "none" else reduce_queries(values.reshape(-1, len(ks)), reduction, ())
+    return out if k_is_sequence else out[..., 0]
+
+
+def per_query_values(
+    requests: Sequence[tuple[Measure, Sequence[int | None], dict]],
+    preds: Tensor,
+    target: Tensor,
+    *,
+    indexes: Tensor | None,
+    mask: Tensor | None,
+    ideal_target: Tensor | None,
+    judged: Tensor | None,
+    ties: str,
+    empty_target_action: str,
+    relevance_threshold: float,
+    validate_args: bool,
+) -> Tensor:
+    """The per-query values ``[*batch, K]`` of ``requests`` (``(measure, cut-offs, params)``, their columns in that
+    order), queries without a relevant item scored as ``empty_target_action`` says: by the triton backend's fused
+    kernel where it covers them, else from one ranking of the input (by chunks of queries past the memory budget)."""
+    fused = fused_per_query(
+        requests, preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
+        empty_target_action=empty_target_action, reduction="none", relevance_threshold=relevance_threshold,
+        validate_args=validate_args,
     )
     if fused is not None:
-        out = fused if reduction == "none" else reduce_columns(fused.reshape(-1, fused.shape[-1]), reduction)
-        return out if k_is_sequence else out[..., 0]
-    if indexes is None:  # dense input past the memory budget: chunks of queries, same result
-        check_options(ties, empty_target_action, reduction, relevance_threshold)
-        reduced = evaluate_in_chunks(
-            lambda t: run_measure(
-                measure, t["preds"], t["target"], k=k, mask=t["mask"], ideal_target=t["ideal_target"],
-                judged=t["judged"], ties=ties, empty_target_action=empty_target_action, reduction="none",
-                relevance_threshold=relevance_threshold, validate_args=validate_args, **params,
+        return fused
+    if indexes is None:  # dense input past the memory budget: chunks of queries, same values
+        check_options(ties, empty_target_action, "none", relevance_threshold)
+        chunked = evaluate_in_chunks(
+            lambda t: per_query_values(
+                requests, t["preds"], t["target"], indexes=None, mask=t["mask"], ideal_target=t["ideal_target"],
+                judged=t["judged"], ties=ties, empty_target_action=empty_target_action,
+                relevance_threshold=relevance_threshold, validate_args=validate_args,
             ),
-            preds, {"target": target, "mask": mask, "ideal_target": ideal_target, "judged": judged}, reduction,
+            preds, {"target": target, "mask": mask, "ideal_target": ideal_target, "judged": judged}, "none",
         )
-        if reduced is not None:
-            return reduced
+        if chunked is not None:
+            return chunked
     inputs, ranking = prepare(
         preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
-        empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
-        validate_args=validate_args, depth=deepest(ks), label_limit=label_limit(requests, preds),
+        empty_target_action=empty_target_action, reduction="none", relevance_threshold=relevance_threshold,
+        validate_args=validate_args, depth=deepest([k for _, ks, _ in requests for k in ks]),
+        label_limit=label_limit(requests, preds),
     )
-    values, no_relevant = apply_measure(measure, ranking, ks, **params)
-    return finalize(values, no_relevant, inputs, empty_target_action, reduction, k_is_sequence)
+    measured = [apply_measure(measure, ranking, ks, **params) for measure, ks, params in requests]  # one per family
+    if len(measured) == 1:
+        values, empty = measured[0]
+    else:  # every family's columns filled at once: per-family calls cost more than the work on small batches
+        values = torch.cat([v for v, _ in measured], 1)
+        empty = torch.cat([e.unsqueeze(1).expand_as(v) if e.ndim == 1 else e for v, e in measured], 1)
+    return finalize(values, empty, inputs, empty_target_action, "none", True)
 
 
 def prepare(
@@ -203,17 +234,8 @@ def finalize(
         raise ValueError(_EMPTY_ERROR)
     fill = {"neg": 0.0, "pos": 1.0, "skip": float("nan"), "error": 0.0}[empty_target_action]
     values = values.masked_fill(no_relevant.unsqueeze(1) if no_relevant.ndim == 1 else no_relevant, fill)
-    if reduction == "none":
-        shape = (*inputs.batch_shape, values.shape[-1])
-        out = values if values.shape == shape else values.reshape(shape)
-    else:
-        out = reduce_columns(values, reduction)
+    out = reduce_queries(values, reduction, inputs.batch_shape)
     return out if k_is_sequence else out[..., 0]
-
-
-def reduce_columns(values: Tensor, reduction: str) -> Tensor:
-    """The ``"mean"`` or ``"sum"`` over queries of per-query values ``[Q, K]``, skipped queries (NaN) left out."""
-    return torch.nansum(values, 0) if reduction == "sum" else torch.nanmean(values, 0)
 
 
 def fused_per_query(

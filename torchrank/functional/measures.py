@@ -16,18 +16,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-import torch
 from torch import Tensor
 
-from torchrank.functional._chunking import evaluate_in_chunks, reduce_queries
-from torchrank.functional._pipeline import (
-    check_options,
-    deepest,
-    finalize,
-    fused_per_query,
-    label_limit,
-    prepare,
-)
+from torchrank.functional._chunking import reduce_queries
+from torchrank.functional._inputs import REDUCTIONS, check_choice
+from torchrank.functional._pipeline import finalize, per_query_values, prepare
 from torchrank.functional._ranking import apply_measure
 from torchrank.functional.judgments import judged_only_mask
 from torchrank.functional.registry import DECLARATIONS, Declaration, grammar_names, parse_suffix
@@ -130,40 +123,13 @@ def evaluate(
     if isinstance(measures, str):
         raise TypeError("Argument `measures` must be a sequence of names, got a single string.")
     mask = judged_only_mask(mask, judged, judged_only)  # an input filter: unjudged items become padding
-    groups, depth = _plan(tuple(measures))
+    groups = _plan(tuple(measures))
     requests = [(family.kernel, [m.k for m in members], params) for family, params, members in groups]
-    fused = fused_per_query(  # the triton backend's kernel, where it covers the request
-        requests, preds, target,
-        indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
-        empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
-        validate_args=validate_args,
+    check_choice("reduction", reduction, REDUCTIONS)
+    per_query = per_query_values(
+        requests, preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
+        empty_target_action=empty_target_action, relevance_threshold=relevance_threshold, validate_args=validate_args,
     )
-    if fused is not None:
-        return _named_columns(fused, groups, measures, reduction)
-    if indexes is None:  # dense input past the memory budget: chunks of queries, same result
-        check_options(ties, empty_target_action, reduction, relevance_threshold)
-        reduced = evaluate_in_chunks(
-            lambda t: evaluate(
-                t["preds"], t["target"], measures, mask=t["mask"], ideal_target=t["ideal_target"], judged=t["judged"],
-                ties=ties, empty_target_action=empty_target_action, reduction="none",
-                relevance_threshold=relevance_threshold, validate_args=validate_args,
-            ),
-            preds, {"target": target, "mask": mask, "ideal_target": ideal_target, "judged": judged}, reduction,
-        )
-        if reduced is not None:
-            return reduced
-    inputs, ranking = prepare(
-        preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
-        empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
-        validate_args=validate_args, depth=depth, label_limit=label_limit(requests, preds),
-    )
-    values, empty = [], []
-    for family, params, members in groups:  # one pass per family, never per query
-        family_values, no_relevant = apply_measure(family.kernel, ranking, [m.k for m in members], **params)
-        values.append(family_values)
-        empty.append(no_relevant.unsqueeze(1).expand_as(family_values))
-    # every family's columns filled at once: per-family calls cost more than the work on small batches
-    per_query = finalize(torch.cat(values, 1), torch.cat(empty, 1), inputs, empty_target_action, "none", True)
     return _named_columns(per_query, groups, measures, reduction)
 
 
@@ -221,8 +187,8 @@ def _named_columns(per_query: Tensor, groups: list, measures: Sequence[str], red
 
 
 @functools.lru_cache(maxsize=256)
-def _plan(measures: tuple[str, ...]) -> tuple[list[tuple[Declaration, dict, list[ParsedMeasure]]], int | None]:
-    """Parse and group measure names once per list of names: ``([(family, params, members)], depth)``."""
+def _plan(measures: tuple[str, ...]) -> list[tuple[Declaration, dict, list[ParsedMeasure]]]:
+    """Parse and group measure names once per list of names: ``[(family, params, members)]``."""
     parsed = [parse_measure(m) for m in measures]
     if not parsed:
         raise ValueError("Argument `measures` must name at least one measure.")
@@ -233,4 +199,4 @@ def _plan(measures: tuple[str, ...]) -> tuple[list[tuple[Declaration, dict, list
         (FAMILIES[family], FAMILIES[family].kernel_params(**dict(params)), members)
         for (family, params), members in groups.items()
     ]
-    return plan, deepest([m.k for m in parsed])
+    return plan
