@@ -277,6 +277,9 @@ def value_range(x: Tensor) -> tuple[float, float]:
     """The smallest and largest value of CPU ``x`` (both NaN if it holds one): by numpy's SIMD reductions where numpy
     reads the dtype fast, by torch's one-pass ``aminmax`` for the half-precision floats (numpy reduces float16
     elementwise)."""
+    for dim, stride in enumerate(x.stride()):  # a broadcast dimension repeats one slice: read it once
+        if stride == 0 and x.shape[dim] > 1:
+            x = x.narrow(dim, 0, 1)
     if x.dtype in (torch.float16, torch.bfloat16):
         low, high = torch.aminmax(x)
         return low.item(), high.item()
