@@ -156,6 +156,18 @@ def test_bad_input_names_the_argument() -> None:
         F.top_k_ids(torch.rand(2, 3), 4)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_pad_id_the_ids_cannot_hold_is_refused(backend: str) -> None:
+    """-1 in uint8 ids would wrap onto id 255 in some comparisons and not in others: refused, whatever the backend;
+    a pad_id the dtype holds pads on both."""
+    ranked, relevant = torch.tensor([[255, 3, 7]], dtype=torch.uint8), torch.tensor([[255, 9]], dtype=torch.uint8)
+    with torchrank.use_backend(backend):
+        with pytest.raises(ValueError, match=r"`pad_id` must be an int that torch.uint8 ids can hold \(\[0, 255\]\)"):
+            F.ids_to_dense(ranked, relevant)
+        inputs = F.ids_to_dense(ranked, relevant, pad_id=0)
+    assert inputs["target"].tolist() == [[1, 0, 0]] and inputs["ideal_target"].tolist() == [[1, 1]]
+
+
 def test_no_host_read() -> None:
     from torch.utils._python_dispatch import TorchDispatchMode
 

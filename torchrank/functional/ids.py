@@ -52,7 +52,8 @@ def ids_to_dense(
             (``ideal_target``), as trec_eval counts them.
         relevant_labels: ``[B, M]`` graded labels (>= 0) of ``relevant_ids``; None: every relevant id has
             label 1 (binary relevance).
-        pad_id: The id that marks padding in both id tensors.
+        pad_id: The id that marks padding in both id tensors; one their dtype holds (with ``uint8`` ids, not the
+            default -1).
         scores: Optional ``[B, K]`` scores of the ranked items (ties among them are then resolved by the
             measures' ``ties``); None: the list order itself (position scores ``K, K-1, ..., 1``).
 
@@ -77,12 +78,9 @@ def ids_to_dense(
         >>> recall(**inputs, k=3)  # item 8 is relevant but not retrieved: R = 2 for the first query
         tensor(0.7500)
     """
-    _check_ids(ranked_ids, relevant_ids, relevant_labels, scores)
-    # numpy's comparison is several times faster than torch's on CPU (and the same where pad_id is in the ids' range:
-    # torch wraps one outside it)
-    info = torch.iinfo(ranked_ids.dtype)
-    fast = uses_numpy(ranked_ids) and info.min <= pad_id <= info.max
-    mask = torch.from_numpy(ranked_ids.numpy() != pad_id) if fast else ranked_ids != pad_id
+    _check_ids(ranked_ids, relevant_ids, relevant_labels, scores, pad_id)
+    # numpy's comparison is several times faster than torch's on CPU
+    mask = torch.from_numpy(ranked_ids.numpy() != pad_id) if uses_numpy(ranked_ids) else ranked_ids != pad_id
     if relevant_ids.shape[1] == 0:  # one padding column, which matches nothing: every path needs an entry
         relevant_ids = torch.full_like(ranked_ids[:, :1], pad_id)
         relevant_labels = None if relevant_labels is None else relevant_labels.new_zeros(relevant_ids.shape)
@@ -324,8 +322,10 @@ def catalogue_to_dense(
     return ids_to_dense(ids, relevant_ids, relevant_labels, pad_id=pad_id, scores=values)
 
 
-def _check_ids(ranked_ids: Tensor, relevant_ids: Tensor, relevant_labels: Tensor | None, scores: Tensor | None) -> None:
-    """Types, shapes and devices (no value is read)."""
+def _check_ids(
+    ranked_ids: Tensor, relevant_ids: Tensor, relevant_labels: Tensor | None, scores: Tensor | None, pad_id: int
+) -> None:
+    """Types, shapes, devices and the padding id (no value is read)."""
     for name, ids in (("ranked_ids", ranked_ids), ("relevant_ids", relevant_ids)):
         if not isinstance(ids, Tensor) or ids.ndim != 2 or ids.is_floating_point() or ids.is_complex() \
                 or ids.dtype == torch.bool:
@@ -351,6 +351,11 @@ def _check_ids(ranked_ids: Tensor, relevant_ids: Tensor, relevant_labels: Tensor
     if relevant_ids.dtype != ranked_ids.dtype:
         raise ValueError(f"Arguments `ranked_ids` and `relevant_ids` must have the same dtype, got "
                          f"{ranked_ids.dtype} and {relevant_ids.dtype}.")
+    info = torch.iinfo(ranked_ids.dtype)
+    if isinstance(pad_id, bool) or not isinstance(pad_id, int) or not info.min <= pad_id <= info.max:
+        # an id dtype cannot hold it (-1 in uint8): comparisons would wrap it onto a real id on some paths only
+        raise ValueError(f"Argument `pad_id` must be an int that {ranked_ids.dtype} ids can hold "
+                         f"([{info.min}, {info.max}]), got {pad_id!r}.")
 
 
 def _describe(x: object) -> str:
