@@ -433,7 +433,7 @@ class Ranking:
     @_cached
     def reciprocal_positions(self) -> Tensor:
         """``1 / i`` for the 1-based ranks ``[N]``."""
-        return 1.0 / self.positions
+        return self.positions.reciprocal()
 
     @_cached
     def tie_group_stats(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:

@@ -27,7 +27,7 @@ def _found_within(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor,
 def _reciprocal_rank(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     if not r.averages_ties:
         found, position, _ = _found_within(r, ks)
-        return torch.where(found, 1 / position, 0), r.no_relevant
+        return torch.where(found, position.reciprocal(), 0), r.no_relevant
     index, _ = cutoff_index(r, ks)
     reciprocal_sum = torch.cumsum(r.first_relevant_probability * r.reciprocal_positions, 1)
     return at_cutoffs(reciprocal_sum, index), r.no_relevant
