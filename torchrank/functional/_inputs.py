@@ -274,13 +274,13 @@ def _check_values(
 
 
 def value_range(x: Tensor) -> tuple[float, float]:
-    """The smallest and largest value of CPU ``x`` (both NaN if it holds one): by numpy's SIMD reductions where numpy
-    reads the dtype fast, by torch's one-pass ``aminmax`` for the half-precision floats (numpy reduces float16
-    elementwise)."""
+    """The smallest and largest value of CPU ``x`` (both NaN if it holds one): by numpy's two SIMD reductions while
+    ``x`` fits the caches, else by torch's one-pass ``aminmax`` (past the caches the read is the cost), and for the
+    half-precision floats (numpy reduces float16 elementwise)."""
     for dim, stride in enumerate(x.stride()):  # a broadcast dimension repeats one slice: read it once
         if stride == 0 and x.shape[dim] > 1:
             x = x.narrow(dim, 0, 1)
-    if x.dtype in (torch.float16, torch.bfloat16):
+    if x.numel() > LARGE_BATCH_ITEMS or x.dtype in (torch.float16, torch.bfloat16):
         low, high = torch.aminmax(x)
         return low.item(), high.item()
     values = x.numpy()
