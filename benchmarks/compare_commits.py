@@ -1,0 +1,129 @@
+"""torchrank's headline kernel calls in two source trees, interleaved on one machine: is a change slower?
+
+A results file records one machine on one day; this VM's speed has drifted by 2x between sessions, so a new run
+cannot be read against an old file at 10%. This script times the primary calls of the kernels grid (the
+``F.ndcg`` / ``F.average_precision`` / ``F.precision`` / ``F.evaluate`` calls of ``bench_functional``, on its data:
+``randn`` scores, ``randint`` labels, seed 0) in two persistent worker processes, one per tree, alternating which
+goes first, and reports each cell's best median of the rounds as new / old.
+
+    git worktree add /tmp/old 450900d          # the commit whose figures are committed
+    python -m benchmarks.compare_commits /tmp/old . --grid kernels_targets     # the issue's headline cells
+    python -m benchmarks.compare_commits /tmp/old . --grid kernels --rounds 2  # the whole CPU grid (~10 min)
+
+Both workers call ``torchrank.functional.allocator.warm_cpu_allocator()`` where the tree has it (the committed
+grids were timed with it; before it was opt-in, torchrank made the same change itself). One thread each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import itertools
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SET8 = ["ndcg@5", "ndcg@10", "ndcg@20", "map", "mrr", "P@10", "recall@100", "success@10"]
+GRIDS = {  # shapes, dtypes, labels, (family, k) as configs/bench/kernels*.yaml
+    "kernels_targets": ([[10_000, 100], [1_000, 1_000]], ["float32"], ["graded"], [("ndcg", 10), ("set", None)]),
+    "kernels": (
+        [[10_000, 100], [1_000, 1_000], [100_000, 100], [10_000, 1_000]], ["float32", "bfloat16"],
+        ["binary", "graded"],
+        [("ndcg", 10), ("ndcg", 100), ("map", 10), ("map", 100), ("precision", 10), ("precision", 100),
+         ("set", None)],
+    ),
+}
+
+
+def worker(tree: str) -> None:
+    """Answer one JSON cell per stdin line with the median seconds of its call in ``tree``'s torchrank."""
+    sys.path.insert(0, str(Path(tree).resolve()))
+    import torch
+
+    import torchrank.functional as F
+
+    if not F.__file__.startswith(str(Path(tree).resolve())):
+        raise SystemExit(f"torchrank imported from {F.__file__}, not from {tree}")
+    try:
+        from torchrank.functional.allocator import warm_cpu_allocator
+    except ImportError:  # trees from before it was opt-in make the change themselves
+        pass
+    else:
+        warm_cpu_allocator()
+    torch.set_num_threads(1)
+    data: dict[tuple, tuple] = {}
+    for line in sys.stdin:
+        cell = json.loads(line)
+        key = (tuple(cell["shape"]), cell["dtype"], cell["labels"])
+        if key not in data:
+            data.clear()  # one cell's tensors at a time
+            g = torch.Generator().manual_seed(0)
+            scores = torch.randn(*cell["shape"], generator=g)
+            target = torch.randint(0, 2 if cell["labels"] == "binary" else 5, tuple(cell["shape"]), generator=g)
+            data[key] = (scores.to(getattr(torch, cell["dtype"])), target)
+        preds, target = data[key]
+        if cell["family"] == "set":
+            call = functools.partial(F.evaluate, preds, target, SET8)
+        else:
+            function = {"ndcg": F.ndcg, "map": F.average_precision, "precision": F.precision}[cell["family"]]
+            call = functools.partial(function, preds, target, k=cell["k"])
+        call()
+        times: list[float] = []
+        stop = time.perf_counter() + cell["seconds"]
+        while time.perf_counter() < stop or len(times) < 3:
+            start = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - start)
+        print(json.dumps(sorted(times)[len(times) // 2]), flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("old", help="source tree of the reference (a git worktree of the committed grid's commit)")
+    parser.add_argument("new", help="source tree to check (e.g. .)")
+    parser.add_argument("--grid", choices=sorted(GRIDS), default="kernels_targets")
+    parser.add_argument("--rounds", type=int, default=3, help="timings per tree and cell, alternating the order")
+    parser.add_argument("--seconds", type=float, default=0.4, help="time of one timing (repeated calls)")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        worker(args.old)
+        return
+    trees = (args.old, args.new)
+    workers = {
+        tree: subprocess.Popen([sys.executable, "-m", "benchmarks.compare_commits", tree, tree, "--worker"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        for tree in trees
+    }
+
+    def median_of(tree: str, cell: dict) -> float:
+        workers[tree].stdin.write(json.dumps(cell) + "\n")
+        workers[tree].stdin.flush()
+        return json.loads(workers[tree].stdout.readline())
+
+    shapes, dtypes, labels, families = GRIDS[args.grid]
+    ratios = []
+    print("| cell | old | new | new / old |\n|---|---|---|---|")
+    for shape, dtype, label, (family, k) in itertools.product(shapes, dtypes, labels, families):
+        cell = {"shape": shape, "dtype": dtype, "labels": label, "family": family, "k": k, "seconds": args.seconds}
+        best = {tree: float("inf") for tree in trees}
+        for round_ in range(args.rounds):
+            for tree in trees if round_ % 2 == 0 else trees[::-1]:
+                best[tree] = min(best[tree], median_of(tree, cell))
+        ratio = best[args.new] / best[args.old]
+        ratios.append(ratio)
+        name = f"{family}@{k}" if k else "set of 8"
+        print(f"| {name} {shape[0]}x{shape[1]} {dtype} {label} | {best[args.old] * 1e3:.2f} ms | "
+              f"{best[args.new] * 1e3:.2f} ms | {ratio:.3f} |", flush=True)
+    print(f"\n{len(ratios)} cells: geometric mean {statistics.geometric_mean(ratios):.3f}, "
+          f"best {min(ratios):.3f}, worst {max(ratios):.3f}")
+    for proc in workers.values():
+        proc.stdin.close()
+        proc.wait()
+
+
+if __name__ == "__main__":
+    main()
