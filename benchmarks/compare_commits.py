@@ -92,32 +92,32 @@ def main(argv: list[str] | None = None) -> None:
     if args.worker:
         worker(args.old)
         return
-    trees = (args.old, args.new)
-    workers = {
-        tree: subprocess.Popen([sys.executable, "-m", "benchmarks.compare_commits", tree, tree, "--worker"],
+    trees = {"old": args.old, "new": args.new}
+    workers = {  # one process per side, even for one tree twice (a check of the noise)
+        side: subprocess.Popen([sys.executable, "-m", "benchmarks.compare_commits", tree, tree, "--worker"],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        for tree in trees
+        for side, tree in trees.items()
     }
 
-    def median_of(tree: str, cell: dict) -> float:
-        workers[tree].stdin.write(json.dumps(cell) + "\n")
-        workers[tree].stdin.flush()
-        return json.loads(workers[tree].stdout.readline())
+    def median_of(side: str, cell: dict) -> float:
+        workers[side].stdin.write(json.dumps(cell) + "\n")
+        workers[side].stdin.flush()
+        return json.loads(workers[side].stdout.readline())
 
     shapes, dtypes, labels, families = GRIDS[args.grid]
     ratios = []
     print("| cell | old | new | new / old |\n|---|---|---|---|")
     for shape, dtype, label, (family, k) in itertools.product(shapes, dtypes, labels, families):
         cell = {"shape": shape, "dtype": dtype, "labels": label, "family": family, "k": k, "seconds": args.seconds}
-        best = {tree: float("inf") for tree in trees}
+        best = {"old": float("inf"), "new": float("inf")}
         for round_ in range(args.rounds):
-            for tree in trees if round_ % 2 == 0 else trees[::-1]:
-                best[tree] = min(best[tree], median_of(tree, cell))
-        ratio = best[args.new] / best[args.old]
+            for side in ("old", "new") if round_ % 2 == 0 else ("new", "old"):
+                best[side] = min(best[side], median_of(side, cell))
+        ratio = best["new"] / best["old"]
         ratios.append(ratio)
         name = f"{family}@{k}" if k else "set of 8"
-        print(f"| {name} {shape[0]}x{shape[1]} {dtype} {label} | {best[args.old] * 1e3:.2f} ms | "
-              f"{best[args.new] * 1e3:.2f} ms | {ratio:.3f} |", flush=True)
+        print(f"| {name} {shape[0]}x{shape[1]} {dtype} {label} | {best['old'] * 1e3:.2f} ms | "
+              f"{best['new'] * 1e3:.2f} ms | {ratio:.3f} |", flush=True)
     print(f"\n{len(ratios)} cells: geometric mean {statistics.geometric_mean(ratios):.3f}, "
           f"best {min(ratios):.3f}, worst {max(ratios):.3f}")
     for proc in workers.values():

@@ -169,3 +169,19 @@ def test_all_config_includes_every_grid() -> None:
     kinds = [s["kind"] for s in resolve_sections(config, "cpu", 1, smoke=False)]
     assert kinds == ["kernels", "metrics", "losses", "cli", "ids", "recommenders", "training_epoch"]
     assert set(kinds) == set(KINDS)  # every workload kind the harness knows
+
+
+def test_compare_commits_times_both_trees_cell_by_cell() -> None:
+    """benchmarks/compare_commits.py on one tree against itself: a row per headline cell, each timed by both
+    workers (distinct processes), and the summary line of the ratios."""
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.compare_commits", ".", ".", "--rounds", "1", "--seconds", "0.01"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and " ms |" in line]
+    assert len(rows) == 4  # NDCG@10 and the set of 8 on two shapes
+    for row in rows:
+        old, new, ratio = (cell.strip() for cell in row.strip("|").split("|")[1:])
+        assert float(ratio) == pytest.approx(float(new.split()[0]) / float(old.split()[0]), rel=0.02)
+    assert "4 cells: geometric mean" in done.stdout

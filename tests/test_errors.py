@@ -135,3 +135,20 @@ def test_negative_labels_are_refused_in_every_dtype(dtype, strided):
     with pytest.raises(ValueError, match=r"`target` must hold labels >= 0"):
         F.ndcg(preds, target)
     F.ndcg(preds, target.clamp_min(0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("layout", ["contiguous", "broadcast", "large"])
+def test_nan_scores_are_refused_in_every_layout(dtype, layout):
+    """The value checks read the smallest and largest score (numpy in cache, torch's one pass past it, one row of a
+    broadcast): a NaN anywhere is refused, however the scores are laid out, and infinities pass."""
+    if layout == "broadcast":  # one row repeated over every query (stride 0), as ids_to_dense's list positions
+        preds = torch.tensor([3.0, float("nan"), 1.0]).to(dtype).expand(4, 3)
+    else:
+        n = 3 if layout == "contiguous" else 2**20 + 1  # past LARGE_BATCH_ITEMS
+        preds = torch.linspace(1, 0, n).to(dtype).repeat(2, 1)
+        preds[1, n // 2] = float("nan")
+    target = torch.ones(preds.shape, dtype=torch.int64)
+    with pytest.raises(ValueError, match=r"`preds` contains NaN"):
+        F.ndcg(preds, target, k=2)
+    F.ndcg(torch.nan_to_num(preds.clone(), nan=float("inf")), target, k=2)
