@@ -113,6 +113,17 @@ def _assert_equal(got: dict, expected: dict, context: str) -> None:
                                    msg=lambda m, name=name: f"{context} {name}: {m}")
 
 
+def test_unchecked_nan_scores_rank_as_documented():
+    """With validate_args=False a NaN score is not refused: it ranks last on the numpy backend and first on the
+    device backends (validate_args' documentation says so; neither is a defined value)."""
+    preds, target = torch.tensor([[0.5, float("nan"), 0.9, 0.1]]), torch.tensor([[0, 1, 0, 0]])
+    with torchrank.use_backend("numpy"):
+        assert F.precision(preds, target, k=3, validate_args=False).item() == 0.0
+        assert F.precision(preds, target, k=4, validate_args=False).item() == 0.25
+    with torchrank.use_backend("torch"):
+        assert F.precision(preds, target, k=1, validate_args=False).item() == 1.0
+
+
 @pytest.mark.parametrize("ties", TIES)
 @pytest.mark.parametrize("seed", range(3))
 def test_torch_backend_equals_numpy(ties, seed):

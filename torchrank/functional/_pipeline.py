@@ -51,7 +51,8 @@ COMMON_ARGS = {
     "reduction": "``\"mean\"`` over queries, ``\"sum\"``, or ``\"none\"`` (per-query values ``[...]``).",
     "relevance_threshold": "Binary relevance is ``label >= relevance_threshold`` (trec_eval's ``-l``).",
     "validate_args": "Run the checks that read tensor values (NaN scores, negative labels); each\n"
-    "    synchronises a GPU stream once. The shape, dtype and device checks always run.",
+    "    synchronises a GPU stream once. The shape, dtype and device checks always run. Unchecked, such values\n"
+    "    give undefined results: a NaN score ranks last on the numpy backend and first on the device ones.",
     "gain": "``\"linear\"`` (the label; trec_eval, scikit-learn, torchmetrics), ``\"exponential\"``\n"
     "    (``2^label - 1``; ranx ``ndcg_burges``, LightGBM) or a callable on the label tensor.",
     "discount": "``\"log\"`` (``log_b(i + 1)``), ``\"power\"`` (``i ** power``; Zipf for 1), ``\"linear\"``\n"
