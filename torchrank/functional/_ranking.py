@@ -32,7 +32,7 @@ from torch import Tensor
 
 from torchrank.functional._inputs import RankingInput, read_by_blocks, working_dtype
 from torchrank.functional.backends import uses_numpy
-from torchrank.functional.core import gain_values
+from torchrank.functional.core import gain_values, top_of_scale
 
 if TYPE_CHECKING:
     from torchrank.functional._tied_rows import RowsApart
@@ -336,11 +336,12 @@ class Ranking:
         return self.per_ideal_row(lambda labels: labels.amax(1) > 0)
 
     def top_label(self, max_label: float | None) -> Tensor:
-        """Top of the label scale: ``max_label``, or each query's largest judged label ``[Q, 1]``."""
+        """Top of the label scale (:func:`~torchrank.functional.core.top_of_scale`): ``max_label``, or each query's
+        largest judged label ``[Q, 1]``."""
         if max_label is not None:
-            return torch.as_tensor(float(max_label), dtype=self.dtype, device=self.labels.device)
-        top = torch.maximum(self.ideal_labels.amax(1).to(self.dtype), self.labels.amax(1))
-        return torch.where(top > 0, top, 1).unsqueeze(1)
+            return top_of_scale(self.labels, max_label=max_label)
+        top = torch.maximum(self.ideal_labels.amax(1, keepdim=True).to(self.dtype), self.labels.amax(1, keepdim=True))
+        return top_of_scale(top)
 
     # ---------------------------------------------------------------- tie groups
     @property
@@ -454,9 +455,17 @@ class Ranking:
         """
         if not self.averages_ties:
             return self.relevant * self.relevant_count
-        m, r, prior, offset = self.tie_group_stats  # offset = j - 1
-        within = torch.where(m > 1, offset * (r - 1) / (m - 1).clamp_min(1), 0)
-        return r / m * (prior + 1 + within)
+        return _expected_times_count(*self.tie_group_stats)
+
+    def times_count(self, relevant: Tensor) -> Tensor:
+        """:attr:`relevant_times_count` for another binary relevance ``relevant`` ``[Q, N]`` in this rank order (GAP's
+        grades): ``E[rel_i * c_i]``, ``c_i`` its count in the top i."""
+        count = torch.cumsum(relevant, 1)
+        if not self.averages_ties:
+            return relevant * count
+        _, start, size = self.tie_groups
+        offset = self.positions.unsqueeze(0) - 1 - start.to(self.dtype)
+        return _expected_times_count(size, self.group_sum(relevant), (count - relevant).gather(1, start), offset)
 
     @_cached
     def first_relevant_position(self) -> Tensor:
@@ -552,6 +561,13 @@ def rows_any(x: Tensor) -> Tensor:
 # rows shorter than this are "short" to rows_any: measured on 100,000 x 20, 10,000 x 100 and 1,000 x 1,000, the rows of
 # a few nonzero bytes take 10x, 2.5x and 0.4x the time of numpy's row maximum
 _SHORT_ROW_ITEMS = 256
+
+
+def _expected_times_count(m: Tensor, r: Tensor, prior: Tensor, offset: Tensor) -> Tensor:
+    """``E[rel * count]`` at each position of a tie group in random order: group size ``m`` holding ``r`` relevant
+    items, ``prior`` relevant before it, ``offset`` the 0-based place in the group (McSherry and Najork, 2008)."""
+    within = torch.where(m > 1, offset * (r - 1) / (m - 1).clamp_min(1), 0)
+    return r / m * (prior + 1 + within)
 
 
 def exclusive_cumprod(x: Tensor) -> Tensor:

@@ -71,25 +71,6 @@ def _grade_weights(r: Ranking, grade_probabilities: Probabilities | None) -> Pro
     return (1.0,) * int(top)  # one host read: the number of grades sets how many passes run
 
 
-def _expected_relevant_times_count(r: Ranking, relevant: Tensor) -> Tensor:
-    """``E[rel_n * c(n)]`` ``[Q, N]`` for binary ``relevant`` in rank order, ``c(n)`` its count in the top n.
-
-    Under random order of a tie group of m items holding s relevant ones, with C before it, group position t
-    (0-based) gives ``s/m (C + 1 + t (s - 1) / (m - 1))`` (McSherry and Najork, 2008), as
-    :attr:`Ranking.relevant_times_count` for the ranking's own threshold.
-    """
-    count = torch.cumsum(relevant, 1)
-    if not r.averages_ties:
-        return relevant * count
-    _, start, size = r.tie_groups
-    m = size.to(r.dtype)
-    offset = r.positions.unsqueeze(0) - 1 - start.to(r.dtype)
-    in_group = r.group_sum(relevant)
-    before = (count - relevant).gather(1, start)
-    within = torch.where(m > 1, offset * (in_group - 1) / (m - 1).clamp_min(1), 0)
-    return in_group / m * (before + 1 + within)
-
-
 def _graded_average_precision(
     r: Ranking, ks: Sequence[int | None], grade_probabilities: Probabilities | None = None
 ) -> tuple[Tensor, Tensor]:
@@ -99,7 +80,7 @@ def _graded_average_precision(
     # one pass per grade, never per query; grades summed in order, so grades a query lacks add exact zeros
     for j, g in enumerate(_grade_weights(r, grade_probabilities), start=1):
         at_least = (r.labels >= j).to(r.dtype)  # padding holds label 0
-        numerator = numerator + g * _expected_relevant_times_count(r, at_least)
+        numerator = numerator + g * r.times_count(at_least)
         denominator = denominator + g * r.per_ideal_row(lambda labels, j=j: (labels >= j).sum(1).to(r.dtype))
     total = sum_to_cutoffs(numerator * r.reciprocal_positions, index, ks)
     no_relevant = denominator <= 0
