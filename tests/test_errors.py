@@ -63,6 +63,13 @@ def test_bad_indexes(indexes, error, match):
         F.precision(P[0], T[0], indexes=indexes)
 
 
+def test_a_single_score_is_not_a_list():
+    with pytest.raises(ValueError, match=r"`preds` must hold a list of scores .* got a 0-d tensor"):
+        F.ndcg(torch.tensor(0.5), torch.tensor(1))
+    with pytest.raises(ValueError, match=r"0-d tensor"):
+        F.evaluate(torch.tensor(0.5), torch.tensor(1), ["map"])
+
+
 def test_flat_input_rejects_a_misshapen_ideal_target_and_an_all_false_mask():
     with pytest.raises(ValueError, match="`ideal_target` must hold one label per item, shaped as `preds`"):
         F.recall(P[0], T[0], indexes=torch.tensor([0, 0, 1]), ideal_target=T[0][:2])

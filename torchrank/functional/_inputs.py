@@ -174,6 +174,9 @@ def _check_scores_and_labels(preds: Tensor, target: Tensor) -> None:
     _check_same_device("target", target, preds)
     if preds.numel() == 0:
         raise ValueError(f"Argument `preds` must not be empty, got shape {tuple(preds.shape)}.")
+    if preds.ndim == 0:
+        raise ValueError("Argument `preds` must hold a list of scores ([N], [..., N] or flat with `indexes`), got a "
+                         "0-d tensor.")
 
 
 def check_dense_inputs(
