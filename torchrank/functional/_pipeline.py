@@ -125,7 +125,7 @@ def per_query_values(
     kernel where it covers them, else from one ranking of the input (by chunks of queries past the memory budget)."""
     fused = fused_per_query(
         requests, preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
-        empty_target_action=empty_target_action, reduction="none", relevance_threshold=relevance_threshold,
+        empty_target_action=empty_target_action, relevance_threshold=relevance_threshold,
         validate_args=validate_args,
     )
     if fused is not None:
@@ -250,7 +250,6 @@ def fused_per_query(
     judged: Tensor | None,
     ties: str,
     empty_target_action: str,
-    reduction: str,
     relevance_threshold: float,
     validate_args: bool,
 ) -> Tensor | None:
@@ -271,7 +270,7 @@ def fused_per_query(
         columns += found
     if preds.ndim == 0 or not _fused.fits(preds, target, ideal_target):
         return None
-    check_options(ties, empty_target_action, reduction, relevance_threshold)
+    check_options(ties, empty_target_action, "none", relevance_threshold)
     check_dense_inputs(preds, target, mask=mask, ideal_target=ideal_target, validate_args=False)
     try:
         values, empty, mixed, problems = _fused.fused_values(
