@@ -13,11 +13,12 @@ the group mean; the non-linear ones (AP, RR, ERR, Kendall tau, ...) use the clos
 
 The engine by concern (:mod:`torchrank.functional.backends` picks the ordering):
 
-- this module: :func:`rank`, the :class:`Ranking` and its closed forms, cut-offs, :func:`apply_measure`; the
+- this module: :func:`rank`, the :class:`Ranking` and its closed forms, :func:`apply_measure`; the
   torch backend's ordering (:func:`_ranking_order`: one sort, stable where the tie order is a key);
 - ``_numpy_order``: the numpy backend's choice of route for a CPU batch (top-k, packed keys, label keys);
 - ``_numpy_keys`` / ``_compact_keys``: its 64-bit and 32-bit sort keys and the selection of each row's head;
-- ``_tied_rows``: its rows apart, the few rows whose tie order matters, ranked or enumerated on their own.
+- ``_tied_rows``: its rows apart, the few rows whose tie order matters, ranked or enumerated on their own;
+- ``_cutoffs``: where the measures read a ranking's per-position quantities at their cut-offs.
 """
 
 from __future__ import annotations
@@ -258,7 +259,7 @@ class Ranking:
         self.relevance_threshold = relevance_threshold
         self.dtype = labels.dtype
         self.num_queries, self.list_size = labels.shape
-        self.cutoffs: dict[tuple[int | None, ...], tuple[Tensor, Tensor]] = {}  # see cutoff_index
+        self.cutoffs: dict[tuple[int | None, ...], tuple[Tensor, Tensor]] = {}  # see _cutoffs.cutoff_index
         # queries whose tie order matters, with a ranking of their own that gives their values (see apply_measure)
         self.apart: list[RowsApart] = []
         # one of the orders of ties="average" rows whose values are averaged over each (see _other_tie_orders):
@@ -577,52 +578,10 @@ def exclusive_cumprod(x: Tensor) -> Tensor:
     return out
 
 
-def cutoff_index(ranking: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
-    """For each cut-off, the index into the rank axis and the effective k, for :func:`at_cutoffs`: ``[Q, K]`` each,
-    or, when every cut-off is a number (the same for every query), ``[K]`` and ``[1, K]`` (they broadcast).
-
-    ``None`` means the whole list: the effective k is then the number of ranked items of each query.
-    A cut-off past the list end reads the last position (every later position would add nothing).
-    """
-    key = tuple(ks)
-    if key not in ranking.cutoffs:  # measures of one evaluate() often share their cut-offs
-        n = ranking.list_size
-        if None in ks:
-            # filled on the device from Python numbers: no host-to-device copy (a synchronisation)
-            valid = ranking.num_valid
-            k_eff = torch.stack([valid if k is None else torch.full_like(valid, k) for k in ks], 1)
-            index = (k_eff - 1).clamp(0, n - 1).long()
-        else:  # the same for every query: two small constant rows (cached), nothing built per call
-            index, k_eff = fixed_cutoffs(key, n, ranking.dtype, ranking.labels.device)
-        ranking.cutoffs[key] = (index, k_eff)
-    return ranking.cutoffs[key]
-
-
 @functools.lru_cache(maxsize=64)
 def _indices(n: int, device: torch.device) -> Tensor:
     """``0 .. n - 1`` as int64 ``[n]`` (cached: read, never written)."""
     return torch.arange(n, device=device)
-
-
-@functools.lru_cache(maxsize=256)
-def fixed_cutoffs(ks: tuple[int, ...], n: int, dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor]:
-    """``(index [K], k_eff [1, K])`` of integer cut-offs on lists of ``n`` positions (cached: constants)."""
-    index = torch.tensor([min(k, n) - 1 for k in ks], device=device)
-    return index, torch.tensor([float(k) for k in ks], dtype=dtype, device=device).unsqueeze(0)
-
-
-def sum_to_cutoffs(values: Tensor, index: Tensor, ks: Sequence[int | None]) -> Tensor:
-    """Sums of per-position ``values`` (0 past each list's end) down to each cut-off ``[Q, K]``: a plain
-    sum when every cut-off is the whole list, else a cumulative sum read at ``index``."""
-    if all(k is None for k in ks):
-        return values.sum(1, keepdim=True).expand(-1, len(ks))
-    return at_cutoffs(torch.cumsum(values, 1), index)
-
-
-def at_cutoffs(cumulative: Tensor, index: Tensor) -> Tensor:
-    """Read a per-position cumulative quantity ``[Q, N]`` at each query's cut-offs ``[Q, K]``, or at the same cut-offs
-    ``[K]`` in every query."""
-    return cumulative.index_select(1, index) if index.ndim == 1 else cumulative.gather(1, index)
 
 
 def apply_measure(

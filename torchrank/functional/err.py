@@ -20,8 +20,9 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
 from torchrank.functional._pipeline import run_measure, with_common_args
-from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index, exclusive_cumprod
+from torchrank.functional._ranking import Ranking, exclusive_cumprod
 from torchrank.functional.checks import check_max_label
 from torchrank.functional.core import Transform, check_transform, stop_probabilities
 

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
 from torchrank.functional._pipeline import run_measure, with_common_args
-from torchrank.functional._ranking import Ranking, at_cutoffs, cutoff_index
+from torchrank.functional._ranking import Ranking
 
 
 def _found_within(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor, Tensor]:

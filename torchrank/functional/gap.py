@@ -28,8 +28,9 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from torchrank.functional._cutoffs import cutoff_index, sum_to_cutoffs
 from torchrank.functional._pipeline import run_measure, with_common_args
-from torchrank.functional._ranking import Ranking, cutoff_index, sum_to_cutoffs
+from torchrank.functional._ranking import Ranking
 
 Probabilities = tuple[float, ...]
 
