@@ -148,26 +148,7 @@ def read_qrels(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
         >>> qrels["301"]["CR93E-1282"], len(qrels["302"])
         (1, 1061)
     """
-    lines = read_lines(path)
-    qrels: dict[str, dict[str, int]] = {}
-    by_raw: dict[bytes, dict[str, int]] = {}
-    n = 0
-    for lineno, line in enumerate(lines, 1):
-        parsed = _qrels_line(path, lineno, line)
-        if parsed is None:
-            continue
-        qraw, draw, rel = parsed
-        docs = by_raw.get(qraw)
-        if docs is None:
-            docs = by_raw[qraw] = qrels.setdefault(decode(qraw), {})
-        docno = decode(draw)
-        if docno in docs:
-            raise _duplicate(path, lineno, qraw, line)
-        docs[docno] = rel
-        n += 1
-    if not n:
-        raise _no_data(path, lines, _QRELS_WHAT)
-    return qrels
+    return _read_nested(path, _qrels_line, _QRELS_WHAT)
 
 
 def read_run(path: str | os.PathLike[str]) -> dict[str, dict[str, float]]:
@@ -196,23 +177,30 @@ def read_run(path: str | os.PathLike[str]) -> dict[str, dict[str, float]]:
         {'q1': {'d1': 2.5, 'd#2': -1000.0}}
         >>> os.remove(f.name)
     """
+    return _read_nested(path, _run_line, _RUN_WHAT)
+
+
+def _read_nested(path: str | os.PathLike[str], parse_line: Callable[..., tuple | None], what: str) -> dict:
+    """``{qid: {docno: value}}`` of a qrels or run file, queries and documents in file order: ``parse_line(path,
+    lineno, line)`` gives a data line's raw qid, raw docno and value first (None for a comment or blank line); a
+    docno repeated within a query, or a file without a data line, raises (``what`` names the data expected)."""
     lines = read_lines(path)
-    run: dict[str, dict[str, float]] = {}
-    by_raw: dict[bytes, dict[str, float]] = {}
+    nested: dict[str, dict] = {}
+    by_raw: dict[bytes, dict] = {}  # each raw qid decoded once
     n = 0
     for lineno, line in enumerate(lines, 1):
-        parsed = _run_line(path, lineno, line)
+        parsed = parse_line(path, lineno, line)
         if parsed is None:
             continue
-        qraw, draw, score, _ = parsed
+        qraw, draw, value = parsed[:3]
         docs = by_raw.get(qraw)
         if docs is None:
-            docs = by_raw[qraw] = run.setdefault(decode(qraw), {})
+            docs = by_raw[qraw] = nested.setdefault(decode(qraw), {})
         docno = decode(draw)
         if docno in docs:
             raise _duplicate(path, lineno, qraw, line)
-        docs[docno] = score
+        docs[docno] = value
         n += 1
     if not n:
-        raise _no_data(path, lines, _RUN_WHAT)
-    return run
+        raise _no_data(path, lines, what)
+    return nested
