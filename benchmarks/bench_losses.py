@@ -454,18 +454,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["--case"]:
         print(json.dumps(run_case(json.loads(argv[1]))))
         return 0
-    from benchmarks import run, summary
+    from benchmarks import run
 
-    out = Path(argv[argv.index("--out") + 1]) if "--out" in argv else None
-    device = torch.device(argv[argv.index("--device") + 1] if "--device" in argv else "cpu")
-    smoke = "--smoke" in argv
-    code = run.main(["--config", str(run.CONFIG_DIR / "losses.yaml"), "--no-summary", *argv])
-    folder = out or (Path(run.tempfile.gettempdir()) / "torchrank-bench-smoke" if smoke else run.RESULTS_DIR)
-    path = run.results_path(folder, "losses", device, smoke)
-    if code == 0 and path.exists():
-        path.with_suffix(".md").write_text(summary.detail_markdown(path, json.loads(path.read_text())) + "\n")
-        _log(f"wrote {path.with_suffix('.md')}")
-    return code
+    return run.run_one_config("losses", argv)
 
 
 if __name__ == "__main__":

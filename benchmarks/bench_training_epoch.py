@@ -27,7 +27,6 @@ import math
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -235,17 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["--case"]:
         print(json.dumps(run_case(json.loads(argv[1]))))
         return 0
-    from benchmarks import run, summary
+    from benchmarks import run
 
-    out = Path(argv[argv.index("--out") + 1]) if "--out" in argv else None
-    smoke = "--smoke" in argv
-    code = run.main(["--config", str(run.CONFIG_DIR / "training_epoch.yaml"), "--no-summary", *argv])
-    folder = out or (Path(run.tempfile.gettempdir()) / "torchrank-bench-smoke" if smoke else run.RESULTS_DIR)
-    path = run.results_path(folder, "training_epoch", torch.device("cpu"), smoke)
-    if code == 0 and path.exists():
-        path.with_suffix(".md").write_text(summary.detail_markdown(path, json.loads(path.read_text())) + "\n")
-        _log(f"wrote {path.with_suffix('.md')}")
-    return code
+    return run.run_one_config("training_epoch", argv)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import copy
 import importlib
+import json
 import sys
 import tempfile
 import time
@@ -152,6 +153,21 @@ def pick_device(requested: str | None, config: dict[str, Any]) -> torch.device:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no CUDA device is available here")
     return device
+
+
+def run_one_config(config_name: str, argv: list[str]) -> int:
+    """A workload module's own entry point: ``configs/bench/<config_name>.yaml`` through :func:`main` without
+    regenerating the other results' summaries, then that results file's own table (``<config>_<device>.md``)."""
+    out = Path(argv[argv.index("--out") + 1]) if "--out" in argv else None
+    device = torch.device(argv[argv.index("--device") + 1] if "--device" in argv else "cpu")
+    smoke = "--smoke" in argv
+    code = main(["--config", str(CONFIG_DIR / f"{config_name}.yaml"), "--no-summary", *argv])
+    folder = out or (Path(tempfile.gettempdir()) / "torchrank-bench-smoke" if smoke else RESULTS_DIR)
+    path = results_path(folder, config_name, device, smoke)
+    if code == 0 and path.exists():
+        path.with_suffix(".md").write_text(summary.detail_markdown(path, json.loads(path.read_text())) + "\n")
+        log(f"wrote {path.with_suffix('.md')}")
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:
