@@ -54,7 +54,7 @@ def _compact_keys(inputs: RankingInput, optimistic: bool) -> CompactKeys | None:
     where the labels are not such integers or a score is NaN (padding's scores count in the span: they can only
     widen it). The value ranges come from the value checks where they ran.
 
-    numpy sorts 32-bit integers with SIMD twice as fast as 64-bit ones (1,000 x 1,000: 1.0 against 2.2 ms), and one
+    numpy sorts 32-bit integers with SIMD about twice as fast as 64-bit ones, and one
     pass builds a key with no index or label half to interleave. The distance fits whole in ``32 - bits`` bits when
     the scores span a few binades (bfloat16 and float16 scores always; a million float32 scores drawn in [0, 1) reach
     down to about 1e-6, a span of 28 bits); otherwise its lowest bits are dropped, and the rows where equal keys
@@ -76,8 +76,8 @@ def _compact_keys(inputs: RankingInput, optimistic: bool) -> CompactKeys | None:
     drop = _ZERO_LOW_BITS[preds.dtype] + extra
     padding = None if mask is None else (2 ** (32 - bits) - 1 << bits) | (2**bits - 1 if optimistic else 0)
     q, n = preds.shape
-    # allocated by torch, as the other large temporaries are: with np.empty, the 64-bit keys ranking 1,000 x 1,000
-    # crowded scores after these gave way took 24-31 ms instead of 20 (measured, cause not pinned down)
+    # allocated by torch, as the other large temporaries are: with np.empty, the 64-bit keys that rank crowded
+    # scores after these gave way ran slower (benchmarks/notes/numpy_routes.md; cause not pinned down)
     keys = torch.empty((q, n), dtype=torch.int32).numpy().view(np.uint32)
     blocks = row_blocks(q, n, _ROW_BLOCK_ITEMS)
     scores = np.empty((blocks[0].stop, n), np.float32)

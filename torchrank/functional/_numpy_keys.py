@@ -166,8 +166,8 @@ def _head_items(preds: Tensor, head: int, finite: bool = False) -> tuple[Tensor,
     Each block of rows is mapped to the int32 that orders as each score does, numpy selects each row's ``head``-th
     highest, and the items scoring at least that are kept; in rows long enough, only among the candidates that a
     bound on groups of items leaves (:func:`_head_candidates`). Sorting the keys of these few items then ranks the
-    head exactly as sorting every key would: 1,000 x 1,000 float32 scores, top 11 in about 0.8 ms (1.1 ms selecting
-    over every item), against 1.3 ms building every item's key and 0.8 ms selecting the head among them. Tied scores
+    head exactly as sorting every key would, at less cost than building every item's key and selecting the head
+    among them (benchmarks/notes/numpy_routes.md). Tied scores
     (bfloat16) keep whole tie groups that reach into the head, a few items more than ``head``, rather than every item
     of every row.
     """
@@ -237,7 +237,7 @@ def _head_candidates(values: np.ndarray, head: int) -> np.ndarray:
     m, n = values.shape
     groups = max(_HEAD_GROUPS, _HEAD_GROUPS_PER_HEAD * head)
     stretches = n // groups
-    # torch's maximum over the middle axis: 0.11 ms on 1M float32, numpy's 0.38 ms
+    # torch's maximum over the middle axis: several times faster than numpy's on CPU
     bound = torch.from_numpy(values[:, : stretches * groups]).reshape(m, stretches, groups).amax(1).numpy()
     rest = n - stretches * groups
     if rest:  # the last, short stretch: into the first groups
@@ -400,10 +400,9 @@ def _nonnegative_head(values: np.ndarray, depth: int | None, select: bool = True
     (the bits then do not order as the values).
 
     Non-negative floats order as their bits read as signed integers, which numpy selects with SIMD about twice as
-    fast as the floats (and sorting whole rows costs twice that again): 1,000 x 1,000 float32 labels, top 10 in
-    0.55 ms by the bits, 1.0 ms by the floats, 1.4 ms by the whole sort. Negated (no overflow: the sign bit is
-    clear), the largest come first in an ascending selection or sort, with no reversed copy: rows of 100 too short to
-    select from, 10,000 x 100 labels sorted whole in 0.63 ms by the bits, 0.90 ms by the floats read backwards.
+    fast as the floats (and sorting whole rows costs twice that again). Negated (no overflow: the sign bit is
+    clear), the largest come first in an ascending selection or sort, with no reversed copy (figures:
+    benchmarks/notes/numpy_routes.md).
     """
     bits = values.view(np.int32 if values.dtype == np.float32 else np.int64)
     if bits.min() < 0:  # a negative label (validate_args=False), or -0.0

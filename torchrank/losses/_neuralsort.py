@@ -282,7 +282,7 @@ def _kernel(x: Tensor, rank_valid: Tensor, padded: bool) -> _Kernel:
     items; each row peaks at its own rank's column (a logit of 0), so no row underflows whole.
 
     Where the products run list by list (:func:`_per_list`), each list's matrix is built alone over its real items:
-    its temporaries stay in cache (2x faster at B = 8, N = 1024 on one CPU thread), and a padded batch costs what
+    its temporaries stay in cache (benchmarks/notes/neuralsort_routes.md), and a padded batch costs what
     its lists' real lengths do (the sum of ``n^2``, not ``B N^2``). Same values."""
     if not _per_list(x, rank_valid):
         return _Kernel(_kernel_of(x, rank_valid, padded))
