@@ -232,3 +232,20 @@ def test_strided_views_and_small_integer_dtypes(backend: str) -> None:
     for inputs in (got, small):
         sorted_ideal = inputs["ideal_target"].sort(1, descending=True).values[:, : ideal.shape[1]]
         assert torch.equal(sorted_ideal, ideal.to(sorted_ideal.dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64])
+def test_wide_unsigned_ids_on_numpys_path(dtype: torch.dtype) -> None:
+    """uint16 to uint64 ids, 0 as padding, binary and uint32 labels: numpy's matching takes them as any other
+    dtype (torch has no aminmax, searchsorted or gather for them on CPU: the id range comes from numpy)."""
+    ranked, relevant, labels = _random_ids(3)
+    ranked_u, relevant_u = (ranked + 1).to(dtype), (relevant + 1).to(dtype)
+    with torchrank.use_backend("numpy"):
+        binary = F.ids_to_dense(ranked_u, relevant_u, pad_id=0)
+        graded = F.ids_to_dense(ranked_u, relevant_u, labels.to(torch.uint32), pad_id=0)
+    for inputs, judged, dtype_out in ((binary, None, dtype), (graded, labels, torch.uint32)):
+        target, ideal = _reference(ranked, relevant, judged, -1)
+        assert inputs["target"].dtype == dtype_out and torch.equal(inputs["target"].long(), target)
+        sorted_ideal = inputs["ideal_target"].long().sort(1, descending=True).values[:, : ideal.shape[1]]
+        assert torch.equal(sorted_ideal, ideal)
+        assert torch.equal(inputs["mask"], ranked != -1)

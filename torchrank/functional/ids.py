@@ -137,12 +137,14 @@ def _match_numpy(
         if relevant_labels.is_floating_point() or relevant_labels.is_complex() or relevant_labels.dtype == torch.bool:
             return None
         labels = relevant_labels.numpy()
-        if int(labels.min()) < 0:
+        low, high = _value_range(relevant_labels)
+        if low < 0:
             return None
-        label_bits = int(labels.max()).bit_length()
-    lowest = min(int(ranked.min()), int(relevant.min()))
+        label_bits = high.bit_length()
+    (low_ranked, high_ranked), (low_relevant, high_relevant) = _value_range(ranked_ids), _value_range(relevant_ids)
+    lowest = min(low_ranked, low_relevant)
     width = m + k
-    span = max(int(ranked.max()), int(relevant.max())) - lowest + width  # the padding's ids after the others
+    span = max(high_ranked, high_relevant) - lowest + width  # the padding's ids after the others
     bits = max(1, (max(k, m) - 1).bit_length())  # a position
     side = bits + label_bits  # the bit that tells a ranked entry
     shift = side + 1
@@ -163,11 +165,11 @@ def _match_numpy(
     padding = relevant == pad_id
     real = mask.numpy()
     ranked_padding = None if real.all() else ~real
-    target = np.zeros((batch, k), dtype=_numpy_dtype(label_dtype))
+    target = np.empty((batch, k), dtype=_numpy_dtype(label_dtype))  # zeroed block by block, below
     if labels is None:
         distinct = m - np.count_nonzero(padding, axis=1)  # R, less the repeats found below
     else:
-        ideal = labels * ~padding
+        ideal = np.where(padding, 0, labels)
     # rows in blocks whose keys stay in cache (each step reads what the one before wrote)
     rows_per_block = max(1, _NUMPY_BLOCK_KEYS // width)
     keys = np.empty((min(batch, rows_per_block), width), dtype=key_dtype)
@@ -186,25 +188,48 @@ def _match_numpy(
         block.sort(axis=1)
         merged = block.reshape(-1)
         pairs = merged[1:] ^ merged[:-1]
-        pairs >>= side  # 0: same id, same side; 1: same id, relevant then ranked; more: another id
+        pairs >>= side  # 0: same id, same side; 1: same id, relevant then ranked; more: another id (keys are >= 0)
         pairs[width - 1 :: width] = 2  # a pair across two rows: never the same query's id
-        left = np.flatnonzero(pairs == 1)
+        near = _flatnonzero_sparse(pairs <= 1)  # the entries followed by one of their id: one scan finds both kinds
+        hit = pairs[near] == 1
+        left = near[hit]
         at = (left // width + start) * k + (merged[left + 1] & position_mask)
-        target.reshape(-1)[at] = 1 if labels is None else (merged[left] >> bits) & label_mask
-        same = pairs == 0
-        if np.count_nonzero(same):  # a repeated id: the relevant entries before another of their id
-            first = np.flatnonzero(same)
-            entry = merged[first]
-            repeat = (entry & (1 << side)) == 0
-            rows, entry = first[repeat] // width + start, entry[repeat]
-            if labels is None:
-                np.subtract.at(distinct, rows, 1)
-            else:
-                ideal[rows, entry & position_mask] = 0
-    if labels is None:  # binary ideal: R ones, R the distinct relevant ids
-        ideal = np.empty((batch, m), dtype=target.dtype)
-        np.less(np.arange(m), distinct[:, None], out=ideal, casting="unsafe")
+        target[start:stop] = 0  # here, not in one np.zeros: the rows are still in cache for the scatter
+        # the labels cast before the scatter: numpy's fancy assignment casts element by element
+        target.reshape(-1)[at] = 1 if labels is None else ((merged[left] >> bits) & label_mask).astype(target.dtype)
+        first = near[~hit]  # a repeated id: the relevant entries before another of their id
+        entry = merged[first]
+        repeat = (entry & (1 << side)) == 0
+        rows, entry = first[repeat] // width + start, entry[repeat]
+        if labels is None:
+            np.subtract.at(distinct, rows, 1)
+        else:
+            ideal[rows, entry & position_mask] = 0
+    if labels is None:  # binary ideal: R ones, R the distinct relevant ids (row r of the table: r ones, then 0s)
+        ideal = np.take(np.tri(m + 1, m, -1, dtype=target.dtype), distinct, axis=0)
     return torch.from_numpy(target), torch.from_numpy(ideal)
+
+
+def _value_range(x: Tensor) -> tuple[int, int]:
+    """The smallest and largest value of a CPU integer tensor: in one pass by torch's ``aminmax`` (numpy has no
+    such reduction), numpy's ``min`` and ``max`` for the dtypes ``aminmax`` lacks (uint16 to uint64)."""
+    if x.dtype in (torch.uint16, torch.uint32, torch.uint64):
+        return int(x.numpy().min()), int(x.numpy().max())
+    low, high = torch.aminmax(x)
+    return int(low), int(high)
+
+
+def _flatnonzero_sparse(flags: np.ndarray) -> np.ndarray:
+    """``np.flatnonzero(flags)`` of a bool array where few flags are set (a few percent), by words of 8 flags.
+
+    Below a tenth set, numpy's nonzero skips each run of unset flags with a branch that mispredicts about once per
+    set flag; here the words that hold a set flag (a third or so of them) are found first, then the flags within
+    those words: both searches set enough for numpy's branchless loop."""
+    words = np.zeros(-(-flags.size // 8), dtype=np.uint64)
+    words.view(bool)[: flags.size] = flags.reshape(-1)
+    busy = np.flatnonzero(words != 0)
+    flag = np.flatnonzero(words[busy].view(bool))
+    return busy[flag >> 3] * 8 + (flag & 7)
 
 
 def _numpy_dtype(dtype: torch.dtype) -> np.dtype:
