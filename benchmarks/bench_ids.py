@@ -9,7 +9,9 @@ Run through the harness (``python -m benchmarks.run --config configs/bench/ids.y
   (primary: what a user of id lists calls), ``F.ndcg`` on the tensors ``ids_to_dense`` returns, built beforehand
   and materialised (``dense call``: the same queries, the same measure, no matching; its scores are a contiguous
   copy of the list positions, as a user's dense ``[B, K]`` scores are, e.g. from ``topk``, so the ranking sorts
-  them: the stride-0 scores ``ids_to_dense`` returns are known to be in rank order and skip the sort),
+  them: the stride-0 scores ``ids_to_dense`` returns are known to be in rank order and skip the sort; its mask,
+  all True where no list is padded, is read as no mask, as the id lists' is: the dense call costs what one without
+  a mask does),
   ``ids_to_dense`` alone, and the device matching (the ``"torch"`` backend's ``searchsorted``) on the same CPU for
   comparison. Guard: every NDCG equals the dense call's.
 - ``rank order ndcg@10 BxK M<=m``: that skip alone, ``F.ndcg`` on the tensors as returned (primary) against the

@@ -8,6 +8,7 @@ import pytest
 import torch
 from conftest import ALL_MEASURES, CUTOFF_MEASURES
 
+import torchrank
 import torchrank.functional as F
 
 IDS = [m[0] for m in ALL_MEASURES]
@@ -38,6 +39,22 @@ def test_appended_padding_changes_nothing(name, fn, _, ties):
     pad_target = torch.cat([target, torch.randint(0, 4, (target.shape[0], 5), generator=g).to(target.dtype)], 1)
     mask = torch.cat([torch.ones_like(preds, dtype=torch.bool), torch.zeros(preds.shape[0], 5, dtype=torch.bool)], 1)
     torch.testing.assert_close(fn(pad_preds, pad_target, mask=mask, **kw), plain)
+
+
+@pytest.mark.parametrize(("name", "fn", "_"), ALL_MEASURES, ids=IDS)
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_a_mask_without_padding_changes_nothing(name, fn, _, backend):
+    """An all-True mask (the numpy backend reads it as none; the torch backend applies it) gives the values of no
+    mask, for dense and flat input."""
+    preds, target = _data()
+    kw = _kwargs(name, fn) | {"reduction": "none"}
+    everything = torch.ones_like(preds, dtype=torch.bool)
+    indexes = torch.arange(preds.shape[0]).unsqueeze(1).expand_as(preds).reshape(-1)
+    with torchrank.use_backend(backend):
+        plain = fn(preds, target, **kw)
+        torch.testing.assert_close(fn(preds, target, mask=everything, **kw), plain)
+        flat = fn(preds.reshape(-1), target.reshape(-1), indexes=indexes, mask=everything.reshape(-1), **kw)
+        torch.testing.assert_close(flat, plain)
 
 
 @pytest.mark.parametrize(("name", "fn", "_"), ALL_MEASURES, ids=IDS)

@@ -110,6 +110,8 @@ def format_inputs(
     _check_scores_and_labels(preds, target)
     _check_bool_like_preds("mask", mask, preds)
     _check_bool_like_preds("judged", judged, preds)
+    if mask is not None and uses_numpy(mask) and bool(mask.numpy().all()):  # no list is padded: no mask to apply
+        mask = None
     # a ranking reads values only (no measure is differentiable): scores or labels a model still holds a graph
     # for are read without it, and numpy can read them
     preds, target, ideal_target = (_detached(x) for x in (preds, target, ideal_target))
