@@ -190,7 +190,7 @@ def _match_numpy(
         pairs = merged[1:] ^ merged[:-1]
         pairs >>= side  # 0: same id, same side; 1: same id, relevant then ranked; more: another id (keys are >= 0)
         pairs[width - 1 :: width] = 2  # a pair across two rows: never the same query's id
-        near = _flatnonzero_sparse(pairs <= 1)  # the entries followed by one of their id: one scan finds both kinds
+        near = np.flatnonzero(pairs <= 1)  # the entries followed by one of their id: one scan finds both kinds
         hit = pairs[near] == 1
         left = near[hit]
         at = (left // width + start) * k + (merged[left + 1] & position_mask)
@@ -217,19 +217,6 @@ def _value_range(x: Tensor) -> tuple[int, int]:
         return int(x.numpy().min()), int(x.numpy().max())
     low, high = torch.aminmax(x)
     return int(low), int(high)
-
-
-def _flatnonzero_sparse(flags: np.ndarray) -> np.ndarray:
-    """``np.flatnonzero(flags)`` of a bool array where few flags are set (a few percent), by words of 8 flags.
-
-    Below a tenth set, numpy's nonzero skips each run of unset flags with a branch that mispredicts about once per
-    set flag; here the words that hold a set flag (a third or so of them) are found first, then the flags within
-    those words: both searches set enough for numpy's branchless loop."""
-    words = np.zeros(-(-flags.size // 8), dtype=np.uint64)
-    words.view(bool)[: flags.size] = flags.reshape(-1)
-    busy = np.flatnonzero(words != 0)
-    flag = np.flatnonzero(words[busy].view(bool))
-    return busy[flag >> 3] * 8 + (flag & 7)
 
 
 def _numpy_dtype(dtype: torch.dtype) -> np.dtype:
