@@ -18,9 +18,11 @@ Run through the harness (``python -m benchmarks.run --config configs/bench/ids.y
   dense call (the same timings: the five contenders of a cell are timed together).
 - ``catalogue BxC k=K``: scores ``[B, C]`` over a whole catalogue, ``F.catalogue_to_dense(scores, relevant, K)``
   (top-K in chunks of queries, then the matching) and ``F.evaluate`` of NDCG@10, recall@K; and ``topk`` alone as
-  the floor. Run in a fresh subprocess; its peak resident memory beyond what it held before the call (Linux:
-  ``VmHWM`` after resetting it through ``/proc/self/clear_refs``) is the call's working memory;
-  ``catalogue_queries`` scales it down where memory is short (the scores take ``4 B C`` bytes).
+  the floor. On CPU in a fresh subprocess: its peak resident memory beyond what it held before the call (Linux:
+  ``VmHWM`` after resetting it through ``/proc/self/clear_refs``) is the call's working memory. On a GPU
+  (``--device cuda``) in this process, the scores made on the device: the working memory is the peak CUDA
+  allocation beyond what was allocated before the call. ``catalogue_queries`` scales it down where memory is
+  short (the scores take ``4 B C`` bytes).
 
 Every record's ``extra`` names the machine's load; on a shared machine compare ratios within one run.
 """
@@ -37,7 +39,7 @@ import torch
 import torchrank
 import torchrank.functional as F
 from benchmarks._records import REPO_ROOT, record
-from benchmarks._timing import Contender, TimingConfig, measure_contenders
+from benchmarks._timing import Contender, TimingConfig, measure_contenders, peak_memory_mb, single_call
 
 KIND = "ids"
 DEFAULTS: dict[str, Any] = {
@@ -175,15 +177,20 @@ print(json.dumps({"times": times, "peak_extra_bytes": max(peaks), "scores_bytes"
 """
 
 
+def _catalogue_contenders(k: int) -> list[tuple[str, str, str, str]]:
+    """``(call, name, role, description)`` of the catalogue workload's two contenders."""
+    return [
+        ("measures", f"F.evaluate(**F.catalogue_to_dense(scores, relevant, {k}), [ndcg@10, recall@{k}])",
+         "primary", "top-k in chunks of queries, the matching, two measures"),
+        ("topk", f"scores.topk({k}, dim=1)", "variant", "torch's top-k alone, in one call: the floor"),
+    ]
+
+
 def _catalogue(config: dict[str, Any]) -> list[dict[str, Any]]:
     queries, items, k = int(config["catalogue_queries"]), int(config["catalogue_items"]), int(config["catalogue_k"])
     out = []
     shape = f"{queries}x{items} k={k}"
-    for call, name, role, description in (
-        ("measures", f"F.evaluate(**F.catalogue_to_dense(scores, relevant, {k}), [ndcg@10, recall@{k}])",
-         "primary", "top-k in chunks of queries, the matching, two measures"),
-        ("topk", f"scores.topk({k}, dim=1)", "variant", "torch's top-k alone, in one call: the floor"),
-    ):
+    for call, name, role, description in _catalogue_contenders(k):
         _log(f"  catalogue {shape}: {call} (subprocess)")
         args = json.dumps([queries, items, k, int(config["seed"]), int(config["threads"]), call])
         done = subprocess.run([sys.executable, "-c", _CATALOGUE_SCRIPT, args], capture_output=True, text=True,
@@ -202,6 +209,38 @@ def _catalogue(config: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _catalogue_on_device(config: dict[str, Any], device: torch.device) -> list[dict[str, Any]]:
+    """The catalogue workload in this process, its scores made on ``device`` (a GPU; any device runs it): after
+    one warm-up call, three calls on a synchronising clock, and the device memory one call allocates beyond what
+    was allocated before it (CUDA's allocator statistics; None elsewhere)."""
+    queries, items, k = int(config["catalogue_queries"]), int(config["catalogue_items"]), int(config["catalogue_k"])
+    g = torch.Generator(device=device).manual_seed(int(config["seed"]))
+    scores = torch.randn(queries, items, generator=g, device=device)
+    relevant = torch.randint(0, items, (queries, 50), generator=g, device=device)
+    relevant[torch.rand(queries, 50, generator=g, device=device) < 0.5] = -1
+    relevant[:, :1] = scores.argmax(1, keepdim=True)  # the top item is relevant: one retrieved relevant item at least
+    calls = {
+        "measures": lambda: F.evaluate(measures=["ndcg@10", f"recall@{k}"],
+                                       **F.catalogue_to_dense(scores, relevant, k)),
+        "topk": lambda: scores.topk(k, dim=1),
+    }
+    shape = f"{queries}x{items} k={k}"
+    out = []
+    for call, name, role, description in _catalogue_contenders(k):
+        _log(f"  catalogue {shape}: {call} ({device.type})")
+        _, result = single_call(calls[call])  # warm-up: kernels built, caches filled
+        values = {n: float(v) for n, v in result.items()} if isinstance(result, dict) else None
+        del result
+        times = sorted(single_call(calls[call])[0] for _ in range(3))
+        timing = {"median_s": times[1], "iqr_s": None, "repeats": 3, "method": "single calls (after a warm-up)"}
+        extra = {"peak_extra_allocated_mb": peak_memory_mb(calls[call], device),
+                 "scores_mb": scores.numel() * 4 / 2**20, "values": values, "times_s": times}
+        out.append(record(f"catalogue {shape}", "torchrank", name,
+                          {"queries": queries, "items": items, "k": k, "device": device.type}, timing, role=role,
+                          kind=KIND, group="catalogue", description=description, extra=extra))
+    return out
+
+
 def measure(config: dict[str, Any]) -> list[dict[str, Any]]:
     """Time one ``kind: ids`` config section; records for :mod:`benchmarks.run`."""
     config = {**DEFAULTS, **config, "timing": {**DEFAULTS["timing"], **(config.get("timing") or {})}}
@@ -211,6 +250,6 @@ def measure(config: dict[str, Any]) -> list[dict[str, Any]]:
     for max_relevant in config["max_relevant"]:
         for labels in config["labels"]:
             out += _ids_workload(config, int(max_relevant), labels, device, timing)
-    if config["catalogue"] and device.type == "cpu":
-        out += _catalogue(config)
+    if config["catalogue"]:
+        out += _catalogue(config) if device.type == "cpu" else _catalogue_on_device(config, device)
     return out

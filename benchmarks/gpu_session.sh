@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# One device-machine run: the CUDA tests of the backends, then the memory-floor benchmark, figures under $OUT.
+# One device-machine run: the CUDA tests of the backends, the memory-floor benchmark, then issue 23's id lists and
+# catalogue scoring on the GPU (configs/bench/ids.yaml), figures under $OUT.
 # Usage (from the repository root, on a machine with a CUDA GPU, torch, triton and torchmetrics installed):
-#   OUT=/some/folder bash benchmarks/gpu_session.sh
+#   OUT=/some/folder bash benchmarks/gpu_session.sh               # all three parts
+#   OUT=/some/folder bash benchmarks/gpu_session.sh tests floor   # some of them: tests, floor, ids
+# Each part has its own timeout (4, 5 and 4 minutes): where one call may run 10 minutes at most, split them.
 # The device tool's machines have those packages; nothing is installed or fetched here.
 set -uo pipefail
 OUT=${OUT:-benchmarks/results}
@@ -9,6 +12,10 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 card=$(python3 -c "import torch; print(torch.cuda.get_device_name(0).split()[1].lower())" 2>/dev/null || echo gpu)
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 python3 -c "import torch, triton, torchmetrics; print('torch', torch.__version__, 'triton', triton.__version__, 'torchmetrics', torchmetrics.__version__)"
-timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_backends.py tests/test_gap.py -k cuda 2>&1 | tee "$OUT/gpu_${card}_cuda_tests.log" | tail -15
-timeout 300 python3 -m benchmarks.gpu_floor --queries 100000 --items 1000 --min-run-time 0.5 \
+parts=${*:-tests floor ids}
+want() { [[ " $parts " == *" $1 "* ]]; }
+want tests && timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_backends.py tests/test_gap.py -k cuda 2>&1 | tee "$OUT/gpu_${card}_cuda_tests.log" | tail -15
+want floor && timeout 300 python3 -m benchmarks.gpu_floor --queries 100000 --items 1000 --min-run-time 0.5 \
   --out "$OUT/gpu_floor_${card}.json" 2>&1 | tee "$OUT/gpu_floor_${card}.log" | tail -30
+want ids && timeout 240 python3 -m benchmarks.run --config configs/bench/ids.yaml --device cuda --out "$OUT" --no-summary 2>&1 \
+  | tee "$OUT/ids_${card}.log" | tail -12

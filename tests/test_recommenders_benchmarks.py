@@ -4,6 +4,7 @@ tiny sizes: their correctness guards pass and their records are complete (the fi
 from __future__ import annotations
 
 import pytest
+import torch
 
 from benchmarks import bench_ids, bench_recommenders
 from benchmarks._records import validate_records
@@ -22,6 +23,19 @@ def test_ids_benchmark_records() -> None:
     assert all(r["guard"]["max_abs_diff"] <= 1e-6 for r in ids_records if r.get("guard"))
     catalogue = [r for r in records if r["workload"].startswith("catalogue")]
     assert len(catalogue) == 2 and catalogue[0]["extra"]["values"]["recall@8"] >= 0
+
+
+def test_catalogue_workload_on_a_device_in_process() -> None:
+    """The GPU form of the catalogue workload (scores made on the device, timed in this process) runs on CPU too:
+    its records are complete and its values match the subprocess form's (the same seed and data)."""
+    config = {**bench_ids.DEFAULTS, "catalogue_queries": 4, "catalogue_items": 300, "catalogue_k": 8}
+    records = bench_ids._catalogue_on_device(config, torch.device("cpu"))
+    validate_records(records, "bench_ids")
+    assert [r["role"] for r in records] == ["primary", "variant"]
+    measures = records[0]["extra"]
+    assert measures["peak_extra_allocated_mb"] is None  # CUDA's allocator statistics only
+    subprocess_values = bench_ids._catalogue(config)[0]["extra"]["values"]
+    assert measures["values"] == pytest.approx(subprocess_values)
 
 
 def test_beyond_accuracy_benchmark_records() -> None:
