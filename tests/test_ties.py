@@ -282,6 +282,28 @@ def test_labels_of_a_large_batch_in_the_callers_dtype_rank_as_the_reference():
     _assert_matches_reference(preds, target.bfloat16(), ["ndcg", "map"], ties="optimistic")
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_err_cutoffs_inside_a_large_tie_group_equal_the_whole_recurrence(backend):
+    """ERR@k of rows whose tie groups run past k (one of 40 items from rank 3, every item of the last row) equals
+    the value read from the recurrence over the whole group (a cut-off past every group), and enumeration's where
+    a group is small enough to enumerate."""
+    g = torch.Generator().manual_seed(11)
+    preds, target = torch.randn(4, 60, generator=g, dtype=torch.float64), torch.randint(0, 5, (4, 60), generator=g)
+    preds[0, 2:42] = preds[0, 2]  # 40 tied items from rank 3
+    preds[1, :5] = 7.0  # 5 tied items at the top, enumerable
+    preds[3] = 0.0  # every item tied
+    with torchrank.use_backend(backend):
+        for k in (1, 3, 4, 10):
+            capped = F.err(preds, target, k=k, reduction="none")
+            whole = F.err(preds, target, k=[k, 60], reduction="none")[:, 0]
+            torch.testing.assert_close(capped, whole, rtol=1e-10, atol=1e-12)
+    orders = torch.tensor(list(itertools.permutations(range(5))))  # row 1's tie group, each order equally likely
+    row_preds = preds[1].expand(len(orders), -1).clone()
+    row_preds[torch.arange(len(orders)).unsqueeze(1), orders] = torch.arange(12.0, 7.0, -1, dtype=torch.float64)
+    enumerated = F.err(row_preds, target[1].expand_as(row_preds), k=3, ties="first", reduction="none").mean()
+    torch.testing.assert_close(F.err(preds[1], target[1], k=3), enumerated, rtol=1e-10, atol=1e-12)
+
+
 def test_cutoffs_before_at_and_past_a_deep_tie_equal_each_row_alone():
     """Under "average", a tied pair deep in a row matters only to the cut-offs that reach it: every cut-off, before,
     at, across and past the pairs (ranks 5-6 and 8-9), gives each tied row the value it has alone."""

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
-from torchrank.functional._pipeline import run_measure, with_common_args
+from torchrank.functional._pipeline import deepest, run_measure, with_common_args
 from torchrank.functional._ranking import Ranking, exclusive_cumprod
 from torchrank.functional.checks import check_max_label
 from torchrank.functional.core import Transform, check_transform, stop_probabilities
@@ -30,27 +30,32 @@ from torchrank.functional.core import Transform, check_transform, stop_probabili
 def _err(r: Ranking, ks: Sequence[int | None], transform: Transform, max_label: float | None) -> tuple[Tensor, Tensor]:
     prob = stop_probabilities(r.labels, r.valid, transform, r.top_label(max_label))  # R_i, 0 at padding
     index, _ = cutoff_index(r, ks)
-    contributions = _expected_stops(r, prob) * r.reciprocal_positions
+    contributions = _expected_stops(r, prob, deepest(ks)) * r.reciprocal_positions
     return at_cutoffs(torch.cumsum(contributions, 1), index), ~r.has_positive_label
 
 
-def _expected_stops(r: Ranking, prob: Tensor) -> Tensor:
-    """Probability that the user stops at each position ``[Q, N]``, exact under random order of ties."""
+def _expected_stops(r: Ranking, prob: Tensor, depth: int | None = None) -> Tensor:
+    """Probability that the user stops at each position ``[Q, N]``, exact under random order of ties at the first
+    ``depth`` positions (all for None; later ones are not read)."""
     keep = 1 - prob
     reach = exclusive_cumprod(keep)
     if not r.averages_ties:
         return reach * prob
     group_id, start, size = r.tie_groups
     offset = (r.positions.long() - 1).unsqueeze(0) - start
-    before_above, before_here = _subset_product_means(keep, group_id, offset, size.long())
+    before_above, before_here = _subset_product_means(keep, group_id, offset, size.long(), depth)
     return reach.gather(1, start) * (before_above - before_here)
 
 
-def _subset_product_means(keep: Tensor, group_id: Tensor, offset: Tensor, size: Tensor) -> tuple[Tensor, Tensor]:
+def _subset_product_means(
+    keep: Tensor, group_id: Tensor, offset: Tensor, size: Tensor, depth: int | None = None
+) -> tuple[Tensor, Tensor]:
     """``(E_{j-1}, E_j)`` at each position: means of products of ``keep`` over subsets of its tie group.
 
     Singletons need no work (``E_0 = 1``, ``E_1 = keep``); groups of two or more items are gathered into a
-    ``[G, M]`` matrix and run through the recurrence, one step per item of the largest group.
+    ``[G, M]`` matrix and run through the recurrence, one step per item of the largest group. A position within
+    the first ``depth`` reads ``E_t`` for ``t <= depth`` only, so the recurrence keeps no more (a cut-off deep in a
+    large tie group then costs ``O(M depth)``, not ``O(M^2)``); positions past ``depth`` get values never read.
     """
     above, here = torch.ones_like(keep), keep.clone()
     tied = size > 1
@@ -59,18 +64,19 @@ def _subset_product_means(keep: Tensor, group_id: Tensor, offset: Tensor, size: 
     rows, cols = tied.nonzero(as_tuple=True)
     _, group = torch.unique(rows * keep.shape[1] + (cols - offset[rows, cols]), return_inverse=True)
     num_groups, width = int(group.max()) + 1, int(size.max())
+    subsets = width if depth is None else min(width, depth)  # the largest subset size read
     items = torch.ones(num_groups, width, dtype=keep.dtype, device=keep.device)
     items[group, offset[rows, cols]] = keep[rows, cols]
     group_size = torch.zeros(num_groups, dtype=torch.long, device=keep.device).scatter_(0, group, size[rows, cols])
 
-    means = torch.zeros(num_groups, width + 1, dtype=keep.dtype, device=keep.device)
+    means = torch.zeros(num_groups, subsets + 1, dtype=keep.dtype, device=keep.device)
     means[:, 0] = 1
-    t = torch.arange(1, width + 1, device=keep.device, dtype=keep.dtype)
+    t = torch.arange(1, subsets + 1, device=keep.device, dtype=keep.dtype)
     for n in range(1, width + 1):  # over the items of a tie group, all groups at once
         step = means.clone()
         step[:, 1:] = (n - t) / n * means[:, 1:] + t / n * items[:, n - 1 : n] * means[:, :-1]
         means = torch.where((group_size >= n).unsqueeze(1), step, means)
-    j = offset[rows, cols]
+    j = offset[rows, cols].clamp(max=subsets - 1)  # past depth: a value never read
     above[rows, cols] = means[group, j]
     here[rows, cols] = means[group, j + 1]
     return above, here
