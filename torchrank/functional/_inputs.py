@@ -279,22 +279,19 @@ def _check_values(
 
 
 def value_range(x: Tensor) -> tuple[float, float]:
-    """The smallest and largest value of CPU ``x`` (both NaN if it holds one): by numpy's two SIMD reductions while
-    ``x`` fits the caches, else by torch's one-pass ``aminmax`` (past the caches the read is the cost), and for the
-    half-precision floats (numpy reduces float16 elementwise)."""
+    """The smallest and largest value of CPU ``x`` (both NaN if it holds one), as Python numbers of its kind (ints
+    exact): by numpy's two SIMD reductions while ``x`` fits the caches, else by torch's one-pass ``aminmax`` (past
+    the caches the read is the cost), and for the half-precision floats (numpy reduces float16 elementwise); by
+    numpy for uint16 to uint64, which ``aminmax`` lacks on CPU."""
     for dim, stride in enumerate(x.stride()):  # a broadcast dimension repeats one slice: read it once
         if stride == 0 and x.shape[dim] > 1:
             x = x.narrow(dim, 0, 1)
-    if x.numel() > LARGE_BATCH_ITEMS or x.dtype in (torch.float16, torch.bfloat16):
+    wide_unsigned = x.dtype in (torch.uint16, torch.uint32, torch.uint64)
+    if (x.numel() > LARGE_BATCH_ITEMS and not wide_unsigned) or x.dtype in (torch.float16, torch.bfloat16):
         low, high = torch.aminmax(x)
         return low.item(), high.item()
     values = x.numpy()
-    return float(values.min()), float(values.max())
-
-
-def _above(labels: Tensor, label_limit: float | None) -> bool:
-    """Whether a label exceeds ``label_limit`` (one host read; False without a limit)."""
-    return label_limit is not None and labels.dtype != torch.bool and bool((labels > label_limit).any())
+    return values.min().item(), values.max().item()
 
 
 # what value_problems flags, in its order: (argument, what is wrong)
@@ -407,10 +404,11 @@ def _format_ideal(
     if ideal_target is None:
         return target
     _check_ideal(ideal_target, batch_shape, device)
-    if validate_args and uses_numpy(ideal_target) and ideal_target.dtype != torch.bool:
-        if (ideal_target < 0).any():
+    if validate_args and uses_numpy(ideal_target) and ideal_target.dtype != torch.bool and ideal_target.numel():
+        lowest, highest = value_range(ideal_target)  # as the target's labels (_check_values); a NaN passes both
+        if lowest < 0:
             _raise_problem(3)
-        if _above(ideal_target, label_limit):
+        if label_limit is not None and highest > label_limit:
             _raise_problem(5)
     return ideal_target.reshape(-1, ideal_target.shape[-1]).to(work)
 

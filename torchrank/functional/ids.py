@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._chunking import _budget
+from torchrank.functional._inputs import value_range
 from torchrank.functional.backends import uses_numpy
 
 # top-k working memory per catalogue score: the scores' copy a sort-based top-k may make plus its indices
@@ -137,11 +138,11 @@ def _match_numpy(
         if relevant_labels.is_floating_point() or relevant_labels.is_complex() or relevant_labels.dtype == torch.bool:
             return None
         labels = relevant_labels.numpy()
-        low, high = _value_range(relevant_labels)
+        low, high = value_range(relevant_labels)
         if low < 0:
             return None
         label_bits = high.bit_length()
-    (low_ranked, high_ranked), (low_relevant, high_relevant) = _value_range(ranked_ids), _value_range(relevant_ids)
+    (low_ranked, high_ranked), (low_relevant, high_relevant) = value_range(ranked_ids), value_range(relevant_ids)
     lowest = min(low_ranked, low_relevant)
     width = m + k
     span = max(high_ranked, high_relevant) - lowest + width  # the padding's ids after the others
@@ -208,15 +209,6 @@ def _match_numpy(
     if labels is None:  # binary ideal: R ones, R the distinct relevant ids (row r of the table: r ones, then 0s)
         ideal = np.take(np.tri(m + 1, m, -1, dtype=target.dtype), distinct, axis=0)
     return torch.from_numpy(target), torch.from_numpy(ideal)
-
-
-def _value_range(x: Tensor) -> tuple[int, int]:
-    """The smallest and largest value of a CPU integer tensor: in one pass by torch's ``aminmax`` (numpy has no
-    such reduction), numpy's ``min`` and ``max`` for the dtypes ``aminmax`` lacks (uint16 to uint64)."""
-    if x.dtype in (torch.uint16, torch.uint32, torch.uint64):
-        return int(x.numpy().min()), int(x.numpy().max())
-    low, high = torch.aminmax(x)
-    return int(low), int(high)
 
 
 def _numpy_dtype(dtype: torch.dtype) -> np.dtype:
