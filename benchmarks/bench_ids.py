@@ -143,19 +143,29 @@ def _ids_workload(config: dict[str, Any], max_relevant: int, labels: str, device
 
 
 # ----------------------------------------------------------------------------------------------- catalogue
+def catalogue_data(
+    queries: int, items: int, seed: int, device: torch.device | str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Catalogue scores ``[queries, items]`` (standard normal) and up to 50 relevant ids per query (-1 padding), the
+    top-scored item always among them, made on ``device``."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    scores = torch.empty(queries, items, device=device)
+    for start in range(0, queries, 64):  # a slice at a time: no temporary of the scores' size
+        scores[start:start + 64] = torch.randn(min(64, queries - start), items, generator=g, device=device)
+    relevant = torch.randint(0, items, (queries, 50), generator=g, device=device)
+    relevant[torch.rand(queries, 50, generator=g, device=device) < 0.5] = -1
+    relevant[:, :1] = scores.argmax(1, keepdim=True)  # the top item is relevant: one retrieved relevant item at least
+    return scores, relevant
+
+
 _CATALOGUE_SCRIPT = r"""
 import json, re, sys, time
 import torch
 import torchrank.functional as F
+from benchmarks.bench_ids import catalogue_data
 queries, items, k, seed, threads, call = json.loads(sys.argv[1])
 torch.set_num_threads(threads)
-g = torch.Generator().manual_seed(seed)
-scores = torch.empty(queries, items)
-for start in range(0, queries, 64):  # a slice at a time: no temporary of the scores' size
-    scores[start:start + 64] = torch.randn(min(64, queries - start), items, generator=g)
-relevant = torch.randint(0, items, (queries, 50), generator=g)
-relevant[torch.rand(queries, 50, generator=g) < 0.5] = -1
-relevant[:, :1] = scores.argmax(1, keepdim=True)  # the top item is relevant: one retrieved relevant item at least
+scores, relevant = catalogue_data(queries, items, seed, "cpu")
 def run():
     if call == "topk":
         return scores.topk(k, dim=1)
@@ -214,11 +224,7 @@ def _catalogue_on_device(config: dict[str, Any], device: torch.device) -> list[d
     one warm-up call, three calls on a synchronising clock, and the device memory one call allocates beyond what
     was allocated before it (CUDA's allocator statistics; None elsewhere)."""
     queries, items, k = int(config["catalogue_queries"]), int(config["catalogue_items"]), int(config["catalogue_k"])
-    g = torch.Generator(device=device).manual_seed(int(config["seed"]))
-    scores = torch.randn(queries, items, generator=g, device=device)
-    relevant = torch.randint(0, items, (queries, 50), generator=g, device=device)
-    relevant[torch.rand(queries, 50, generator=g, device=device) < 0.5] = -1
-    relevant[:, :1] = scores.argmax(1, keepdim=True)  # the top item is relevant: one retrieved relevant item at least
+    scores, relevant = catalogue_data(queries, items, int(config["seed"]), device)
     calls = {
         "measures": lambda: F.evaluate(measures=["ndcg@10", f"recall@{k}"],
                                        **F.catalogue_to_dense(scores, relevant, k)),
