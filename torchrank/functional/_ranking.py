@@ -145,7 +145,7 @@ def _in_rank_order(inputs: RankingInput) -> bool:
         mask = inputs.mask
         return not bool((mask[:, 1:] > mask[:, :-1]).any())  # no real item after a padded one
     mask = inputs.mask.numpy()  # numpy's passes over bools are several times faster than torch's
-    return bool(mask.all()) or not bool(np.less(mask[:, :-1], mask[:, 1:]).any())
+    return not bool(np.less(mask[:, :-1], mask[:, 1:]).any())
 
 
 def _leading(x: Tensor, width: int) -> Tensor:
