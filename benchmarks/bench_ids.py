@@ -12,8 +12,9 @@ Run through the harness (``python -m benchmarks.run --config configs/bench/ids.y
   them: the stride-0 scores ``ids_to_dense`` returns are known to be in rank order and skip the sort; its mask,
   all True where no list is padded, is read as no mask, as the id lists' is: the dense call costs what one without
   a mask does),
-  ``ids_to_dense`` alone, and the device matching (the ``"torch"`` backend's ``searchsorted``) on the same CPU for
-  comparison. Guard: every NDCG equals the dense call's.
+  ``ids_to_dense`` alone, the device matching (the ``"torch"`` backend's ``searchsorted``) on the same CPU for
+  comparison and, where numba imports, a compiled matching torchrank does not ship (``_compiled_matching``: what a
+  compiled kernel would give). Guard: every NDCG equals the dense call's.
 - ``rank order ndcg@10 BxK M<=m``: that skip alone, ``F.ndcg`` on the tensors as returned (primary) against the
   dense call (the same timings: the five contenders of a cell are timed together).
 - ``catalogue BxC k=K``: scores ``[B, C]`` over a whole catalogue, ``F.catalogue_to_dense(scores, relevant, K)``
@@ -126,6 +127,12 @@ def _ids_workload(config: dict[str, Any], max_relevant: int, labels: str, device
                   "NDCG@10 on the tensors ids_to_dense returns, built beforehand: scores in rank order, no sort",
                   lambda _q: lambda: F.ndcg(**returned, k=10, reduction="none"), check),
     ]
+    compiled = _compiled_matching() if device.type == "cpu" else None
+    if compiled is not None:  # what a compiled kernel would give: sizes the case for a numba dependency
+        contenders.append(Contender(
+            "compiled matching (numba, not in torchrank) + F.ndcg", "benchmarks", "variant",
+            "benchmarks/_compiled_matching.py: a hash table per query in compiled code, then NDCG@10",
+            lambda _q: lambda: F.ndcg(**compiled(ranked, relevant, graded), k=10, reduction="none"), check))
     shape = f"{queries}x{k} M<={max_relevant} {labels}"
     _log(f"  ids {shape}")
     timings = measure_contenders(contenders, queries, timing, int(config["threads"]), device, _log)
@@ -133,13 +140,22 @@ def _ids_workload(config: dict[str, Any], max_relevant: int, labels: str, device
               "device": device.type}
     dense_s = timings[1]["median_s"]
     out = []
-    for prefix, indices in (("ids", (0, 1, 2, 3)), ("rank order", (4, 1))):
+    for prefix, indices in (("ids", (0, 1, 2, 3, *range(5, len(contenders)))), ("rank order", (4, 1))):
         for i in indices:
             c, t = contenders[i], timings[i]
             out.append(record(f"{prefix} ndcg@10 {shape}", c.library, c.name, params, t, role=c.role, kind=KIND,
                               group=f"{prefix} ndcg@10 {queries}x{k}", description=c.description,
                               extra={"time_over_dense_call": t["median_s"] / dense_s}))
     return out
+
+
+def _compiled_matching() -> Any:
+    """The compiled matching of benchmarks/_compiled_matching.py, or None where numba does not import."""
+    try:
+        from benchmarks._compiled_matching import compiled_ids_to_dense
+    except ImportError:
+        return None
+    return compiled_ids_to_dense
 
 
 # ----------------------------------------------------------------------------------------------- catalogue

@@ -19,10 +19,28 @@ def test_ids_benchmark_records() -> None:
     })
     validate_records(records, "bench_ids")
     ids_records = [r for r in records if r["workload"].startswith("ids")]
-    assert len(ids_records) == 8 and {r["role"] for r in ids_records} == {"primary", "variant"}
+    per_cell = 5 if bench_ids._compiled_matching() is not None else 4  # the compiled contender where numba imports
+    assert len(ids_records) == 2 * per_cell and {r["role"] for r in ids_records} == {"primary", "variant"}
     assert all(r["guard"]["max_abs_diff"] <= 1e-6 for r in ids_records if r.get("guard"))
     catalogue = [r for r in records if r["workload"].startswith("catalogue")]
     assert len(catalogue) == 2 and catalogue[0]["extra"]["values"]["recall@8"] >= 0
+
+
+@pytest.mark.parametrize("graded", [False, True])
+def test_compiled_matching_contender_is_ids_to_dense(graded: bool) -> None:
+    """The compiled contender times the same matching: repeated ids (ranked and relevant), padding anywhere and
+    relevant ids outside the list give ids_to_dense's target and the same ideal labels (in another order)."""
+    pytest.importorskip("numba")
+    import torchrank.functional as F
+    from benchmarks._compiled_matching import compiled_ids_to_dense
+
+    g = torch.Generator().manual_seed(3)
+    for _ in range(50):
+        ranked, relevant = torch.randint(-1, 12, (6, 9), generator=g), torch.randint(-1, 12, (6, 7), generator=g)
+        labels = torch.randint(0, 4, (6, 7), generator=g) if graded else None
+        want, got = F.ids_to_dense(ranked, relevant, labels), compiled_ids_to_dense(ranked, relevant, labels)
+        assert torch.equal(got["target"], want["target"]) and torch.equal(got["mask"], want["mask"])
+        assert torch.equal(got["ideal_target"].sort(1).values, want["ideal_target"].sort(1).values)
 
 
 def test_catalogue_workload_on_a_device_in_process() -> None:
