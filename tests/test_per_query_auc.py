@@ -52,6 +52,31 @@ def test_auroc_counts_pairs_with_half_ties() -> None:
     torch.testing.assert_close(F.auroc(preds, target), torch.tensor(expected / len(pairs)))
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int32, torch.int64])
+def test_auroc_of_narrow_or_integer_scores_equals_sklearn(dtype: torch.dtype) -> None:
+    """Half-precision scores of long lists (a pair count past float16's 65,504) and integer scores past 2^24 (which
+    float32 would round into ties) give scikit-learn's AUROC of the same scores, in the working dtype, float32."""
+    g = torch.Generator().manual_seed(7)
+    if dtype.is_floating_point:
+        preds = torch.rand(3, 600, generator=g).to(dtype)
+    else:  # distinct integers 2^30 + 2j: one apart in float32's rounding, 2^6
+        preds = 2**30 + 2 * torch.randint(0, 50, (3, 600), generator=g).to(dtype)
+    target = (torch.rand(3, 600, generator=g) < 0.5).long()
+    want = torch.tensor([roc_auc_score(t.numpy(), p.double().numpy()) for p, t in zip(preds, target, strict=True)],
+                        dtype=torch.float64)
+    for max_fpr in (None, 0.5):
+        got = F.auroc(preds, target, reduction="none", max_fpr=max_fpr)
+        assert got.dtype == torch.float32
+        if max_fpr is None:
+            torch.testing.assert_close(got.double(), want, rtol=0, atol=1e-6)
+        else:
+            part = torch.tensor([roc_auc_score(t.numpy(), p.double().numpy(), max_fpr=0.5)
+                                 for p, t in zip(preds, target, strict=True)], dtype=torch.float64)
+            torch.testing.assert_close(got.double(), part, rtol=0, atol=1e-6)
+    weights = torch.tensor([1e6, 2e6, 3e6])  # past float16's range: weighted in the working dtype too
+    assert F.gauc(preds, target, weights=weights).item() == pytest.approx((want * weights).sum() / weights.sum())
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_gauc_weights_by_impressions_or_given(seed: int) -> None:
     preds, target, mask = _random(seed)

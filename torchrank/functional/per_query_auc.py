@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from torchrank.functional._inputs import format_inputs, normalize_k
+from torchrank.functional._inputs import format_inputs, normalize_k, working_dtype
 from torchrank.functional._pipeline import check_options, finalize
 
 
@@ -80,18 +80,23 @@ def auroc(
 
 
 def per_query_auroc(preds: Tensor, relevant: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """``(AUROC [Q], relevant items [Q], non-relevant items [Q])`` of dense rows; 0 where undefined."""
+    """``(AUROC [Q], relevant items [Q], non-relevant items [Q])`` of dense rows, in the working dtype (float32, or
+    float64 for float64 scores); 0 where undefined."""
     relevant = relevant & mask
     negative = mask & ~relevant
     scores = preds.contiguous()
-    # non-relevant scores ascending, the other positions +inf after them: counts past n_neg are clamped away
-    below = torch.where(negative, scores, torch.inf).sort(1).values
+    # non-relevant scores ascending in the scores' own dtype (exact: no integer score rounds into a tie), the other
+    # positions after them at the dtype's top; a real score may equal that top, but the counts are clamped to n_neg
+    top = torch.inf if scores.is_floating_point() else torch.iinfo(scores.dtype).max
+    below = torch.where(negative, scores, top).sort(1).values
     n_neg = negative.sum(1, keepdim=True)
     less = torch.searchsorted(below, scores).minimum(n_neg)
     not_above = torch.searchsorted(below, scores, right=True).minimum(n_neg)
-    wins = torch.where(relevant, (less + not_above).to(scores.dtype) / 2, 0).sum(1)
+    # counts in the working dtype: a pair count past 65,504 is inf in float16
+    work = working_dtype(scores)
+    wins = torch.where(relevant, (less + not_above).to(work) / 2, 0).sum(1)
     n_rel = relevant.sum(1)
-    pairs = (n_rel * n_neg.squeeze(1)).clamp(min=1).to(scores.dtype)
+    pairs = (n_rel * n_neg.squeeze(1)).clamp(min=1).to(work)
     return wins / pairs, n_rel, n_neg.squeeze(1)
 
 
@@ -118,7 +123,7 @@ def _standardised_partial_auroc(preds: Tensor, relevant: Tensor, mask: Tensor, m
     """
     order = _descending_order(preds, mask)
     scores, real = preds.gather(1, order), mask.gather(1, order)
-    dtype = scores.dtype if scores.is_floating_point() else torch.float64
+    dtype = working_dtype(scores)  # the counts as in per_query_auroc: float16 holds no count past 2,048 exactly
     positive = relevant.gather(1, order).to(dtype)
     negative = (real & ~relevant.gather(1, order)).to(dtype)
     tps, fps = torch.cumsum(positive, 1), torch.cumsum(negative, 1)
