@@ -201,6 +201,28 @@ def test_catalogue_top_k_in_chunks(max_bytes: int | None) -> None:
     torch.testing.assert_close(F.recall(**inputs, k=10), F.recall(scores, target, k=10))
 
 
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.uint8])
+def test_catalogue_matches_relevant_ids_of_any_integer_dtype(dtype: torch.dtype) -> None:
+    """The top-k's item ids (int64 column numbers) are matched in the dtype of ``relevant_ids``; a dtype too narrow
+    for the catalogue's ids is refused by name."""
+    g = torch.Generator().manual_seed(5)
+    scores = torch.rand(6, 200, generator=g)
+    relevant = torch.randint(0, 200, (6, 8), generator=g)
+    relevant[:, -2:] = 7 if dtype == torch.uint8 else -1  # padding (uint8 holds no -1: another pad id)
+    pad = 7 if dtype == torch.uint8 else -1
+    want = F.catalogue_to_dense(scores, relevant, k=20, pad_id=pad)
+    got = F.catalogue_to_dense(scores, relevant.to(dtype), k=20, pad_id=pad)
+    assert torch.equal(got["target"].long(), want["target"]) and torch.equal(got["mask"], want["mask"])
+    with pytest.raises(ValueError, match=r"`relevant_ids` has dtype torch.uint8, which cannot hold .* \(0 to 299\)"):
+        F.catalogue_to_dense(torch.rand(2, 300), torch.zeros(2, 3, dtype=torch.uint8), k=5)
+
+
+def test_first_occurrence_refuses_what_is_not_a_batch_of_id_lists() -> None:
+    for ids in (torch.tensor([4, 2, 4]), torch.tensor([[0.5, 1.5]]), torch.tensor([[True, False]])):
+        with pytest.raises(ValueError, match="`ids` must be a \\[lists, items\\] integer tensor"):
+            first_occurrence(ids)
+
+
 def test_metric_classes_take_the_same_dict() -> None:
     ranked, relevant, labels = _random_ids(7)
     dense_target, ideal = _reference(ranked, relevant, labels, -1)
@@ -234,16 +256,24 @@ def test_strided_views_and_small_integer_dtypes(backend: str) -> None:
         assert torch.equal(sorted_ideal, ideal.to(sorted_ideal.dtype))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64])
-def test_wide_unsigned_ids_on_numpys_path(dtype: torch.dtype) -> None:
-    """uint16 to uint64 ids, 0 as padding, binary and uint32 labels: numpy's matching takes them as any other
-    dtype (torch has no aminmax, searchsorted or gather for them on CPU: the id range comes from numpy)."""
+def test_wide_unsigned_ids(dtype: torch.dtype, backend: str) -> None:
+    """uint16 to uint64 ids, 0 as padding, with binary, same-dtype and float labels, on both matchings (torch has no
+    searchsorted or gather for these dtypes on CPU: the torch path matches them as int64 in the same order). The
+    uint64 ids also span 2^63: half of them above it, too wide for numpy's packed keys."""
     ranked, relevant, labels = _random_ids(3)
-    ranked_u, relevant_u = (ranked + 1).to(dtype), (relevant + 1).to(dtype)
-    with torchrank.use_backend("numpy"):
-        binary = F.ids_to_dense(ranked_u, relevant_u, pad_id=0)
-        graded = F.ids_to_dense(ranked_u, relevant_u, labels.to(torch.uint32), pad_id=0)
-    for inputs, judged, dtype_out in ((binary, None, dtype), (graded, labels, torch.uint32)):
+    if dtype == torch.uint64:  # id v -> v + 2^63 for odd v (the int64 v - 2^63 has those bits); padding -> 0
+        ranked_u, relevant_u = (torch.where(v % 2 == 1, v ^ -(2**63), v).view(dtype)
+                                for v in (ranked + 1, relevant + 1))
+    else:
+        ranked_u, relevant_u = (ranked + 1).to(dtype), (relevant + 1).to(dtype)
+    with torchrank.use_backend(backend):
+        outputs = [(F.ids_to_dense(ranked_u, relevant_u, pad_id=0), None, dtype)]
+        for label_dtype in (dtype, torch.float32):
+            outputs.append((F.ids_to_dense(ranked_u, relevant_u, labels.to(label_dtype), pad_id=0), labels,
+                            label_dtype))
+    for inputs, judged, dtype_out in outputs:
         target, ideal = _reference(ranked, relevant, judged, -1)
         assert inputs["target"].dtype == dtype_out and torch.equal(inputs["target"].long(), target)
         sorted_ideal = inputs["ideal_target"].long().sort(1, descending=True).values[:, : ideal.shape[1]]

@@ -100,15 +100,41 @@ def _match_torch(
     ranked_ids: Tensor, relevant_ids: Tensor, relevant_labels: Tensor | None, pad_id: int, mask: Tensor,
 ) -> tuple[Tensor, Tensor]:
     """``(target [B, K], ideal [B, M])`` on any device without a host read: each query's relevant ids sorted
-    once, the ranked ids found with ``searchsorted``."""
+    once, the ranked ids found with ``searchsorted``. uint16-uint64 ids and labels, which those ops lack, are
+    matched as int64 in the same order (:func:`_signed`)."""
     labels = torch.ones_like(relevant_ids) if relevant_labels is None else relevant_labels
-    labels = torch.where(relevant_ids != pad_id, labels, torch.zeros_like(labels))
-    sorted_ids, ideal = _sorted_relevant(relevant_ids, labels, graded=relevant_labels is not None)
+    label_dtype = labels.dtype
+    pad = pad_id + _SIGN_BIT if ranked_ids.dtype == torch.uint64 else pad_id  # as _signed maps the ids
+    ranked_ids, relevant_ids, labels = _signed(ranked_ids), _signed(relevant_ids), _signed(labels)
+    zero = _signed(torch.zeros((), dtype=label_dtype, device=labels.device))  # label 0, as matched
+    labels = torch.where(relevant_ids != pad, labels, zero)
+    sorted_ids, ideal = _sorted_relevant(relevant_ids, labels, zero, graded=relevant_labels is not None)
     # a ranked id found among the relevant ones points at its first (largest-label) entry
     where = torch.searchsorted(sorted_ids.contiguous(), ranked_ids.contiguous()).clamp_(max=sorted_ids.shape[1] - 1)
     found = (sorted_ids.gather(1, where) == ranked_ids) & mask
     found &= _first_found(where, found, sorted_ids.shape[1])
-    return torch.where(found, ideal.gather(1, where), torch.zeros_like(ideal[:, :1])), ideal
+    target = torch.where(found, ideal.gather(1, where), zero)
+    return _unsigned(target, label_dtype), _unsigned(ideal, label_dtype)
+
+
+# an int64 with only the sign bit set: XOR with it maps uint64's order onto int64's (v -> v - 2^63)
+_SIGN_BIT = -(2**63)
+_WIDE_UNSIGNED = (torch.uint16, torch.uint32, torch.uint64)
+
+
+def _signed(x: Tensor) -> Tensor:
+    """``x`` as a signed tensor in the same order: uint16/uint32 widened to int64, uint64 shifted down by 2^63 (its
+    bits with the top one flipped, read as int64); other dtypes as they are."""
+    if x.dtype == torch.uint64:
+        return x.view(torch.int64) ^ _SIGN_BIT
+    return x.to(torch.int64) if x.dtype in _WIDE_UNSIGNED else x
+
+
+def _unsigned(x: Tensor, dtype: torch.dtype) -> Tensor:
+    """The inverse of :func:`_signed`: ``x`` back in ``dtype``."""
+    if dtype == torch.uint64:
+        return (x ^ _SIGN_BIT).view(torch.uint64)
+    return x.to(dtype) if dtype in _WIDE_UNSIGNED else x
 
 
 def _match_numpy(
@@ -227,6 +253,9 @@ def first_occurrence(ids: Tensor, pad_id: int = -1) -> Tensor:
         >>> first_occurrence(torch.tensor([[4, 2, 4, -1, 2, 5]]))
         tensor([[ True,  True, False, False, False,  True]])
     """
+    if not isinstance(ids, Tensor) or ids.ndim != 2 or ids.is_floating_point() or ids.is_complex() \
+            or ids.dtype == torch.bool:
+        raise ValueError(f"Argument `ids` must be a [lists, items] integer tensor, got {_describe(ids)}.")
     first = _first_numpy(ids) if uses_numpy(ids) and ids.numel() >= _NUMPY_FIRST_MIN_IDS else None
     if first is None:
         ordered, order = torch.sort(ids, dim=1, stable=True)
@@ -260,9 +289,9 @@ def _first_numpy(ids: Tensor) -> Tensor | None:
     return torch.from_numpy(first)
 
 
-def _sorted_relevant(relevant_ids: Tensor, labels: Tensor, graded: bool) -> tuple[Tensor, Tensor]:
-    """Each row's relevant ids ascending, and their labels: an id's largest label at its first entry, 0 at its
-    repeats (one sort; the largest label of a run of equal ids by a segment maximum, not a second sort)."""
+def _sorted_relevant(relevant_ids: Tensor, labels: Tensor, zero: Tensor, graded: bool) -> tuple[Tensor, Tensor]:
+    """Each row's relevant ids ascending, and their labels: an id's largest label at its first entry, ``zero`` (label
+    0) at its repeats (one sort; the largest label of a run of equal ids by a segment maximum, not a second sort)."""
     ids, order = relevant_ids.sort(1)
     labels = labels.gather(1, order)
     repeat = torch.zeros_like(ids, dtype=torch.bool)
@@ -271,7 +300,7 @@ def _sorted_relevant(relevant_ids: Tensor, labels: Tensor, graded: bool) -> tupl
         run = (~repeat).cumsum(1) - 1
         largest = torch.zeros_like(labels).scatter_reduce_(1, run, labels, "amax", include_self=False)
         labels = largest.gather(1, run)
-    return ids, torch.where(repeat, torch.zeros_like(labels), labels)
+    return ids, torch.where(repeat, zero, labels)
 
 
 def _first_found(where: Tensor, found: Tensor, width: int) -> Tensor:
@@ -323,6 +352,12 @@ def catalogue_to_dense(
         tensor(0.7500)
     """
     values, ids = top_k_ids(scores, k)
+    if isinstance(relevant_ids, Tensor) and relevant_ids.dtype != ids.dtype and not relevant_ids.is_floating_point():
+        # item ids are column numbers: matched in the caller's id dtype where it holds them all
+        if torch.iinfo(relevant_ids.dtype).max < scores.shape[1] - 1:
+            raise ValueError(f"Argument `relevant_ids` has dtype {relevant_ids.dtype}, which cannot hold the "
+                             f"catalogue's item ids (0 to {scores.shape[1] - 1}).")
+        ids = ids.to(relevant_ids.dtype)
     return ids_to_dense(ids, relevant_ids, relevant_labels, pad_id=pad_id, scores=values)
 
 
