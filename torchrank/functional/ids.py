@@ -253,8 +253,7 @@ def first_occurrence(ids: Tensor, pad_id: int = -1) -> Tensor:
         >>> first_occurrence(torch.tensor([[4, 2, 4, -1, 2, 5]]))
         tensor([[ True,  True, False, False, False,  True]])
     """
-    if not isinstance(ids, Tensor) or ids.ndim != 2 or ids.is_floating_point() or ids.is_complex() \
-            or ids.dtype == torch.bool:
+    if not _is_integer(ids) or ids.ndim != 2:
         raise ValueError(f"Argument `ids` must be a [lists, items] integer tensor, got {_describe(ids)}.")
     first = _first_numpy(ids) if uses_numpy(ids) and ids.numel() >= _NUMPY_FIRST_MIN_IDS else None
     if first is None:
@@ -352,7 +351,7 @@ def catalogue_to_dense(
         tensor(0.7500)
     """
     values, ids = top_k_ids(scores, k)
-    if isinstance(relevant_ids, Tensor) and relevant_ids.dtype != ids.dtype and not relevant_ids.is_floating_point():
+    if _is_integer(relevant_ids) and relevant_ids.dtype != ids.dtype:
         # item ids are column numbers: matched in the caller's id dtype where it holds them all
         if torch.iinfo(relevant_ids.dtype).max < scores.shape[1] - 1:
             raise ValueError(f"Argument `relevant_ids` has dtype {relevant_ids.dtype}, which cannot hold the "
@@ -366,8 +365,7 @@ def _check_ids(
 ) -> None:
     """Types, shapes, devices and the padding id (no value is read)."""
     for name, ids in (("ranked_ids", ranked_ids), ("relevant_ids", relevant_ids)):
-        if not isinstance(ids, Tensor) or ids.ndim != 2 or ids.is_floating_point() or ids.is_complex() \
-                or ids.dtype == torch.bool:
+        if not _is_integer(ids) or ids.ndim != 2:
             raise ValueError(f"Argument `{name}` must be a [queries, items] integer tensor, got {_describe(ids)}.")
     if ranked_ids.shape[0] != relevant_ids.shape[0]:
         raise ValueError(
@@ -395,6 +393,11 @@ def _check_ids(
         # an id dtype cannot hold it (-1 in uint8): comparisons would wrap it onto a real id on some paths only
         raise ValueError(f"Argument `pad_id` must be an int that {ranked_ids.dtype} ids can hold "
                          f"([{info.min}, {info.max}]), got {pad_id!r}.")
+
+
+def _is_integer(x: object) -> bool:
+    """Whether ``x`` is a tensor of integers (not bool, float or complex)."""
+    return isinstance(x, Tensor) and not (x.is_floating_point() or x.is_complex() or x.dtype == torch.bool)
 
 
 def _describe(x: object) -> str:
