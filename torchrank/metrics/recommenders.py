@@ -22,6 +22,8 @@ Example:
 from __future__ import annotations
 
 import math
+import numbers
+from fractions import Fraction
 from typing import Any
 
 import torch
@@ -52,6 +54,8 @@ class _ListMetric(Metric):
             raise ValueError(f"Argument `k` must be a positive int or None (the whole list), got {k!r}.")
         if isinstance(num_items, bool) or not isinstance(num_items, int) or num_items <= 0:
             raise ValueError(f"Argument `num_items` must be a positive int (the catalogue size), got {num_items!r}.")
+        if isinstance(pad_id, bool) or not isinstance(pad_id, int):
+            raise ValueError(f"Argument `pad_id` must be an int, got {pad_id!r}.")
         self.k, self.num_items, self.pad_id = k, num_items, pad_id
         if self._outside_state:  # the exposure classes count them in their own state's outer slots
             self.add_state("out_of_range", torch.zeros((), dtype=torch.float64), dist_reduce_fx="sum")
@@ -61,13 +65,16 @@ class _ListMetric(Metric):
         """The slots ``[B, k]`` of the top-``k`` ids (``id + 1``; 0 below the catalogue, ``num_items + 1`` above
         it) and the first copy of each id that is not padding ``[B, k]`` (bool)."""
         if not isinstance(ranked_ids, Tensor) or ranked_ids.ndim != 2 or ranked_ids.is_floating_point() \
-                or ranked_ids.dtype == torch.bool:
+                or ranked_ids.is_complex() or ranked_ids.dtype == torch.bool:
             shown = tuple(ranked_ids.shape) if isinstance(ranked_ids, Tensor) else type(ranked_ids).__name__
             raise ValueError(f"Argument `ranked_ids` must be a [queries, k] integer tensor, got {shown}.")
         ids = ranked_ids[:, : self.k] if self.k is not None else ranked_ids
-        if ids.dtype == torch.uint8:  # room for the slot below the catalogue
-            ids = ids.long()
-        return ids.clamp(-1, self.num_items).add_(1), first_occurrence(ids, self.pad_id)
+        wide, pad = _as_int64(ids, self.pad_id)
+        first = first_occurrence(wide, pad) if pad is not None else _first_copies(wide)
+        slots = wide.clamp(-1, self.num_items).add_(1)
+        if ids.dtype == torch.uint64:  # ids from 2**63 up wrapped below 0, but lie above the catalogue
+            slots = torch.where(wide < 0, self.num_items + 1, slots)
+        return slots, first
 
     def _lists(self, ranked_ids: Tensor) -> tuple[Tensor, Tensor]:
         """The slots ``[B, k]`` and which positions count ``[B, k]`` float64 (1 at the first copy of an id in the
@@ -87,6 +94,28 @@ class _ListMetric(Metric):
                 f"Argument `ranked_ids` held {outside} ids outside [0, num_items={self.num_items}) "
                 "(other than `pad_id`); they were left out. Fix the ids, then `reset()`."
             )
+
+
+def _as_int64(ids: Tensor, pad_id: int) -> tuple[Tensor, int | None]:
+    """The ids as int64 and ``pad_id``'s value among them; None when the ids' dtype cannot hold ``pad_id`` (-1 in
+    ``uint8``), so no id is padding.
+
+    Indexing ops take int64 (or int32) indices only, and a slot ``id + 1`` needs room above the id dtype's largest
+    value (127 in ``int8``). Every integer dtype converts exactly, but for ``uint64`` ids from ``2**63`` up, which
+    wrap one to one onto negative int64 values: they stay distinct and outside the catalogue, and ``pad_id`` wraps
+    with them. ``pad_id`` is not compared in the ids' own dtype, where it would wrap too (-1 equals 65535 in
+    ``uint16``).
+    """
+    info = torch.iinfo(ids.dtype)
+    if not info.min <= pad_id <= info.max:
+        return ids.long(), None
+    return ids.long(), pad_id - 2**64 if pad_id >= 2**63 else pad_id
+
+
+def _first_copies(ids: Tensor) -> Tensor:
+    """:func:`first_occurrence` with no padding id: the first copies of -1 (left out as padding there) put back."""
+    minus_one = ids == -1
+    return first_occurrence(ids, -1) | (minus_one & (minus_one.cumsum(1) == 1))
 
 
 def _slotted(per_item: Tensor) -> Tensor:
@@ -164,6 +193,8 @@ class GiniIndex(_ExposureMetric):
 class ExposureEntropy(_ExposureMetric):
     """Shannon entropy of item exposure@k, ``-sum_i p_i log p_i`` with ``p_i`` item i's share of all exposure.
 
+    NaN before any exposure (no distribution, as :class:`GiniIndex`); ``+0.0`` when one item has all of it.
+
     Args:
         base: Logarithm base (default e; 2 gives bits). RecBole's ShannonEntropy is this value (base e) divided by
             the number of distinct items exposed.
@@ -185,9 +216,11 @@ class ExposureEntropy(_ExposureMetric):
         self.base = float(base)
 
     def _from_exposure(self, exposure: Tensor) -> Tensor:
-        share = exposure / exposure.sum()
+        total = exposure.sum()
+        share = exposure / total
         terms = torch.where(exposure > 0, share * torch.log(torch.where(exposure > 0, share, 1.0)), 0.0)
-        return -terms.sum() / math.log(self.base)
+        entropy = -terms.sum() / math.log(self.base) + 0.0  # + 0.0: the negated 0 of one item is -0.0, made +0.0
+        return torch.where(total > 0, entropy, math.nan)
 
 
 class _PerListMetric(_ListMetric):
@@ -289,7 +322,8 @@ class LongTailShare(_PerListMetric):
     Args:
         long_tail: ``[num_items]`` bool, True for a long-tail item; or None with ``item_popularity``.
         item_popularity: ``[num_items]`` popularity; the tail is then the ``tail_ratio`` least popular share
-            of the catalogue (``floor(tail_ratio * num_items)`` items, ties by id), as RecBole's TailPercentage.
+            of the catalogue (``floor(tail_ratio * num_items)`` items of ``tail_ratio`` as written, exactly; ties by
+            id), as RecBole's TailPercentage.
         tail_ratio: Share of the catalogue in the tail (default 0.8: the head is the 20% most popular items).
 
     Example:
@@ -313,10 +347,10 @@ class LongTailShare(_PerListMetric):
                 raise ValueError("Argument `long_tail` must be a 1-D bool tensor (True: a long-tail item).")
             tail = long_tail
         else:
-            if not 0 <= tail_ratio <= 1:
-                raise ValueError(f"Argument `tail_ratio` must be in [0, 1], got {tail_ratio!r}.")
+            if isinstance(tail_ratio, bool) or not isinstance(tail_ratio, numbers.Real) or not 0 <= tail_ratio <= 1:
+                raise ValueError(f"Argument `tail_ratio` must be a number in [0, 1], got {tail_ratio!r}.")
             popularity = _popularity(item_popularity, item_popularity.numel())
-            least = torch.argsort(popularity, stable=True)[: math.floor(tail_ratio * popularity.numel())]
+            least = torch.argsort(popularity, stable=True)[: _tail_size(tail_ratio, popularity.numel())]
             tail = torch.zeros(popularity.numel(), dtype=torch.bool).index_fill_(0, least, True)
         super().__init__(k, max(tail.numel(), 1), pad_id, **kwargs)
         self.register_buffer("tail", _slotted(tail.to(torch.float64)), persistent=False)
@@ -325,13 +359,39 @@ class LongTailShare(_PerListMetric):
         return _mean_over_list(self.tail, slots, counted)
 
 
+def _tail_size(tail_ratio: float, num_items: int) -> int:
+    """``floor(tail_ratio * num_items)`` for the decimal ``tail_ratio`` prints as, in exact arithmetic.
+
+    The float product rounds across integers (``0.58 * 100`` is ``57.99999999999999``, and the float 0.58 is below
+    58/100 itself), and an epsilon added to it is wrong for products within the epsilon below an integer and too
+    small for large catalogues. ``str`` of a float is the shortest decimal that reads back as it: the ratio as
+    written (``0.58``), made an exact fraction.
+    """
+    return math.floor(Fraction(str(tail_ratio)) * num_items)
+
+
+def _unit_rows(embeddings: Tensor) -> Tensor:
+    """Each row divided by its length; an exactly zero row stays zero (distance 1 to every item).
+
+    Only an exact zero is special: ``F.normalize`` divides by at least 1e-12, so a shorter row was no unit vector
+    (``[1e-13, 0]`` and ``[1, 0]`` were 0.9 apart). Each row is first divided by its largest absolute entry, so
+    that the squares of no nonzero row underflow to a zero length, or overflow to an infinite one.
+    """
+    if embeddings.shape[1] == 0:  # no coordinates: every row is the zero vector
+        return embeddings
+    scale = embeddings.abs().amax(1, keepdim=True)
+    scaled = embeddings / torch.where(scale > 0, scale, 1.0)
+    length = torch.linalg.vector_norm(scaled, dim=1, keepdim=True)
+    return scaled / torch.where(length > 0, length, 1.0)
+
+
 class IntraListDiversity(_PerListMetric):
     """Mean pairwise cosine distance ``1 - cos(e_i, e_j)`` between the items of each top-``k`` list, averaged
     over lists with at least two items. The sum over pairs is ``|sum_i e_i|^2 - sum_i |e_i|^2`` of unit vectors:
     memory ``[B, k, d]`` for a batch (no ``[B, k, k]`` similarities), time ``O(B k d)``.
 
     Args:
-        item_embeddings: ``[num_items, d]`` item vectors (a zero vector has distance 1 to every item).
+        item_embeddings: ``[num_items, d]`` item vectors (an exactly zero one has distance 1 to every item).
 
     Example:
         >>> import torch
@@ -349,11 +409,13 @@ class IntraListDiversity(_PerListMetric):
                 or not item_embeddings.is_floating_point():
             raise ValueError("Argument `item_embeddings` must be a [num_items, dim] float tensor.")
         super().__init__(k, item_embeddings.shape[0], pad_id, **kwargs)
-        unit = torch.nn.functional.normalize(item_embeddings.detach().to(torch.float64), dim=1)
+        unit = _unit_rows(item_embeddings.detach().to(torch.float64))
         self.register_buffer("unit", _slotted(unit), persistent=False)
 
     def _per_list(self, slots: Tensor, counted: Tensor) -> tuple[Tensor, Tensor]:
-        vectors = self.unit.index_select(0, slots.reshape(-1)).view(*slots.shape, -1) * counted.unsqueeze(2)
+        # the width named: a batch of no lists or no positions has no elements to infer it from
+        vectors = self.unit.index_select(0, slots.reshape(-1)).view(*slots.shape, self.unit.shape[1])
+        vectors = vectors * counted.unsqueeze(2)
         # sum over ordered pairs of distinct positions: |sum of vectors|^2 minus each vector's own |v|^2
         total = vectors.sum(1)
         off_diagonal = (total * total).sum(1) - (vectors * vectors).sum((1, 2))
@@ -369,7 +431,7 @@ class Personalization(_ListMetric):
     Exact in ``O(num_items)`` memory and ``O(B k)`` time per update, not ``O(U^2)``: the sum over all ordered
     pairs (u, v) of ``|L_u & L_v| / sqrt(|L_u| |L_v|)`` equals ``sum_i w_i^2`` with ``w_i = sum over lists
     holding i of 1 / sqrt(|L|)``; the ``U`` self-pairs (similarity 1) are subtracted and the rest divided by
-    ``U (U - 1)``. ``w`` is a ``[num_items]`` sum state.
+    ``U (U - 1)``. ``w`` is a ``[num_items]`` sum state. NaN while fewer than 2 lists were counted (no pair).
 
     Example:
         >>> import torch
@@ -395,5 +457,6 @@ class Personalization(_ListMetric):
     def compute(self) -> Tensor:
         self._check_ids_seen()
         users = self.lists
-        similarity = ((self.weights**2).sum() - users) / (users * (users - 1))  # NaN with fewer than 2 lists
-        return (1 - similarity).to(torch.get_default_dtype())
+        similarity = ((self.weights**2).sum() - users) / (users * (users - 1))
+        # with one list the rounding residue of sum w^2 - 1 over 0 is +-inf, not NaN: no pair, no value
+        return torch.where(users >= 2, 1 - similarity, math.nan).to(torch.get_default_dtype())
