@@ -68,6 +68,33 @@ def test_gain_values_names_and_callables():
     assert torch.equal(core.gain_values(labels, "linear"), labels)
     assert torch.equal(core.gain_values(labels, "exponential"), torch.tensor([[0.0, 1.0, 15.0]]))
     assert torch.equal(core.gain_values(labels, lambda y: y * 3), labels * 3)
+    assert torch.equal(core.gain_values(labels, lambda y: y + 1), torch.tensor([[0.0, 2.0, 5.0]]))  # label 0: 0
+
+
+@pytest.mark.parametrize("ties", ["average", "first"])
+def test_a_callable_gain_counts_no_padding_and_no_label_zero(ties):
+    """A gain map with gain(0) != 0: masked items, the 0-padding of ideal_target and label-0 items add nothing, so a
+    query's value does not depend on how much padding the batch gave it (it did: 0.84 for a list whose value is 1)."""
+    preds, target = torch.tensor([[0.9, 0.8, 0.7]]), torch.tensor([[1, 0, 2]])
+    plus_one = {"gain": lambda y: y + 1, "ties": ties}
+    alone = F.ndcg(preds[:, :2], target[:, :2], **plus_one)
+    assert alone.item() == 1.0
+    torch.testing.assert_close(F.ndcg(preds, target, mask=torch.tensor([[True, True, False]]), **plus_one), alone)
+    by_hand = {"gain": lambda y: torch.where(y > 0, y + 1, 0), "ties": ties}
+    for padding in range(3):
+        ideal = torch.nn.functional.pad(target, (0, padding))
+        torch.testing.assert_close(F.ndcg(preds, target, ideal_target=ideal, **plus_one),
+                                   F.ndcg(preds, target, **by_hand))
+
+
+def test_negative_gains_count_zero_in_the_ideal_as_trec_eval_counts_them():
+    """trec_eval's ``ndcg.1=-1``: the ideal DCG sums the positive gains only (m_ndcg.c), the DCG every gain."""
+    gains = {1.0: -1.0}
+    preds, target = torch.tensor([[0.9, 0.8]]), torch.tensor([[1, 2]])
+    value = F.ndcg(preds, target, gain=lambda y: torch.where(y == 1, -1.0, y.double()).to(y.dtype))
+    dcg = gains[1.0] / math.log2(2) + 2 / math.log2(3)
+    ideal = 2 / math.log2(2)  # the label-2 item alone: gain -1 adds nothing to the ideal ranking
+    assert value.item() == pytest.approx(dcg / ideal, abs=1e-6)
 
 
 def test_ideal_dcg_sorts_the_real_items_and_cuts_at_k():

@@ -213,3 +213,11 @@ def test_partial_public_function_keeps_its_name():
     spec = F.MEASURES["ndcg_exp"]
     assert isinstance(spec.public_function, functools.partial)
     assert spec.public_function.func is F.ndcg and spec.public_function.keywords == {"gain": "exponential"}
+
+
+def test_trec_ndcg_gains_for_levels_that_are_not_relevant_are_refused():
+    """trec_eval's ``ndcg.0=1`` gives judged non-relevant documents a gain; torchrank's label 0 is also padding and
+    unjudged, which gain nothing: refused by name rather than computed differently. Positive levels map."""
+    with pytest.raises(ValueError, match=r"ndcg gains for levels <= 0 \(0=1, -1=2\) are not supported"):
+        trec_eval.parse_measures(["ndcg.0=1,-1=2,2=3"])
+    assert [item.name for item in trec_eval.parse_measures(["ndcg.1=3,2=9,0=0"])] == ["ndcg_1=3,2=9,0=0"]

@@ -505,9 +505,10 @@ class Ranking:
         return gain_values(labels, gain)  # the formula is the core's, shared with the losses
 
     def ideal_gains(self, gain: Gain, depth: int | None = None) -> Tensor:
-        """Gains of the judged items sorted descending, the top ``depth`` of them (all for None) ``[Q, <=M]``."""
+        """Gains of the judged items sorted descending, the top ``depth`` of them (all for None) ``[Q, <=M]``; a
+        callable's negative gains count 0 there (the ideal ranking gains nothing from them: trec_eval's ideal DCG)."""
         if callable(gain):  # any map: the gains first, then their order
-            return _descending(self.gains(gain, self.ideal_labels), depth)
+            return _descending(self.gains(gain, self.ideal_labels).clamp_min(0), depth)
         # the linear and exponential gains never decrease with the label: sort the labels, map the top ones
         return self.gains(gain, self.per_ideal_row(lambda labels: _descending(labels, depth)))
 

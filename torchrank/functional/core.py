@@ -47,7 +47,8 @@ __all__ = [
     "top_of_scale",
 ]
 
-#: A gain: ``"linear"`` (the label), ``"exponential"`` (``2^label - 1``) or a callable on the label tensor.
+#: A gain: ``"linear"`` (the label), ``"exponential"`` (``2^label - 1``) or a callable on the label tensor (applied to
+#: labels above 0: label 0 has gain 0).
 Gain = str | Callable[[Tensor], Tensor]
 #: A discount: ``"log"``, ``"power"``, ``"linear"`` or a callable of the 1-based rank returning the divisor.
 Discount = str | Callable[[Tensor], Tensor]
@@ -125,14 +126,17 @@ def gain_values(labels: Tensor, gain: Gain, top: Tensor | float | None = None) -
     """``gain(label)`` of each label, in the labels' dtype; ``top`` divides exponential gains by ``2^top``
     (:func:`exponential_gain`; linear and callable gains ignore it: pass it only where a ratio is taken).
 
+    A callable gain maps the labels above 0 only: label 0 is also what padding, unjudged items and the 0-padding of
+    ``ideal_target`` hold, so a gain for it would count items that are not there.
+
     Example:
         >>> gain_values(torch.tensor([[0.0, 1.0, 3.0]]), "exponential")
         tensor([[0., 1., 7.]])
-        >>> gain_values(torch.tensor([[0.0, 1.0, 3.0]]), lambda y: y**2)
-        tensor([[0., 1., 9.]])
+        >>> gain_values(torch.tensor([[0.0, 1.0, 3.0]]), lambda y: y**2 + 1)
+        tensor([[ 0.,  2., 10.]])
     """
-    if callable(gain):
-        return gain(labels).to(labels.dtype)
+    if callable(gain):  # label 0 (not relevant, padding, unjudged) adds nothing, whatever the map gives it
+        return torch.where(labels > 0, gain(labels).to(labels.dtype), 0)
     if gain == "linear":
         return labels
     return exponential_gain(labels, top)

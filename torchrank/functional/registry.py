@@ -211,7 +211,12 @@ def _option_defaults(function: Callable[..., Tensor], options: Callable[..., dic
 
 
 def _gain_map(gains: tuple[tuple[float, float], ...]) -> Callable[[Tensor], Tensor]:
-    """trec_eval's ``ndcg.level=gain,...``: listed labels get the given gain, the others their own value."""
+    """trec_eval's ``ndcg.level=gain,...``: listed labels get the given gain, the others their own value. A gain for a
+    level <= 0 is refused: torchrank's label 0 is also padding and unjudged, which gain nothing (``gain_values``)."""
+    refused = [f"{level:g}={g:g}" for level, g in gains if level <= 0 and g != 0]
+    if refused:
+        raise ValueError(f"ndcg gains for levels <= 0 ({', '.join(refused)}) are not supported: items that are not "
+                         "relevant gain 0 in torchrank.")
 
     def gain(labels: Tensor) -> Tensor:
         out = labels.to(torch.float64)
