@@ -62,6 +62,29 @@ def test_equals_the_formula_pair_by_pair(probabilities, k):
             assert got[row].item() == pytest.approx(expected, rel=1e-12, abs=1e-12)
 
 
+@pytest.mark.parametrize("ties", ["average", "first"])
+def test_labels_of_many_grades_equal_the_formula_in_a_few_passes(ties):
+    """Grades up to 10^6 and fractional labels (a grade is the integer part): the default visits only the grades
+    the labels hold, weighted by the gaps between them, and gives the formula's value over every grade. The
+    formula's value does not depend on the top grade c, so c = 100 stands in for 10^6 (its g_j = 1/c cancel)."""
+    g = torch.Generator().manual_seed(4)
+    preds = torch.randint(0, 6, (20, 8), generator=g).to(torch.float64)  # ties
+    scale = torch.tensor([0.0, 1.5, 7.0, 40.9, 70.0, 100.0], dtype=torch.float64)
+    target = scale[torch.randint(0, 6, (20, 8), generator=g)]
+    got = F.graded_average_precision(preds, target, reduction="none", empty_target_action="skip", ties=ties)
+    want = F.graded_average_precision(preds, target, grade_probabilities=[0.01] * 100, reduction="none",
+                                      empty_target_action="skip", ties=ties)
+    torch.testing.assert_close(got, want, equal_nan=True)
+    huge = torch.where(target == 100, 10.0**6, target)
+    first = F.graded_average_precision(preds[:3], huge[:3], reduction="none", ties="first")
+    order = torch.sort(preds[:3], dim=1, descending=True, stable=True).indices  # ties="first": input order
+    for row in range(3):
+        expected = _gap_by_pairs(huge[row, order[row]].tolist(), huge[row].tolist(), None, None)
+        assert first[row].item() == pytest.approx(expected, rel=1e-9)
+    with pytest.raises(ValueError, match="needs finite labels"):
+        F.graded_average_precision(preds[:1], torch.full((1, 8), math.inf))
+
+
 def test_judged_items_outside_the_list_count_in_the_denominator():
     preds, target = _random_lists(1, q=6)
     extra = torch.tensor([[2.0, 1.0, 0.0]] * 6, dtype=torch.float64)  # judged, never retrieved

@@ -16,8 +16,9 @@ uses, :attr:`Ranking.relevant_times_count`), so GAP is exact under random order 
 
 Default probabilities: uniform over the grades 1..c, ``g_j = 1/c``. ``G(i) = i/c`` is then linear, c cancels,
 and any c at least the query's top grade gives the same value: a query's GAP does not depend on the rest of
-the batch. Finding how many grades to visit reads the largest label once (a host synchronisation on a GPU);
-explicit ``grade_probabilities`` need no read.
+the batch. Finding how many grades to visit reads the largest label once (a host synchronisation on a GPU), and
+past 64 grades the grades the labels hold (the thresholds between two of them count the same items, so they are
+visited once, weighted by the gap); explicit ``grade_probabilities`` need no read.
 """
 
 from __future__ import annotations
@@ -63,13 +64,26 @@ def _gap_options(*, grade_probabilities: Sequence[float] | None) -> dict[str, ob
     return {"grade_probabilities": tuple(float(g) for g in values)}
 
 
-def _grade_weights(r: Ranking, grade_probabilities: Probabilities | None) -> Probabilities:
-    """``g_j`` for the grades j = 1, 2, ... to visit; the default's ``1/c`` is left out (it cancels)."""
+# the default probabilities visit every grade 1..top while there are at most this many; past it, only the grades
+# the labels hold (one sort of them), so a label of 10^6 costs a few passes, not a million
+_EVERY_GRADE_UP_TO = 64
+
+
+def _grade_weights(r: Ranking, grade_probabilities: Probabilities | None) -> list[tuple[float, float]]:
+    """``(j, weight)`` pairs with ``sum weight [grade >= j] = G(grade)``: the given ``(j, g_j)``, j = 1..c; by default
+    (uniform, the ``1/c`` left out: it cancels) each grade j up to the top one with weight 1, or, past
+    :data:`_EVERY_GRADE_UP_TO` grades, only the grades the labels hold, each weighted by its distance to the next
+    lower one held (``[grade >= j]`` is the same for every j in between)."""
     if grade_probabilities is not None:
-        return grade_probabilities
+        return list(enumerate(grade_probabilities, start=1))
     tops = [labels.amax().to(r.dtype) for labels in (r.labels, r.ideal_labels) if labels.numel()]
-    top = torch.stack(tops).amax() if tops else 0
-    return (1.0,) * int(top)  # one host read: the number of grades sets how many passes run
+    top = torch.stack(tops).amax().item() if tops else 0.0  # one host read: the number of grades sets the passes
+    if not math.isfinite(top):
+        raise ValueError("Graded average precision needs finite labels (grades), got an infinite one.")
+    if top < _EVERY_GRADE_UP_TO + 1:
+        return [(float(j), 1.0) for j in range(1, int(top) + 1)]
+    held = sorted({g for labels in (r.labels, r.ideal_labels) for g in torch.unique(labels.floor()).tolist() if g >= 1})
+    return [(g, g - lower) for g, lower in zip(held, [0.0, *held[:-1]], strict=True)]
 
 
 def _graded_average_precision(
@@ -79,7 +93,7 @@ def _graded_average_precision(
     numerator = torch.zeros_like(r.labels)
     denominator = torch.zeros(r.num_queries, dtype=r.dtype, device=r.labels.device)
     # one pass per grade, never per query; grades summed in order, so grades a query lacks add exact zeros
-    for j, g in enumerate(_grade_weights(r, grade_probabilities), start=1):
+    for j, g in _grade_weights(r, grade_probabilities):
         at_least = (r.labels >= j).to(r.dtype)  # padding holds label 0
         numerator = numerator + g * r.times_count(at_least)
         denominator = denominator + g * r.per_ideal_row(lambda labels, j=j: (labels >= j).sum(1).to(r.dtype))
