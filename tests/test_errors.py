@@ -116,6 +116,13 @@ def test_measure_grammar(name, family, k, params):
     assert (parsed.name, parsed.family, parsed.k, parsed.params) == (name, family, k, params)
 
 
+@pytest.mark.parametrize(("name", "whole"), [("ndcg_cut", "ndcg"), ("MAP_CUT", "map"), ("recall_cut", "recall")])
+def test_a_cut_family_without_a_cut_off_is_refused(name, whole):
+    """trec_eval's ``-m ndcg_cut`` means nine cut-offs: ``evaluate`` gives no whole-list value under that name."""
+    with pytest.raises(ValueError, match=f"needs a cut-off .* the whole list is '{whole}'"):
+        F.parse_measure(name)
+
+
 def test_bpref_refuses_tie_averaging_on_tied_scores():
     """bpref has no tie-averaged form: tied input with ties='average' is an error, not an arbitrary order."""
     tied, untied = torch.tensor([[1.0, 1.0, 0.5, 0.2]]), torch.tensor([[4.0, 3.0, 0.5, 0.2]])

@@ -54,16 +54,22 @@ def test_declarations_are_checked():
 
 @pytest.mark.parametrize("spec", GRAMMAR, ids=[s.name for s in GRAMMAR])
 def test_every_grammar_name_gives_the_public_function(spec):
-    """Each name and alias, with and without a cut-off, is its family's function (``function_params`` applied)."""
+    """Each name and alias, with and without a cut-off, is its family's function (``function_params`` applied); a
+    trec_eval cut alias (``ndcg_cut``) takes a cut-off only."""
     preds, target = _data()
     ties = "first" if spec.ties == "refused" else "average"
     fn = spec.public_function
     names = [spec.name, *spec.aliases]
-    asked = names + ([f"{n}@3" for n in names] if spec.takes_k else [])
+    whole = [n for n in names if not n.endswith("_cut")]
+    asked = whole + ([f"{n}@3" for n in names] if spec.takes_k else [])
     out = F.evaluate(preds, target, asked, ties=ties, reduction="none")
     for name in names:
-        assert F.parse_measure(name.upper()).family == spec.name
-        torch.testing.assert_close(out[name], fn(preds, target, ties=ties, reduction="none"))
+        assert F.parse_measure(f"{name.upper()}@3" if name not in whole else name.upper()).family == spec.name
+        if name in whole:
+            torch.testing.assert_close(out[name], fn(preds, target, ties=ties, reduction="none"))
+        else:
+            with pytest.raises(ValueError, match="needs a cut-off"):
+                F.parse_measure(name)
         if spec.takes_k:
             torch.testing.assert_close(out[f"{name}@3"], fn(preds, target, k=3, ties=ties, reduction="none"))
         else:

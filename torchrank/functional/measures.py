@@ -2,7 +2,8 @@
 
 The grammar (case-insensitive), shared by configs and the command line, comes from the registry
 (:data:`torchrank.functional.MEASURES`): a family name or alias, optionally followed by a cut-off ``@k`` (or
-trec_eval's ``_k``, ``.k``, ``_cut_k``); ``rbp.95`` sets RBP's persistence (``rbp_95`` is RBP at k = 95).
+trec_eval's ``_k``, ``.k``, ``_cut_k``; its cut aliases ``ndcg_cut``, ``map_cut``, ``recall_cut`` need one);
+``rbp.95`` sets RBP's persistence (``rbp_95`` is RBP at k = 95).
 The families, as declared:
 
 {table}
@@ -79,6 +80,10 @@ def parse_measure(name: str) -> ParsedMeasure:
     if match is None or spec is None:
         raise ValueError(f"Unknown measure {name!r}: expected {GRAMMAR}.")
     arg = match["arg"]
+    if arg is None and match["base"].endswith("_cut"):
+        # trec_eval's -m ndcg_cut lists nine cut-offs; a whole-list value under that name would be misread
+        raise ValueError(f"Measure {name!r} needs a cut-off ({match['base']}_10, or {spec.name}@10); the whole list "
+                         f"is {spec.name!r}.")
     if arg is None:
         return ParsedMeasure(name, spec.name, None, ())
     if spec.suffix_param is not None and match["sep"] == ".":
