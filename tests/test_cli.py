@@ -149,6 +149,19 @@ _QRELS = "1 0 d1 1\n1 0 d2 0\n"
 
 
 @pytest.mark.parametrize(
+    "scores",
+    [("16777217", "16777216"), ("0.1000000001", "0.1000000002"), ("1e-320", "0.0")],
+)
+def test_scores_equal_in_float32_tie_as_in_trec_eval(scores, tmp_path, capsys):
+    # trec_eval keeps a score in a C float (atof, then float): both scores are the same float, the tie goes
+    # to the greater docno, b, and the relevant a comes second (pytrec_eval, trec_eval's code, says 0.5 too)
+    q = _bad(tmp_path, "qrels.txt", "q1 0 a 1\n")
+    r = _bad(tmp_path, "run.txt", f"q1 Q0 a 1 {scores[0]} r\nq1 Q0 b 2 {scores[1]} r\n")
+    out = _evaluate(["-m", "recip_rank", "-m", "map", q, r], capsys)
+    assert out == "map                   \tall\t0.5000\nrecip_rank            \tall\t0.5000\n"
+
+
+@pytest.mark.parametrize(
     ("case", "qrels", "run", "message"),
     [
         ("4 columns", _QRELS, _RUN + "1 Q0 d3 3\n", "run.txt:3: at least 6 whitespace-separated fields"),
@@ -159,6 +172,12 @@ _QRELS = "1 0 d1 1\n1 0 d2 0\n"
         ("empty qrels", "", _RUN, "qrels.txt:0: at least one 'qid iter docno rel' line"),
         ("no shared query", _QRELS, "9 Q0 d1 1 0.5 t\n", "run.txt:1: queries judged in"),
         ("bad qrels label", "1 0 d1 x\n", _RUN, "qrels.txt:1: an integer relevance in field 4"),
+        (
+            "qrels label beyond int64",
+            "1 0 d1 1\n1 0 d2 99999999999999999999\n",
+            _RUN,
+            "qrels.txt:2: an integer relevance in field 4 within the int64 range, got '99999999999999999999'",
+        ),
         ("missing file", None, _RUN, "No such file"),
     ],
 )

@@ -260,6 +260,37 @@ def test_dtype_and_float64_precision():
     assert low.docnos == batch.docnos  # ranking uses the float64 scores
     with pytest.raises(ValueError, match="dtype"):
         trec_to_dense({"q": {"a": 1}}, run, dtype=torch.int64)
+
+
+def test_score_dtype_float32_ties_scores_equal_in_float32():
+    # trec_eval keeps each score in a C float: all three are 1.0f, tied, so ordered by docno descending
+    run = {"q": {"a": 1.0, "b": 1.0 + 1e-12, "c": 1.0 - 1e-12}}
+    batch = trec_to_dense({"q": {"a": 1}}, run, score_dtype=torch.float32)
+    assert batch.docnos == [["c", "b", "a"]]
+    assert batch.preds.dtype == torch.float64 and batch.preds.tolist() == [[1.0, 1.0, 1.0]]  # the scores as ranked
+    low = trec_to_dense({"q": {"a": 1}}, run, dtype=torch.float32, score_dtype=torch.float32)
+    assert low.docnos == batch.docnos
+    for bad in (torch.float16, torch.int64):
+        with pytest.raises(ValueError, match="score_dtype"):
+            trec_to_dense({"q": {"a": 1}}, run, score_dtype=bad)
+
+
+@pytest.mark.parametrize(
+    ("scores", "float32_order"),
+    [
+        ((16777217.0, 16777216.0), ["b", "a"]),  # 2**24 + 1 rounds to 2**24
+        ((0.1000000001, 0.1000000002), ["b", "a"]),
+        ((1e-320, 0.0), ["b", "a"]),  # below float32's smallest subnormal: 0
+        ((1e300, float("inf")), ["b", "a"]),  # beyond float32's range: inf
+        ((2.0**-149, 0.0), ["a", "b"]),  # float32's smallest subnormal stays distinct from 0
+        ((1.0 + 2.0**-24, 1.0), ["b", "a"]),  # halfway: rounds to even, 1.0
+        ((1.0 + 3 * 2.0**-24, 1.0 + 2.0**-22), ["b", "a"]),  # halfway: rounds to even, up
+    ],
+)
+def test_score_dtype_rounds_as_c_float_conversion(scores, float32_order):
+    run = {"q": dict(zip("ab", scores, strict=True))}
+    assert trec_to_dense({"q": {"a": 1}}, run).docnos == [["a", "b"] if scores[0] > scores[1] else ["b", "a"]]
+    assert trec_to_dense({"q": {"a": 1}}, run, score_dtype=torch.float32).docnos == [float32_order]
     with pytest.raises(ValueError, match="NaN"):
         trec_to_dense({"q": {"a": 1}}, {"q": {"a": float("nan")}})
 
@@ -287,6 +318,8 @@ _RUN_OK = "# c\n1 Q0 d1 1 0.5 t\n"
         (read_qrels, _QRELS_OK + "1 0 d2 1.5\n", 3, "'1.5'"),
         (read_qrels, _QRELS_OK + "1 0 d2 rel\n", 3, "an integer relevance"),
         (read_qrels, _QRELS_OK + "1 0 d2 1_0\n", 3, "'1_0'"),
+        (read_qrels, _QRELS_OK + "1 0 d2 99999999999999999999\n", 3, "within the int64 range"),
+        (read_qrels, _QRELS_OK + "1 0 d2 -9223372036854775809\n", 3, "within the int64 range"),
         (read_qrels, _QRELS_OK + "2 0 d1 1\n1 0 d1 0\n", 4, "each docno at most once"),
         (read_qrels, "", 0, "at least one"),
         (read_qrels, "# only\n\n# comments\n", 0, "at least one"),
@@ -432,6 +465,8 @@ def test_read_svmlight_query_source_errors(tmp_path):
         ("1 qid:1 2:1 qid:3", "qid:3"),
         ("x qid:1 1:1", "x"),
         ("1 qid:a 1:1", "a"),
+        ("1 qid:99999999999999999999 1:1", "99999999999999999999"),  # beyond int64: named, not an OverflowError
+        ("1 qid:1 99999999999999999999:1", "99999999999999999999:1"),
         ("1 qid:1 3:1 1:2 3:0", "1 qid:1 3:1 1:2 3:0"),
     ],
 )

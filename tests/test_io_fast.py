@@ -1,5 +1,6 @@
 """``torchrank.io.read_trec`` (the vectorised reader) against ``trec_to_dense(read_qrels, read_run)``:
-same rows, columns, tie order, judgments and errors, on trec_eval's files and on random files."""
+same rows, columns, tie order, judgments and errors, on trec_eval's files and on random files, with scores
+ranked in float32 (trec_eval's, read_trec's default) and in float64."""
 
 from __future__ import annotations
 
@@ -37,6 +38,10 @@ def _same(fast, slow) -> None:
 def test_trec_eval_files(qrels, run, kwargs):
     _same(
         read_trec(DATA / qrels, DATA / run, **kwargs),
+        trec_to_dense(read_qrels(DATA / qrels), read_run(DATA / run), score_dtype=torch.float32, **kwargs),
+    )
+    _same(
+        read_trec(DATA / qrels, DATA / run, score_dtype=torch.float64, **kwargs),
         trec_to_dense(read_qrels(DATA / qrels), read_run(DATA / run), **kwargs),
     )
 
@@ -63,6 +68,11 @@ def _random_files(tmp_path: Path, rng: random.Random) -> tuple[Path, Path]:
                     "-0",
                     "+7.25",
                     "12345678901234567",
+                    "16777217",  # the next four: pairs equal once rounded to float32, as trec_eval keeps scores
+                    "16777216",
+                    "0.1000000001",
+                    "0.1000000002",
+                    "1e-320",
                 ]
             )
             sep = rng.choice([" ", "\t", "  "])
@@ -82,9 +92,9 @@ def _random_files(tmp_path: Path, rng: random.Random) -> tuple[Path, Path]:
 @pytest.mark.parametrize("seed", range(40))
 def test_random_files(seed, tmp_path):
     qrels, run = _random_files(tmp_path, random.Random(seed))
-    for kwargs in ({}, {"all_queries": True}, {"depth": 3}):
+    for kwargs in ({}, {"all_queries": True}, {"depth": 3}, {"score_dtype": torch.float64}):
         try:
-            slow = trec_to_dense(read_qrels(qrels), read_run(run), **kwargs)
+            slow = trec_to_dense(read_qrels(qrels), read_run(run), **{"score_dtype": torch.float32, **kwargs})
         except ValueError as error:
             with pytest.raises(ValueError) as info:
                 read_trec(qrels, run, **kwargs)
@@ -120,6 +130,45 @@ def test_errors_and_odd_files_match_the_line_by_line_reader(text, tmp_path):
     got = load_run(path)
     assert got.qids == list(expected)
     assert len(got) == sum(map(len, expected.values()))
+
+
+@pytest.mark.parametrize("label", ["99999999999999999999", "9223372036854775808", "-9223372036854775809"])
+@pytest.mark.parametrize("odd", [False, True])
+def test_labels_beyond_int64_name_file_and_line(label, odd, tmp_path):
+    # a lone \r sends the file to the line-by-line reader; otherwise the vectorised scan finds the label
+    text = "# a comment" + ("\r" if odd else "\n") + f"# another\nq 0 d1 1\nq 0 d2 {label}\n"
+    path = tmp_path / "qrels.txt"
+    path.write_bytes(text.encode())
+    expected = f"{path}:4: an integer relevance in field 4 within the int64 range, got '{label}'"
+    for read in (read_qrels, load_qrels, lambda p: read_trec(p, p)):
+        with pytest.raises(TrecFormatError) as info:
+            read(path)
+        assert str(info.value) == expected
+
+
+@pytest.mark.parametrize("odd", [False, True])
+def test_scores_round_to_float32_through_the_double_as_trec_eval(odd, tmp_path):
+    # 1 + 2**-24 + 2**-60 (to 28 digits) lies just above a float32 midpoint, so its nearest float32 is 1 + 2**-23;
+    # but trec_eval's atof gives the double 1 + 2**-24, the midpoint itself, and its (float) cast rounds that to
+    # even, 1.0: a tie with 1, which a direct text-to-float32 parse would miss
+    from decimal import Decimal
+
+    text = str(1 + Decimal(2) ** -24 + Decimal(2) ** -60)
+    path = tmp_path / "run.txt"
+    path.write_bytes(("# x\r" if odd else "").encode() + f"q Q0 a 1 {text} t\nq Q0 b 2 1 t\nq Q0 c 3 0.5 t\n".encode())
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q 0 a 1\n")
+    batch = read_trec(qrels, path)
+    assert batch.docnos == [["b", "a", "c"]]
+    assert batch.preds.tolist() == [[1.0, 1.0, 0.5]]
+    assert read_trec(qrels, path, score_dtype=torch.float64).docnos == [["a", "b", "c"]]
+
+
+def test_labels_at_the_int64_bounds_are_read(tmp_path):
+    path = tmp_path / "qrels.txt"
+    path.write_text("q 0 d1 9223372036854775807\nq 0 d2 -9223372036854775808\n")
+    assert read_qrels(path) == {"q": {"d1": 2**63 - 1, "d2": -(2**63)}}
+    assert load_qrels(path).columns.value.tolist() == [2**63 - 1, -(2**63)]
 
 
 def test_errors_late_in_a_large_file_name_the_line(tmp_path):

@@ -67,8 +67,9 @@ def test_dataframes_give_the_batch_of_the_trec_files(options, tmp_path):
     qrels, run = _collection(1)
     run_df, qrels_df = _frames(qrels, run)
     _same_batch(from_dataframe(run_df, qrels_df, **options), read_trec(*_write(tmp_path, qrels, run), **options))
-    # ranx / ir_measures dicts need no conversion
-    dense = trec_to_dense(qrels, run, **{k: v for k, v in options.items() if k != "judged_only"})
+    # ranx / ir_measures dicts need no conversion (ranked in float32 as files are, to compare the two)
+    kwargs = {k: v for k, v in options.items() if k != "judged_only"}
+    dense = trec_to_dense(qrels, run, score_dtype=torch.float32, **kwargs)
     if not options.get("judged_only"):
         _same_batch(from_dataframe(run_df, qrels_df, **options), dense)
 
@@ -249,6 +250,53 @@ def test_file_errors_name_file_row_and_column(tmp_path, capsys):
     # the command line: one error line, exit status 2
     assert main(["evaluate", str(tmp_path / "q.parquet"), str(SAMPLE_RUN)]) == 2
     assert "q.parquet:2: column 'label'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: (d / "q.csv").write_text("qid,docno,label\nq1,a,1\nq1,b,99999999999999999999\n"), "q.csv:3"),
+        (lambda d: (d / "q.tsv").write_text("qid\tdocno\tlabel\nq1\ta\t1\nq1\tb\t1e20\n"), "q.tsv:3"),
+        (
+            lambda d: pq.write_table(
+                pa.table({"qid": ["q1", "q1"], "docno": ["a", "b"], "label": pa.array([1, 2**64 - 1], pa.uint64())}),
+                d / "q.parquet",
+            ),
+            "q.parquet:2",
+        ),
+    ],
+)
+def test_table_labels_beyond_int64_name_file_and_row(make, message, tmp_path):
+    # the int64 cast would wrap such a label silently (to -2**63)
+    make(tmp_path)
+    (path,) = tmp_path.iterdir()
+    expected = message + r": column 'label': an integer relevance label within the int64 range"
+    with pytest.raises(TrecFormatError, match=expected):
+        load_qrels(path)
+    frame = pd.DataFrame({"qid": ["q1", "q1"], "docno": ["a", "b"], "label": [1, 10**20]})  # Python ints
+    with pytest.raises(TrecFormatError, match=r"<DataFrame>:2: column 'label': an integer relevance label within"):
+        from_dataframe(pd.DataFrame({"qid": ["q1"], "docno": ["a"], "score": [1.0]}), frame)
+
+
+def test_table_labels_at_the_int64_bounds_are_exact(tmp_path):
+    (tmp_path / "q.csv").write_text("qid,docno,label\nq1,a,9223372036854775807\nq1,b,-9223372036854775808\n")
+    assert load_qrels(tmp_path / "q.csv").columns.value.tolist() == [2**63 - 1, -(2**63)]
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_table_runs_tie_scores_equal_in_float32(suffix, tmp_path):
+    # tables are ranked as their rows written as TREC text, which trec_eval reads into C floats
+    run = {"q1": {"a": 16777217.0, "b": 16777216.0, "c": 0.1000000001, "d": 0.1000000002}}
+    qrels = {"q1": {"a": 1, "c": 1}}
+    run_df, qrels_df = _frames(qrels, run)
+    path = tmp_path / f"run{suffix}"
+    run_df.to_parquet(path) if suffix == ".parquet" else run_df.to_csv(path, index=False)
+    text = _write(tmp_path, qrels, run)
+    batch = read_trec(text[0], path)
+    assert batch.docnos == [["b", "a", "d", "c"]]
+    _same_batch(batch, read_trec(*text))
+    _same_batch(from_dataframe(run_df, qrels_df), batch)
+    assert read_trec(text[0], path, score_dtype=torch.float64).docnos == [["a", "b", "d", "c"]]
 
 
 # ---------------------------------------------------------------------------------------------------- compare

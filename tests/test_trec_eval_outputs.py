@@ -2,11 +2,13 @@
 
 The files and the commands that produced them come from trec_eval's ``test/`` folder (NIST notice in
 ``tests/data/trec_eval/LICENSE.trec_eval.md``). Ties are ordered as trec_eval orders them (score
-descending, then docno descending) by ``torchrank.io``, and ranked with ``ties="first"``.
+descending, then docno descending) by ``torchrank.io``, and ranked with ``ties="first"``. Scores equal once
+rounded to float32 (trec_eval's ``float sim``) are ties: checked against pytrec_eval, trec_eval's C code.
 """
 
 from __future__ import annotations
 
+import random
 import re
 
 import pytest
@@ -15,6 +17,7 @@ from conftest import DATA
 
 from torchrank.functional import evaluate
 from torchrank.io import read_qrels, read_run, trec_to_dense
+from torchrank.io.trec_eval import evaluate_batch, score_run
 
 TREC = DATA / "trec_eval"
 SUPPORTED = re.compile(
@@ -76,3 +79,60 @@ def test_published_files_hold_the_measures_we_claim():
                    "success_10", "rbp", "rbp_resid"):
         assert family in measures
     assert torch.tensor(len(_expected("out.test.aq"))) > 100
+
+
+# ------------------------------------------------------------------------ scores equal in float32 (pytrec_eval)
+
+MEASURES = ["map", "ndcg_cut.10", "P.5", "recip_rank"]
+KEYS = ["map", "ndcg_cut_10", "P_5", "recip_rank"]
+
+
+def _colliding_files(tmp_path, seed: int, odd: bool) -> tuple:
+    """Random qrels and a shuffled run whose scores often differ only beyond float32's precision."""
+    rng = random.Random(seed)
+    qrels_lines, run_lines = [], []
+    for q in range(6):
+        docs = list(dict.fromkeys(f"d{rng.randrange(50):02d}" for _ in range(30)))
+        qrels_lines += [f"q{q} 0 {d} {rng.choice([0, 1, 2])}\n" for d in docs[::2]]
+        kind = rng.randrange(4)
+        for d in docs:
+            if kind == 0:
+                score = repr(float(2**24 + rng.randrange(4)))
+            elif kind == 1:
+                score = repr(0.1 + 1e-10 * rng.randrange(6))
+            elif kind == 2:
+                score = rng.choice(["1e-320", "0.0", "-0.0", "1e-46", "7e-46", "1e-45"])
+            else:
+                score = "%.12g" % (1 + rng.randrange(3) * 2**-25 + rng.randrange(2) * 2**-24)
+            run_lines.append(f"q{q} Q0 {d} 0 {score} tag\n")
+    rng.shuffle(run_lines)
+    if odd:  # a lone \r: the line-by-line reader reads the file instead of the vectorised scan
+        run_lines.insert(0, "# a comment\r# another\n")
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels.write_text("".join(qrels_lines), newline="")
+    run.write_text("".join(run_lines), newline="")
+    return qrels, run
+
+
+@pytest.mark.parametrize("odd", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_scores_equal_in_float32_are_ties_as_in_trec_eval(seed, odd, tmp_path):
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    qrels_path, run_path = _colliding_files(tmp_path, seed, odd)
+    qrels, run = read_qrels(qrels_path), read_run(run_path)
+    expected = pytrec_eval.RelevanceEvaluator(qrels, set(KEYS)).evaluate(run)  # trec_eval's C code
+    computed = [
+        score_run(qrels_path, run_path, MEASURES),
+        evaluate_batch(trec_to_dense(qrels, run, score_dtype=torch.float32), MEASURES),
+    ]
+    for scores in computed:
+        for key in KEYS:
+            got = dict(zip(scores.qids, scores.values[key].tolist(), strict=True))
+            assert got == pytest.approx({q: expected[q][key] for q in got}, abs=1e-12), key
+    # the float64 ranking of the dicts (trec_to_dense's default) is not trec_eval's on these runs
+    doubles = evaluate_batch(trec_to_dense(qrels, run), MEASURES)
+    assert any(
+        abs(v - expected[q][key]) > 1e-12
+        for key in KEYS
+        for q, v in zip(doubles.qids, doubles.values[key].tolist(), strict=True)
+    )

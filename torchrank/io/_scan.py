@@ -61,7 +61,8 @@ class Columns:
         doc_start: ``[L]`` int64 byte offset of each docno (its line starts before it, on the same line).
         doc_len: ``[L]`` int32 length of each docno.
         doc_hash: ``[L]`` uint64 hash of each docno's bytes (:func:`mix` of ``key``).
-        value: ``[L]`` float64 scores (run) or int64 labels (qrels).
+        value: ``[L]`` float64 scores (run; the parsed doubles, rounded to float32 only when ranked) or
+            int64 labels (qrels).
         tag: The run tag (sixth field) of the first data line, or None.
     """
 
@@ -466,8 +467,11 @@ def _floats(u64: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarra
     return value
 
 
+_INT64 = np.iinfo(np.int64)
+
+
 def _first_bad_number(data: bytearray, start: np.ndarray, length: np.ndarray, is_float: bool) -> int:
-    """Index of the first token that is not a valid number (a NaN score counts as invalid)."""
+    """Index of the first token that is not a valid number (a NaN score, a label outside int64 count as invalid)."""
     for i, (s, n) in enumerate(zip(start.tolist(), length.tolist(), strict=True)):
         raw = bytes(data[s : s + n])
         try:
@@ -475,5 +479,7 @@ def _first_bad_number(data: bytearray, start: np.ndarray, length: np.ndarray, is
         except ValueError:
             return i
         if b"_" in raw or value != value:
+            return i
+        if not is_float and not _INT64.min <= value <= _INT64.max:
             return i
     raise Fallback  # the vectorised parse disagreed with Python's: let the careful reader decide

@@ -125,7 +125,8 @@ def _frame_table(frame: pd.DataFrame, names: Sequence[str], source: str, first_r
         if pa is not None:
             try:
                 return pa.array(frame[name], from_pandas=True)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):  # mixed values: Python's view finds the bad row
+            # mixed values, or integers beyond 64 bits: Python's view finds the bad row
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
                 pass
         return frame[name].tolist()
 
@@ -162,11 +163,17 @@ def _strings(t: _Table, name: str) -> tuple[bytes, np.ndarray, np.ndarray]:
     return b"".join(encoded), np.cumsum(lengths) - lengths, lengths
 
 
+_INT64_WHAT = "an integer relevance label within the int64 range"
+
+
 def _numbers(t: _Table, name: str, integer: bool) -> np.ndarray:
     """A score (float64, no NaN) or label (int64) column."""
     values = t.columns[name]
     pa = _pyarrow()
     what = "an integer relevance label" if integer else "a numeric (non-NaN) score"
+    exact = _integer_labels(t, name, values, pa) if integer else None
+    if exact is not None:
+        return exact
     if pa is not None and isinstance(values, pa.Array):
         if values.null_count:
             row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
@@ -192,7 +199,30 @@ def _numbers(t: _Table, name: str, integer: bool) -> np.ndarray:
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise t.error(row, name, what, array[row].item())
+    if integer:
+        # beyond int64 the cast below would wrap silently; 2**63 is the first double past int64's maximum
+        outside = (array >= 2.0**63) | (array < -(2.0**63))
+        if outside.any():
+            row = int(np.flatnonzero(outside)[0])
+            raise t.error(row, name, _INT64_WHAT, array[row].item())
     return array.astype(np.int64) if integer else array
+
+
+def _integer_labels(t: _Table, name: str, values: Any, pa: Any) -> np.ndarray | None:
+    """An integer-typed label column as int64, exactly; None for other columns (read through float64).
+
+    Going through float64 would round labels beyond 2**53 and cannot hold int64's maximum; a uint64 label
+    beyond int64 is named by its row, as the TREC reader names a line.
+    """
+    if pa is None or not isinstance(values, pa.Array) or not pa.types.is_integer(values.type) or values.null_count:
+        return None
+    array = values.to_numpy(zero_copy_only=False)
+    if array.dtype == np.uint64:
+        outside = array > np.uint64(np.iinfo(np.int64).max)
+        if outside.any():
+            row = int(np.flatnonzero(outside)[0])
+            raise t.error(row, name, _INT64_WHAT, int(array[row]))
+    return array.astype(np.int64)
 
 
 def _query_ids(t: _Table, name: str) -> tuple[list[str], np.ndarray]:
@@ -300,8 +330,9 @@ def from_dataframe(
 ) -> TrecBatch:
     """A run and its qrels as DataFrames (PyTerrier's columns by default) -> :class:`~torchrank.io.TrecBatch`.
 
-    The batch is :func:`~torchrank.io.read_trec`'s for the same rows written as TREC files: rank order, ties,
-    judged flags and options (``depth``: trec_eval ``-M``, ``all_queries``: ``-c``, ``judged_only``: ``-J``).
+    The batch is :func:`~torchrank.io.read_trec`'s for the same rows written as TREC files: rank order, ties
+    (scores equal once rounded to float32 among them, as trec_eval), judged flags and options (``depth``:
+    trec_eval ``-M``, ``all_queries``: ``-c``, ``judged_only``: ``-J``).
     ``qrels`` may also be a qrels file (any format :func:`~torchrank.io.load_qrels` reads).
     """
     run_file = run if isinstance(run, TrecFile) else run_from_dataframe(run, qid=qid, docno=docno, score=score)

@@ -64,11 +64,18 @@ def _strict_float(tok: bytes) -> float:
     return float(tok)
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _strict_int(tok: bytes) -> int:
-    """``int`` without Python's extensions to C syntax (digit-group underscores)."""
+    """``int`` without Python's extensions to C syntax (digit-group underscores), within int64: qids and
+    feature indices become int64 tensors, and a bigger value would fail there without naming its line."""
     if b"_" in tok:
         raise ValueError(tok)
-    return int(tok)
+    value = int(tok)
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise ValueError(tok)
+    return value
 
 
 def _convert(
@@ -241,6 +248,8 @@ def read_svmlight(
             val_list = list(map(float, pieces[1::2]))
         except ValueError:
             ok = False
+        # an index beyond int64: the token-by-token path below names its line
+        ok = ok and (not idx_list or (_INT64_MIN <= min(idx_list) and max(idx_list) <= _INT64_MAX))
     if not ok:
         for tok, lineno in zip(feat_tokens, tok_line.tolist(), strict=True):
             i, sep, v = tok.partition(b":")

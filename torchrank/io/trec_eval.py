@@ -7,7 +7,8 @@
 trec_eval's order; grammar names follow, as written.
 
 The helpers :func:`score_run` and :func:`score_runs` read a qrels file and runs into per-query values
-(``[Q]`` tensors aligned with ``qids``); :func:`format_trec_eval` prints them as trec_eval does.
+(``[Q]`` tensors aligned with ``qids``); :func:`format_trec_eval` prints them as trec_eval does. Runs are
+ranked as trec_eval ranks them, by each score rounded to a C ``float`` (:func:`torchrank.io.read_trec`).
 
 Example:
     >>> from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN
@@ -330,6 +331,12 @@ def evaluate_batch(
 ) -> RunScores:
     """Per-query values of ``measures`` (``-m`` options, see :func:`parse_measures`) on a :class:`TrecBatch`.
 
+    The values are trec_eval's when the batch is ranked as trec_eval ranks: read by
+    :func:`torchrank.io.read_trec` (its default ``score_dtype=torch.float32``) or built by
+    :func:`torchrank.io.trec_to_dense` with ``score_dtype=torch.float32``. A batch ranked by float64 scores
+    (``trec_to_dense``'s default) is evaluated as it is: scores that differ only beyond float32's precision,
+    ties for trec_eval, then keep their order by score.
+
     Example:
         >>> from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN, read_trec
         >>> scores = evaluate_batch(read_trec(SAMPLE_QRELS, SAMPLE_RUN), ["bpref", "num_rel_ret"])
@@ -366,6 +373,9 @@ def score_run(
     progress: ProgressCallback | None = None,
 ) -> RunScores:
     """Read a qrels file and a run and compute per-query values, as ``trec_eval`` would.
+
+    The run is ranked as trec_eval ranks it (:func:`torchrank.io.read_trec`): by each score rounded to
+    float32, trec_eval's C ``float``, ties by docno descending.
 
     Args:
         qrels: Path, or a file read once by :func:`torchrank.io.load_qrels`.

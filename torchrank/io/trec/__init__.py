@@ -7,11 +7,16 @@ The parsing follows ``trec_eval`` (https://github.com/usnistgov/trec_eval):
   anywhere else (e.g. inside a docno such as ``CR#93E-1860``) is ordinary text;
 * qrels lines are ``qid iter docno rel`` (exactly four fields, integer ``rel``, possibly negative);
 * run lines are ``qid Q0 docno rank score tag`` (at least six fields, trailing fields ignored; the rank
-  field is ignored as well, ``score`` is a C double);
+  field is ignored as well); ``score`` is parsed as a double (C's ``atof``) and kept by ``trec_eval`` as a
+  C ``float``: scores equal once rounded to float32 are ties;
 * documents of a query are ranked by score descending, ties broken by docno descending (``strcmp``).
 
+:func:`read_run` returns the parsed doubles; :func:`read_trec` ranks by the float32-rounded scores, as
+``trec_eval`` does, and :func:`trec_to_dense` by the doubles of its dicts unless given
+``score_dtype=torch.float32``.
+
 Unlike ``trec_eval``, the readers are strict: a docno repeated within one query (in qrels or run) is
-an error, as is a NaN score.
+an error, as are a NaN score and a label outside the int64 range (``trec_eval``'s ``atol`` would clamp it).
 
 The readers by concern: :mod:`._text` reads the text line by line into dicts (:func:`read_qrels`,
 :func:`read_run`; every error message is its), :mod:`._dense` turns such dicts into a :class:`TrecBatch`

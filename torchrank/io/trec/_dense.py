@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from itertools import repeat
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -21,7 +22,8 @@ class TrecBatch:
 
     Attributes:
         qids: Evaluated queries, sorted (string order, as ``trec_eval``).
-        preds: ``[Q, N]`` floating scores, 0 at padded positions.
+        preds: ``[Q, N]`` floating scores as ranked (rounded to float32 where the batch was ranked as
+            ``trec_eval`` ranks, see ``score_dtype``), 0 at padded positions.
         target: ``[Q, N]`` int64 relevance of each retrieved document (unjudged and negative labels
             give 0; padding 0).
         mask: ``[Q, N]`` bool, True for real retrieved documents.
@@ -87,6 +89,30 @@ def _tensor(values: list, typecode: str, dtype: torch.dtype) -> Tensor:
 
 _BUFFER_DTYPE = {"d": torch.float64, "q": torch.int64, "b": torch.int8}
 
+#: The precisions scores can be ranked in: trec_eval's C ``float``, or the parsed doubles.
+SCORE_DTYPES = (torch.float32, torch.float64)
+
+
+def check_score_dtype(score_dtype: torch.dtype) -> None:
+    """Reject a ``score_dtype`` other than float32 (trec_eval's) and float64 (the parsed doubles)."""
+    if score_dtype not in SCORE_DTYPES:
+        raise ValueError(f"score_dtype must be torch.float32 or torch.float64, got {score_dtype}")
+
+
+def round_scores(score: np.ndarray, score_dtype: torch.dtype) -> np.ndarray:
+    """float64 ``score`` rounded to ``score_dtype`` and back, the values documents are ranked by.
+
+    trec_eval keeps each score in a C ``float`` (``float sim``, assigned the double ``atof`` parsed), so
+    scores equal once rounded to float32 are tied for it and ordered by docno. numpy's cast rounds to nearest
+    (ties to even, subnormals kept, overflow to infinity) exactly as C's ``(float)`` conversion of the double
+    does; rounding the double, never the text, avoids the double rounding a direct text-to-float32 parse
+    would differ by.
+    """
+    if score_dtype == torch.float64:
+        return score
+    with np.errstate(over="ignore"):  # beyond float32's range a score becomes +-inf, as in C
+        return score.astype(np.float32).astype(np.float64)
+
 
 def _rank_order(row: Tensor, score: Tensor, docnos: list[str]) -> Tensor:
     """Permutation sorting items by (row asc, score desc, docno desc)."""
@@ -120,12 +146,16 @@ def trec_to_dense(
     all_queries: bool = False,
     dtype: torch.dtype = torch.float64,
     judged_only: bool = False,
+    score_dtype: torch.dtype = torch.float64,
 ) -> TrecBatch:
-    """Turn qrels and a run into padded ``[Q, N]`` tensors ranked the way ``trec_eval`` ranks them.
+    """Turn qrels and a run into padded ``[Q, N]`` tensors ranked by ``trec_eval``'s rule.
 
     Within each row documents are ordered by score descending, ties broken by docno descending (plain
     string comparison, like ``strcmp``), so a stable ``ties="first"`` treatment downstream reproduces
-    ``trec_eval``. The ranking uses the float64 scores whatever ``dtype`` is.
+    ``trec_eval``'s order. By default the scores are the dicts' float64 values, so scores that differ only
+    beyond float32's precision stay distinct; ``trec_eval`` itself keeps each score in a C ``float``, and
+    ranks such scores as ties: pass ``score_dtype=torch.float32`` for its exact ranking (what
+    :func:`read_trec` does by default). The ranking uses the ``score_dtype`` scores whatever ``dtype`` is.
 
     Args:
         qrels: ``{qid: {docno: rel}}`` as returned by :func:`read_qrels`.
@@ -133,16 +163,20 @@ def trec_to_dense(
         depth: Keep only the first ``depth`` documents of each query (``trec_eval -M``).
         all_queries: Also evaluate qrels queries absent from the run, as rows whose ``mask`` is all
             False (``trec_eval -c``). Run queries without qrels are always dropped.
-        dtype: Floating dtype of ``preds``; float64 (default) keeps distinct doubles distinct.
+        dtype: Floating dtype of ``preds``; float64 (default) keeps every ranked score exactly.
         judged_only: Drop the documents without a judgment (label >= 0) before ranking and ``depth``
             (``trec_eval -J``): the judged documents below them move up.
+        score_dtype: Precision the scores are ranked in: ``torch.float64`` (default), the given values, or
+            ``torch.float32``, each score rounded to the nearest float32 as ``trec_eval`` stores it. ``preds``
+            holds the scores as ranked (rounded, with float32), so a downstream sort keeps this order.
 
     Returns:
         A :class:`TrecBatch`. ``N`` (and ``M``) is at least 1.
 
     Raises:
         ValueError: No query to evaluate (run and qrels share no query and ``all_queries`` is False),
-            a NaN score, a non-floating ``dtype`` or a ``depth`` below 1.
+            a NaN score, a non-floating ``dtype``, a ``score_dtype`` other than float32 / float64, or a
+            ``depth`` below 1.
 
     Example:
         >>> qrels = {"q1": {"d1": 1, "d2": 0, "d3": -1, "d5": 2}, "q2": {"d9": 2}}
@@ -161,7 +195,11 @@ def trec_to_dense(
         >>> b = trec_to_dense(qrels, run, depth=2, all_queries=True)
         >>> b.qids, b.mask
         (['q1', 'q2'], tensor([[ True,  True], [False, False]]))
+        >>> run = {"q1": {"a": 16777217.0, "b": 16777216.0}}  # equal once rounded to float32
+        >>> trec_to_dense(qrels, run).docnos, trec_to_dense(qrels, run, score_dtype=torch.float32).docnos
+        ([['a', 'b']], [['b', 'a']])
     """
+    check_score_dtype(score_dtype)
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
         raise ValueError(f"depth must be a positive int or None, got {depth!r}")
     if not dtype.is_floating_point:
@@ -199,6 +237,7 @@ def trec_to_dense(
     score = _tensor(scores, "d", torch.float64)
     if bool(torch.isnan(score).any()):
         raise ValueError("the run contains NaN scores")
+    score = torch.from_numpy(round_scores(score.numpy(), score_dtype))
     count_t = _tensor(counts, "q", torch.int64)
     row = torch.repeat_interleave(torch.arange(num_q), count_t)
     order = _rank_order(row, score, docnos)

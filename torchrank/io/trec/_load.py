@@ -14,7 +14,7 @@ from torch import Tensor
 from .. import _scan
 from .._common import decode
 from .._errors import TrecFormatError
-from ._dense import TrecBatch, _preview, trec_to_dense
+from ._dense import TrecBatch, _preview, check_score_dtype, round_scores, trec_to_dense
 from ._text import (
     _QRELS_WHAT,
     _RUN_WHAT,
@@ -104,26 +104,36 @@ def read_trec(
     dtype: torch.dtype = torch.float64,
     progress: ProgressCallback | None = None,
     judged_only: bool = False,
+    score_dtype: torch.dtype = torch.float32,
 ) -> TrecBatch:
-    """Read qrels and a run into a :class:`TrecBatch`: :func:`trec_to_dense` of the two files, vectorised.
+    """Read qrels and a run into a :class:`TrecBatch` ranked exactly as ``trec_eval`` ranks the files.
 
-    Same result as ``trec_to_dense(read_qrels(qrels), read_run(run), ...)`` (same rows, columns, tie order
-    and errors), several times faster on large files: the files are scanned with numpy, documents are
-    matched to judgments through a hash table of exact docno bytes, and runs already written in rank
-    order (the usual case) are not sorted again. ``docnos`` are decoded on first access.
+    Same result as ``trec_to_dense(read_qrels(qrels), read_run(run), score_dtype=torch.float32, ...)`` (same
+    rows, columns, tie order and errors), several times faster on large files: the files are scanned with
+    numpy, documents are matched to judgments through a hash table of exact docno bytes, and runs already
+    written in rank order (the usual case) are not sorted again. ``docnos`` are decoded on first access.
+
+    Scores are ranked as ``trec_eval`` ranks them: each parsed double rounded to the nearest float32 (its
+    ``float sim``), so scores that differ only beyond float32's precision (``16777217`` and ``16777216``,
+    ``0.1000000001`` and ``0.1000000002``) are ties, ordered by docno descending. Unlike
+    :func:`trec_to_dense`, whose dicts are ranked in float64 unless asked otherwise, this is the default
+    here: the files are trec_eval's input, and the command line and :func:`torchrank.io.trec_eval.score_run`
+    promise its results.
 
     Args:
         qrels: A qrels path, or a file already read by :func:`load_qrels` (read once, use for many runs).
         run: A run path, or a file read by :func:`load_run`.
         depth: Keep only the first ``depth`` documents of each query (``trec_eval -M``).
         all_queries: Also evaluate qrels queries absent from the run (``trec_eval -c``).
-        dtype: Floating dtype of ``preds``; ranking always uses the float64 scores.
+        dtype: Floating dtype of ``preds``, the scores as ranked (see ``score_dtype``) whatever it is.
         progress: Called with byte counts as files are read and scanned (for a progress bar).
         judged_only: Drop the documents without a judgment before ranking (``trec_eval -J``).
+        score_dtype: ``torch.float32`` (default): rank by the scores rounded to float32, as ``trec_eval``;
+            ``torch.float64``: rank by the parsed doubles. ``preds`` holds the scores as ranked.
 
     Raises:
         TrecFormatError: A malformed file (see :func:`read_qrels`, :func:`read_run`).
-        ValueError: No query to evaluate, or a bad ``depth`` / ``dtype``.
+        ValueError: No query to evaluate, or a bad ``depth`` / ``dtype`` / ``score_dtype``.
 
     Example:
         >>> from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN, read_trec
@@ -137,12 +147,13 @@ def read_trec(
         raise ValueError(f"depth must be a positive int or None, got {depth!r}")
     if not dtype.is_floating_point:
         raise ValueError(f"dtype must be a floating dtype, got {dtype}")
+    check_score_dtype(score_dtype)
     qrels_file = qrels if isinstance(qrels, TrecFile) else load_qrels(qrels, progress=progress)
     run_file = run if isinstance(run, TrecFile) else load_run(run, progress=progress)
     if not isinstance(judged_only, bool):
         raise TypeError(f"judged_only must be a bool, got {judged_only!r}")
     try:
-        return _dense(qrels_file, run_file, depth, all_queries, dtype, judged_only)
+        return _dense(qrels_file, run_file, depth, all_queries, dtype, judged_only, score_dtype)
     except _scan.Fallback:  # a 64-bit hash collision: the dict path decides exactly
         batch = trec_to_dense(
             _as_dict(qrels_file),
@@ -151,6 +162,7 @@ def read_trec(
             all_queries=all_queries,
             dtype=dtype,
             judged_only=judged_only,
+            score_dtype=score_dtype,
         )
         return TrecBatch(**{f.name: getattr(batch, f.name) for f in fields(batch)} | {"runid": run_file.runid})
 
@@ -284,7 +296,13 @@ class _HashIndex:
 
 
 def _dense(
-    qrels: TrecFile, run: TrecFile, depth: int | None, all_queries: bool, dtype: torch.dtype, judged_only: bool = False
+    qrels: TrecFile,
+    run: TrecFile,
+    depth: int | None,
+    all_queries: bool,
+    dtype: torch.dtype,
+    judged_only: bool = False,
+    score_dtype: torch.dtype = torch.float32,
 ) -> TrecBatch:
     qc, rc = qrels.columns, run.columns
     judged_q = set(qc.qids)
@@ -308,7 +326,7 @@ def _dense(
     # the run's lines of evaluated queries, ranked: row, score descending, docno descending
     keep = np.flatnonzero(run_row >= 0) if (run_row < 0).any() else None
     row = run_row if keep is None else run_row[keep]
-    score = rc.value if keep is None else rc.value[keep]
+    score = round_scores(rc.value if keep is None else rc.value[keep], score_dtype)
     order = _rank_lines(row, score, rc.key, keep)
     lines = order if keep is None else keep[order]
     row, score = row[order], score[order]

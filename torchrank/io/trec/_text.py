@@ -74,6 +74,9 @@ def _read_padded(path: str | os.PathLike[str], progress: ProgressCallback | None
     return data, 3 if data.startswith(b"\xef\xbb\xbf") else 0
 
 
+#: The range of a qrels label (labels are stored as int64).
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
 _QRELS_WHAT = "'qid iter docno rel'"
 _RUN_WHAT = "'qid Q0 docno rank score tag'"
 
@@ -101,6 +104,8 @@ def _qrels_line(path: str | os.PathLike[str], lineno: int, line: bytes) -> tuple
         rel = None
     if rel is None or b"_" in rraw:
         raise TrecFormatError(path, lineno, "an integer relevance in field 4", rraw)
+    if not INT64_MIN <= rel <= INT64_MAX:  # labels are int64 tensors: a bigger one would fail far from its line
+        raise TrecFormatError(path, lineno, "an integer relevance in field 4 within the int64 range", rraw)
     return qraw, draw, rel
 
 
@@ -137,8 +142,8 @@ def read_qrels(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
         ``{qid: {docno: rel}}``, queries and documents in file order.
 
     Raises:
-        TrecFormatError: A line without exactly four fields, a non-integer relevance, a docno repeated
-            within a query, or a file without any data line.
+        TrecFormatError: A line without exactly four fields, a non-integer relevance or one outside the
+            int64 range, a docno repeated within a query, or a file without any data line.
 
     Example:
         >>> from torchrank.io import SAMPLE_QRELS, read_qrels
@@ -156,8 +161,10 @@ def read_run(path: str | os.PathLike[str]) -> dict[str, dict[str, float]]:
 
     Each data line is ``qid Q0 docno rank score tag``; fields after the sixth are ignored (as
     ``trec_eval`` does), the ``Q0`` and ``rank`` fields are ignored too, and ``score`` is parsed as a
-    float (a C double). The order of the lines does not matter: ranking is done by
-    :func:`trec_to_dense`.
+    Python float (a double, as C's ``atof`` parses it). The scores are returned as parsed; ``trec_eval``
+    then keeps each in a C ``float``, and ranks by that: :func:`read_trec` (and :func:`trec_to_dense` with
+    ``score_dtype=torch.float32``) round them the same way. The order of the lines does not matter: ranking
+    is done by :func:`trec_to_dense`.
 
     Args:
         path: The run file.
