@@ -519,6 +519,24 @@ def test_module_equals_function(name: str) -> None:
         (lambda: L.listmle(SCORES, LABELS, ties="average"), "`ties` must be one of"),
         (lambda: L.listnet(SCORES, LABELS, validate_args=True), "mark padding with `mask`"),
         (lambda: L.ranknet(SCORES.clone().fill_(float("nan")), LABELS.abs(), validate_args=True), "NaN"),
+        # None is no empty_target_action (torchrank.functional refuses it too); it used to pass as "neg"
+        (lambda: L.neural_ndcg(SCORES, LABELS, empty_target_action=None), "`empty_target_action` must be one of"),
+        (lambda: L.approx_ndcg(SCORES, LABELS, empty_target_action=None), "`empty_target_action` must be one of"),
+        (lambda: L.soft_err(SCORES, LABELS, empty_target_action=None), "`empty_target_action` must be one of"),
+        # non-finite options gave a silent NaN loss
+        (lambda: L.lambda_loss(SCORES, LABELS, sigma=float("inf")), "`sigma` must be a finite number > 0"),
+        (lambda: L.ranknet(SCORES, LABELS, sigma=float("inf")), "`sigma` must be a finite number > 0"),
+        (lambda: L.ranknet(SCORES, LABELS, sigma=float("nan")), "`sigma` must be a number > 0"),
+        (lambda: L.lambda_loss(SCORES, LABELS, mu=float("nan")), "`mu` must be a finite number >= 0"),
+        (lambda: L.lambda_loss(SCORES, LABELS, mu=float("inf")), "`mu` must be a finite number >= 0"),
+        (lambda: L.soft_err(SCORES, LABELS, max_label=float("inf")), "`max_label` must be a finite number > 0"),
+        (lambda: L.neural_ndcg(SCORES, LABELS, temperature=float("inf")), "`temperature` must be a finite number"),
+        (lambda: L.approx_ndcg(SCORES, LABELS, temperature=float("inf")), "`temperature` must be a finite number"),
+        (lambda: L.soft_err(SCORES, LABELS, temperature=float("inf")), "`temperature` must be a finite number"),
+        (lambda: L.neural_sort(SCORES, temperature=float("inf")), "`temperature` must be a finite number"),
+        (lambda: L.approx_ndcg(SCORES, LABELS, log_base=float("inf")), "`log_base` must be a finite number > 1"),
+        # a label above max_label: a stop probability above 1 (torchrank.functional.err refuses it too)
+        (lambda: L.soft_err(SCORES, LABELS.abs(), max_label=2, validate_args=True), "label above `max_label=2`"),
     ],
 )
 def test_bad_arguments_are_rejected_with_their_name(call, match: str) -> None:
@@ -537,10 +555,16 @@ def test_bad_arguments_are_rejected_with_their_name(call, match: str) -> None:
         (L.SoftERRLoss, {"max_label": 0}, "`max_label` must be a number > 0"),
         (L.SoftERRLoss, {"empty_target_action": "drop"}, "`empty_target_action` must be one of"),
         (L.LambdaLoss, {"weighting": "ndcg_loss1"}, "`weighting` must be one of"),
-        (L.LambdaLoss, {"mu": -1.0}, "`mu` must be a number >= 0"),
+        (L.LambdaLoss, {"mu": -1.0}, "`mu` must be a finite number >= 0"),
         (L.RankNetLoss, {"sigma": 0}, "`sigma` must be a number > 0"),
         (L.ListMLELoss, {"ties": "average"}, "`ties` must be one of"),
         (L.ListNetLoss, {"reduction": "avg"}, "`reduction` must be one of"),
+        (L.NeuralNDCGLoss, {"empty_target_action": None}, "`empty_target_action` must be one of"),
+        (L.ApproxNDCGLoss, {"temperature": float("inf")}, "`temperature` must be a finite number > 0"),
+        (L.SoftERRLoss, {"max_label": float("inf")}, "`max_label` must be a finite number > 0"),
+        (L.LambdaLoss, {"mu": float("inf")}, "`mu` must be a finite number >= 0"),
+        (L.LambdaLoss, {"sigma": float("inf")}, "`sigma` must be a finite number > 0"),
+        (L.RankNetLoss, {"sigma": float("inf")}, "`sigma` must be a finite number > 0"),
     ],
 )
 def test_modules_refuse_at_construction_what_their_function_refuses(module_cls, options, match: str) -> None:
@@ -548,6 +572,32 @@ def test_modules_refuse_at_construction_what_their_function_refuses(module_cls, 
         module_cls(**options)
     with pytest.raises(ValueError, match=match):
         module_cls._function(SCORES, LABELS, **options)
+
+
+# one case per loss function (the variants of LOSSES share their function's checks)
+EACH_FUNCTION = ["neural_ndcg", "approx_ndcg", "lambda_ndcg_loss2pp", "soft_err", "listnet", "listmle", "ranknet"]
+
+
+@pytest.mark.parametrize("name", EACH_FUNCTION)
+@pytest.mark.parametrize("bad", [float("inf"), -float("inf")])
+def test_validate_args_refuses_infinite_scores_at_real_items(name: str, bad: float) -> None:
+    scores, labels, mask = random_case(dtype=torch.float32)
+    fn = loss_fn(name)
+    padded = scores.clone()
+    padded[~mask] = bad  # padding may hold anything
+    assert torch.isfinite(fn(padded, labels, mask, validate_args=True))
+    scores[0, 2] = bad  # every loss is NaN here unchecked (differences inf - inf)
+    with pytest.raises(ValueError, match="`scores` contains NaN or an infinity at a real"):
+        fn(scores, labels, mask, validate_args=True)
+
+
+def test_soft_err_validate_args_accepts_labels_up_to_max_label() -> None:
+    scores, labels, mask = random_case()  # labels 0..4
+    labels[~mask] = 9  # padding's labels are not read
+    value = L.soft_err(scores, labels, mask, max_label=4, validate_args=True)
+    assert value == L.soft_err(scores, labels, mask, max_label=4)
+    with pytest.raises(ValueError, match="label above `max_label=3`"):
+        L.soft_err(scores, labels, mask, max_label=3, validate_args=True)
 
 
 def test_module_signature_is_its_function_options():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -43,7 +44,9 @@ __all__ = [
     "LossInput",
     "LossModule",
     "apply_empty_target_action",
+    "check_finite",
     "check_iterations",
+    "check_labels_at_most",
     "check_positive",
     "check_reduction",
     "gains",
@@ -74,8 +77,8 @@ LOSS_ARGS = {
     '    or ``"error"``. Its loss is constant, so it never has a gradient. A fully padded list never counts.',
     "reduction": '``"mean"`` over the lists that count (0 when none does), ``"sum"``, or ``"none"``:\n'
     "    per-list losses ``[B]``, NaN for a list that does not count (``loss.nanmean()`` is the mean).",
-    "validate_args": "Also run the checks that read values (NaN scores or labels, negative labels at real\n"
-    "    items); each synchronises a GPU stream, so they are off by default on the training path.",
+    "validate_args": "Also run the checks that read values (NaN or infinite scores, NaN or negative labels at\n"
+    "    real items); each synchronises a GPU stream, so they are off by default on the training path.",
 }
 
 
@@ -239,10 +242,16 @@ def _check_device(name: str, value: Tensor, scores: Tensor) -> None:
 
 
 def _check_values(scores: Tensor, labels: Tensor, mask: Tensor | None) -> None:
-    """Checks that read values: one host synchronisation each (off by default on the training path)."""
+    """Checks that read values: one host synchronisation each (off by default on the training path).
+
+    An infinite score at a real item is refused as NaN is: every loss compares scores by their differences, and
+    ``inf - inf`` is NaN (unchecked, the loss is NaN, with no error).
+    """
     real = torch.ones_like(scores, dtype=torch.bool) if mask is None else mask
-    if bool(torch.isnan(scores[real]).any()):
-        raise ValueError("Argument `scores` contains NaN at a real (unmasked) item.")
+    if not bool(torch.isfinite(scores[real]).all()):
+        raise ValueError(
+            "Argument `scores` contains NaN or an infinity at a real (unmasked) item; scores must be finite."
+        )
     if labels.is_floating_point() and bool(torch.isnan(labels[real]).any()):
         raise ValueError("Argument `labels` contains NaN at a real (unmasked) item.")
     if labels.dtype != torch.bool and bool((labels[real] < 0).any()):
@@ -251,29 +260,82 @@ def _check_values(scores: Tensor, labels: Tensor, mask: Tensor | None) -> None:
         )
 
 
+def check_labels_at_most(labels: Tensor, mask: Tensor, max_label: float | None) -> None:
+    """No real item's label exceeds ``max_label`` (one host read; ``validate_args`` only), as
+    :func:`torchrank.functional.err` checks: a label above the top of the scale would give a stop probability
+    above 1 (``(2^3 - 1) / 2^2 = 1.75``) and a cascade that is no ERR."""
+    if max_label is not None and bool((labels[mask] > max_label).any()):
+        raise ValueError(f"Argument `labels` holds a label above `max_label={max_label}` at a real (unmasked) item.")
+
+
 def check_iterations(sinkhorn_iterations: int) -> None:
     """``sinkhorn_iterations`` is an int >= 0."""
     if isinstance(sinkhorn_iterations, bool) or not isinstance(sinkhorn_iterations, int) or sinkhorn_iterations < 0:
         raise ValueError(f"Argument `sinkhorn_iterations` must be an int >= 0, got {sinkhorn_iterations!r}.")
 
 
-def check_reduction(reduction: str, empty_target_action: str | None = None) -> None:
-    """The options every loss shares."""
+def check_reduction(reduction: str) -> None:
+    """``reduction`` is one of :data:`~torchrank.functional.checks.REDUCTIONS`."""
     check_choice("reduction", reduction, REDUCTIONS)
-    if empty_target_action is not None:
-        check_choice("empty_target_action", empty_target_action, EMPTY_TARGET_ACTIONS)
 
 
-# the checks of the options several losses share, by option name (each reads the options it needs)
+def check_finite(name: str, value: float, *, at_least: float | None = None) -> None:
+    """``value`` is a finite real number, > 0 (temperatures, sigma, ``max_label``) or ``>= at_least`` (``mu``).
+
+    :func:`~torchrank.functional.checks.check_positive` lets ``inf`` through, and an infinite temperature, sigma
+    or weight makes every loss NaN (``inf * 0``, ``inf - inf``) without an error.
+
+    Example:
+        >>> check_finite("sigma", float("inf"))
+        Traceback (most recent call last):
+        ...
+        ValueError: Argument `sigma` must be a finite number > 0, got inf.
+    """
+    if at_least is None:
+        check_positive(name, value)
+        if not _finite(value):
+            raise ValueError(f"Argument `{name}` must be a finite number > 0, got {value!r}.")
+        return
+    real = not isinstance(value, bool) and isinstance(value, int | float)
+    if not (real and _finite(value) and value >= at_least):
+        raise ValueError(f"Argument `{name}` must be a finite number >= {at_least:g}, got {value!r}.")
+
+
+def _finite(value: float) -> bool:
+    """``math.isfinite``, False for an int too large for a float (``math.isfinite(10**400)`` raises)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _check_max_label(max_label: float | None) -> None:
+    check_max_label(max_label)
+    if max_label is not None:
+        check_finite("max_label", max_label)
+
+
+def _check_gain_discount(gain: Gain, discount: Discount, log_base: float) -> None:
+    check_gain_discount(gain, discount, log_base)
+    if not _finite(log_base):  # log_inf(i + 1) = 0: every discount weight inf
+        raise ValueError(f"Argument `log_base` must be a finite number > 1, got {log_base!r}.")
+
+
+# the checks of the options several losses share, by option name (each reads the options it needs); every numeric
+# option is refused unless finite
 _SHARED_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
     "k": lambda o: check_k(o["k"]),
-    "temperature": lambda o: check_positive("temperature", o["temperature"]),
-    "sigma": lambda o: check_positive("sigma", o["sigma"]),
+    "temperature": lambda o: check_finite("temperature", o["temperature"]),
+    "sigma": lambda o: check_finite("sigma", o["sigma"]),
     "sinkhorn_iterations": lambda o: check_iterations(o["sinkhorn_iterations"]),
-    "gain": lambda o: check_gain_discount(o["gain"], o["discount"], o["log_base"]),
+    "gain": lambda o: _check_gain_discount(o["gain"], o["discount"], o["log_base"]),
     "transform": lambda o: check_transform(o["transform"]),
-    "max_label": lambda o: check_max_label(o["max_label"]),
-    "reduction": lambda o: check_reduction(o["reduction"], o.get("empty_target_action")),
+    "max_label": lambda o: _check_max_label(o["max_label"]),
+    # None is no action (torchrank.functional refuses it too): it used to pass as "neg"
+    "empty_target_action": lambda o: check_choice(
+        "empty_target_action", o["empty_target_action"], EMPTY_TARGET_ACTIONS
+    ),
+    "reduction": lambda o: check_reduction(o["reduction"]),
 }
 
 

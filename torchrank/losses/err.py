@@ -19,6 +19,7 @@ from torchrank.functional.core import stop_probabilities as _stop_probabilities
 from torchrank.losses._common import (
     LossModule,
     apply_empty_target_action,
+    check_labels_at_most,
     loss_function,
     prepare,
     reduce_loss,
@@ -77,7 +78,8 @@ def soft_err(
         transform: Label to stop probability, as :func:`torchrank.functional.err`: ``"exponential"``
             (``(2^y - 1) / 2^max_label``), ``"sigmoid"`` (``2 sigmoid(y) - 1``) or a callable.
         max_label: Top of the label scale for ``"exponential"`` (4 for LETOR's 0-4). Default: each list's
-            largest label, as :func:`torchrank.functional.err`.
+            largest label, as :func:`torchrank.functional.err`. With ``validate_args``, a real item's label above
+            it is refused (its stop probability would exceed 1), as :func:`torchrank.functional.err` does.
 
     Example:
         >>> scores = torch.tensor([[3.0, 2.0, 1.0, 0.0]])
@@ -86,6 +88,8 @@ def soft_err(
         tensor(-0.9212)
     """
     x = prepare(scores, labels, mask, validate_args=validate_args)
+    if validate_args:
+        check_labels_at_most(x.labels, x.mask, max_label)
     stop = stop_probabilities(x.labels, x.mask, transform, max_label)
     rho = soft_sort(
         x.scores,

@@ -25,6 +25,7 @@ from torchrank.losses._common import (
     Discount,
     Gain,
     LossModule,
+    check_finite,
     gains,
     loss_function,
     position_weights,
@@ -63,8 +64,7 @@ def _pair_weights(
 
 
 def _check_mu(mu: float) -> None:
-    if isinstance(mu, bool) or not isinstance(mu, int | float) or mu < 0:
-        raise ValueError(f"Argument `mu` must be a number >= 0, got {mu!r}.")
+    check_finite("mu", mu, at_least=0)
 
 
 def _ordered_pairs(labels: Tensor, mask: Tensor) -> Tensor:
