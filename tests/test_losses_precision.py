@@ -2,8 +2,6 @@
 the scores a ranker meets when it starts on raw web-search features: heavy-tailed, tied, up to 1e8 in
 magnitude, lists up to 1,024 items (issue 21). Tolerances: loss 1e-3 relative, gradient 1e-2 in relative norm;
 no exactly-zero gradient where float64's is not negligible; finite loss and gradients up to 1e30 and in bfloat16.
-ListMLE, whose error float32 against float64 cannot show (both used torch.logcumsumexp's backward), against a
-float64 brute force at magnitudes 1e0 to 1e30.
 """
 
 from __future__ import annotations
@@ -114,68 +112,14 @@ def test_finite_up_to_1e30_and_in_bfloat16(name: str, dtype: torch.dtype, scale:
     assert grad.dtype == dtype
 
 
-# ----------------------------------------------------------------------------------------------- ListMLE, any scale
-def listmle_brute_force(scores: torch.Tensor, mask: torch.Tensor) -> tuple[float, torch.Tensor]:
-    """ListMLE's value and gradient for one list in label order, in float64, from differences of scores only:
-    ``sum_i logsumexp(s_{>=i} - s_i)`` and ``d/ds_j = sum_{i <= j} 1 / sum_{l >= i} e^(s_l - s_j) - 1``. Independent
-    of the loss' scans (and exact at any magnitude: no term of size |s| is ever formed)."""
-    s = scores[mask].double()
-    n = len(s)
-    value = sum(torch.logsumexp(s[i:] - s[i], 0) for i in range(n))
-    grad = torch.stack([sum(torch.exp(-torch.logsumexp(s[i:] - s[j], 0)) for i in range(j + 1)) - 1 for j in range(n)])
-    full = torch.zeros(len(scores), dtype=torch.float64)
-    full[mask] = grad
-    return float(value), full
-
-
-def test_listmle_exact_gradient_at_huge_scores() -> None:
-    # torch.logcumsumexp's backward gave 1.9999986 at s = 1e10 and [0, -1, -1] (no longer summing to 0) at 1e16
-    for scale in [1.0, 1e8, 1e10, 1e16, 1e30]:
-        for dtype in [torch.float32, torch.float64]:
-            scores = torch.tensor([[scale, 0.0, -scale]], dtype=dtype, requires_grad=True)
-            L.listmle(scores, torch.tensor([[0, 1, 2]]), ties="first").backward()
-            if scale > 1:
-                assert scores.grad.tolist() == [[2.0, -1.0, -1.0]], (scale, dtype, scores.grad)
-
-
-@pytest.mark.parametrize("scale", [1e0, 1e4, 1e8, 1e10, 1e12, 1e16, 1e20, 1e30])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_listmle_matches_brute_force_at_any_magnitude(scale: float, dtype: torch.dtype) -> None:
-    g = torch.Generator().manual_seed(int(torch.log10(torch.tensor(scale)).item()))
-    n = 200
-    # spread scores, a run of near neighbours (gaps of 1-3 at the scale: differences of a few units) and ties
-    spread = torch.randn(2, n, generator=g, dtype=torch.float64) * scale
-    close = scale + torch.randint(0, 3, (2, n), generator=g).double()
-    scores = torch.where(torch.rand(2, n, generator=g) < 0.5, spread, close).to(dtype)
-    labels = torch.arange(n).flip(0).expand(2, n)  # label order = input order
-    mask = torch.rand(2, n, generator=g) > 0.2
-    mask[:, 0] = True
-    leaf = scores.clone().requires_grad_(True)
-    value = L.listmle(leaf, labels, mask, ties="first", reduction="none")
-    value.sum().backward()
-    rtol = 1e-12 if dtype == torch.float64 else 1e-6
-    for b in range(2):
-        expected_value, expected_grad = listmle_brute_force(scores[b], mask[b])
-        assert value[b].item() == pytest.approx(expected_value, rel=rtol)
-        torch.testing.assert_close(leaf.grad[b].double(), expected_grad, rtol=rtol, atol=1e-10 if rtol < 1e-8 else 1e-6)
-        assert abs(leaf.grad[b].double().sum().item()) <= n * rtol  # shift invariance: the gradient sums to 0
-    assert (leaf.grad[~mask] == 0).all()
-
-
-def test_listmle_unchanged_on_ordinary_scores() -> None:
-    """The scans replace ``torch.logcumsumexp`` (whose value is exact at ordinary scores): the same values, and at
-    ordinary scores the same gradients as autograd through it."""
-    g = torch.Generator().manual_seed(5)
-    scores = torch.randn(4, 64, generator=g, dtype=torch.float64) * 3
-    labels = torch.randint(0, 5, (4, 64), generator=g)
-    order = torch.sort(labels, dim=1, descending=True, stable=True).indices
-    ranked = scores.gather(1, order).requires_grad_(True)
-    reference = (torch.logcumsumexp(ranked.flip(1), 1).flip(1) - ranked).sum(1)
-    reference.sum().backward()
-    for dtype in [torch.float32, torch.float64]:
-        leaf = scores.to(dtype).requires_grad_(True)
-        value = L.listmle(leaf, labels, ties="first", reduction="none")
-        value.sum().backward()
-        torch.testing.assert_close(value.double(), reference.detach(), rtol=1e-6, atol=0)
-        grad = torch.zeros_like(scores).scatter_(1, order, ranked.grad)
-        torch.testing.assert_close(leaf.grad.double(), grad, rtol=1e-5 if dtype == torch.float32 else 1e-10, atol=1e-6)
+def test_listmle_gradient_is_accurate_while_scores_stay_below_1e10(dtype: torch.dtype) -> None:
+    """docs/losses.md's bound: the log-cumsum-exp backward is off by about 1e-16 |s| relative, under 1e-6 below 1e10
+    (the worst order of three items has the gradient [2, -1, -1] at any scale); the value 3s holds at any scale."""
+    for scale in (1e2, 1e6, 1e9, 1e30):
+        scores = torch.tensor([[scale, 0.0, -scale]], dtype=dtype, requires_grad=True)
+        value = L.listmle(scores, torch.tensor([[0, 1, 2]]), ties="first")
+        assert value.item() == pytest.approx(3 * scale, rel=1e-6)
+        if scale < 1e10:
+            value.backward()
+            torch.testing.assert_close(scores.grad, torch.tensor([[2.0, -1.0, -1.0]], dtype=dtype), rtol=1e-6, atol=0)

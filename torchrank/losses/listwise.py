@@ -78,8 +78,7 @@ def listmle(
     """ListMLE (Xia et al., 2008): negative Plackett-Luce log-likelihood of the label order.
 
     ``loss = sum_i (log sum_{l >= i} exp(s_(l)) - s_(i))`` over the real items in descending label order
-    (a log-cumsum-exp from the end, computed from differences of scores: accurate at any score magnitude).
-    Every list with a real item counts.
+    (a log-cumsum-exp from the end). Every list with a real item counts.
 
     {loss_args}
         ties: Order of items with equal labels: ``"random"`` (a fresh uniform order each call, as allRank;
@@ -93,77 +92,23 @@ def listmle(
     x = prepare(scores, labels, mask, validate_args=validate_args)
     order = _label_order(x.labels, x.mask, ties, generator)
     ranked = _scan_dtype(x.scores.gather(1, order))
-    per_list = _PlackettLuce.apply(ranked, x.mask.gather(1, order))
+    if not x.padded:
+        from_here = torch.logcumsumexp(ranked.flip(1), 1).flip(1)  # log sum_{l >= i} exp(s_(l))
+        return reduce_loss((from_here - ranked).sum(1).to(x.scores.dtype), x.mask[:, 0], reduction)
+    ranked_mask = x.mask.gather(1, order)
+    ranked = _masked(ranked, ranked_mask)
+    from_here = torch.logcumsumexp(ranked.flip(1), 1).flip(1)
+    per_list = torch.where(ranked_mask, from_here - ranked, 0).sum(1)
     return reduce_loss(per_list.to(x.scores.dtype), x.mask.any(1), reduction)
 
 
 def _scan_dtype(ranked: Tensor) -> Tensor:
-    """``ranked`` in float64 where the device has it (MPS has none): the exponents below are differences of
-    scores, rounded to ``eps |s_l - m_i|`` each, and float32's eps would carry into the gradient's tail
-    (``|s_l - m_i|`` up to ~700 before ``exp`` underflows); the scans are ``O(N log N)`` on ``[B, N]``, cheap
-    against the rest of a training step."""
-    if ranked.dtype == torch.float32 and ranked.device.type != "mps":
+    """``ranked`` in float64 where the device has it: ListMLE's log-cumsum-exp in float32 rounds
+    ``log sum_{l >= i} exp(s_l)`` to ``eps |s|`` (8 at scores of 1e8), and its gradient ``exp(s_l - that)`` is then
+    off by a factor up to ``e^8``; the scan is ``O(N)`` per list, so float64 costs little against the rest."""
+    if ranked.dtype == torch.float32 and ranked.device.type != "mps":  # MPS has no float64
         return ranked.to(torch.float64)
     return ranked
-
-
-def _rescaled_cumsum(key: Tensor, weight: Tensor) -> tuple[Tensor, Tensor]:
-    """Inclusive prefix scan along dim 1 of ``(max key, sum weight e^(key - max key))``: each position's running
-    maximum ``M_l = max_{i <= l} key_i`` and ``sum_{i <= l} weight_i e^(key_i - M_l)``.
-
-    Why not ``logcumsumexp``: its output ``log sum e^key`` is rounded to ``eps |key|``, and every quantity
-    derived from it (torch's own backward included) carries that error into an exponent: at scores of 1e16 the
-    gradient lost whole items. Here each exponent is ``key_i - M_l``, a difference of two inputs (exact up to
-    one rounding of the difference itself), and the sums stay in ``[0, N max weight]``. A log-step
-    (Hillis-Steele) scan: ``log2(N)`` vectorised combines of the associative ``(m1, w1) + (m2, w2) = (m,
-    w1 e^(m1 - m) + w2 e^(m2 - m))``, ``m = max(m1, m2)``. Keys must be finite (padding at the dtype's lowest
-    value) so that ``key_i - M_l`` is never ``inf - inf``.
-
-    Example:
-        >>> top, total = _rescaled_cumsum(torch.tensor([[1e16, 0.0, 1e16]]), torch.ones(1, 3))
-        >>> top, total
-        (tensor([[1.0000e+16, 1.0000e+16, 1.0000e+16]]), tensor([[1., 1., 2.]]))
-    """
-    n, step = key.shape[1], 1
-    while step < n:
-        before, here = key[:, :-step], key[:, step:]
-        top = torch.maximum(before, here)
-        total = weight[:, :-step] * torch.exp(before - top) + weight[:, step:] * torch.exp(here - top)
-        key = torch.cat([key[:, :step], top], 1)
-        weight = torch.cat([weight[:, :step], total], 1)
-        step *= 2
-    return key, weight
-
-
-class _PlackettLuce(torch.autograd.Function):
-    """ListMLE's per-list loss ``sum_i (lse_i - s_i)``, ``lse_i = log sum_{l >= i} e^(s_l)`` over the real items of
-    ``ranked`` (items in label order), with an exact backward (first-order differentiable only).
-
-    Each ``lse_i`` is kept as ``m_i + r_i``: ``m_i = max_{l >= i} s_l`` (a score itself) and ``r_i = log sum_{l >= i}
-    e^(s_l - m_i)`` in ``[0, log N]``, so the loss terms ``(m_i - s_i) + r_i`` and the gradient
-    ``d/ds_l = sum_{i <= l} e^(s_l - m_i - r_i) - 1`` read only differences of scores, never of two numbers of
-    size ``|s|`` (a forward scan sums ``e^(-m_i - r_i)`` relative to its running maximum ``-min m_i``). Padded
-    items weigh nothing in either scan and get a zero gradient.
-    """
-
-    @staticmethod
-    def forward(ctx, ranked, real):
-        lowest = torch.finfo(ranked.dtype).min
-        scores = torch.where(real, ranked, lowest)
-        top, total = _rescaled_cumsum(scores.flip(1), real.to(ranked.dtype).flip(1))
-        top, log_total = top.flip(1), torch.log(total.flip(1))  # m_i and r_i (-inf where no real item follows)
-        ctx.save_for_backward(scores, real, top, log_total)
-        return torch.where(real, (top - scores) + log_total, 0).sum(1)
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_out):
-        scores, real, top, log_total = ctx.saved_tensors
-        lowest = torch.finfo(scores.dtype).min
-        key = torch.where(real, -top, lowest)
-        lowest_top, total = _rescaled_cumsum(key, torch.where(real, torch.exp(-log_total), 0))
-        share = torch.exp(scores + lowest_top) * total  # sum_{i <= l} e^(s_l - m_i - r_i): l's share of the lists
-        return torch.where(real, share - 1, 0) * grad_out.unsqueeze(1), None
 
 
 class ListNetLoss(LossModule):
