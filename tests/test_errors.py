@@ -41,7 +41,8 @@ T = torch.tensor([[1, 0, 1]])
         ({"relevance_threshold": "1"}, TypeError, r"`relevance_threshold` must be a number"),
         ({"gain": "quadratic"}, ValueError, r"`gain` must be one of"),
         ({"discount": "sqrt"}, ValueError, r"`discount` must be one of"),
-        ({"log_base": 1.0}, ValueError, r"`log_base` must be > 1"),
+        ({"log_base": 1.0}, ValueError, r"`log_base` must be a finite number > 1"),
+        ({"log_base": float("inf")}, ValueError, r"`log_base` must be a finite number > 1"),  # was NDCG NaN
     ],
 )
 def test_bad_arguments(kwargs, error, match):
@@ -80,8 +81,11 @@ def test_flat_input_rejects_a_misshapen_ideal_target_and_an_all_false_mask():
 def test_measure_specific_arguments():
     with pytest.raises(ValueError, match=r"`p` must lie in \(0, 1\)"):
         F.rbp(P, T, p=1.0)
-    with pytest.raises(ValueError, match=r"`max_label` must be a number > 0"):
+    with pytest.raises(ValueError, match=r"`max_label` must be a finite number > 0"):
         F.err(P, T, max_label=0)
+    for fn in (F.err, F.rbp):  # an infinite top of the scale gave 0 for every query
+        with pytest.raises(ValueError, match=r"`max_label` must be a finite number > 0, got inf"):
+            fn(P, T, max_label=float("inf"))
     with pytest.raises(ValueError, match=r"label above `max_label=1`"):
         F.err(P, torch.tensor([[2, 0, 1]]), max_label=1)
     with pytest.raises(ValueError, match="`transform` must be one of"):

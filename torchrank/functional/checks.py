@@ -14,6 +14,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+
 from torch import Tensor
 
 from torchrank.functional._inputs import (
@@ -41,6 +43,7 @@ __all__ = [
     "check_positive",
     "check_tensor",
     "deferred_value_checks",
+    "is_finite",
     "normalize_k",
     "raise_value_problems",
     "value_problems",
@@ -74,16 +77,30 @@ def check_k(k: int | None) -> None:
 
 
 def check_positive(name: str, value: float) -> None:
-    """``value`` is a real number > 0 (temperatures, sigma).
+    """``value`` is a finite real number > 0 (temperatures, sigma, ``max_label``): an infinite one makes the
+    measures and the losses NaN or 0 (``inf * 0``, ``inf - inf``) without an error.
 
     Example:
         >>> check_positive("temperature", 0)
         Traceback (most recent call last):
         ...
-        ValueError: Argument `temperature` must be a number > 0, got 0.
+        ValueError: Argument `temperature` must be a finite number > 0, got 0.
     """
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"Argument `{name}` must be a number > 0, got {value!r}.")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (value > 0 and is_finite(value)):
+        raise ValueError(f"Argument `{name}` must be a finite number > 0, got {value!r}.")
+
+
+def is_finite(value: float) -> bool:
+    """``math.isfinite``, and False for an int too large for a float (``math.isfinite(10**400)`` raises).
+
+    Example:
+        >>> is_finite(float("inf")), is_finite(10**400), is_finite(3)
+        (False, False, True)
+    """
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def check_max_label(max_label: float | None, target: Tensor | None = None, validate_args: bool = False) -> None:
@@ -94,7 +111,7 @@ def check_max_label(max_label: float | None, target: Tensor | None = None, valid
         >>> check_max_label(-1)
         Traceback (most recent call last):
         ...
-        ValueError: Argument `max_label` must be a number > 0, got -1.
+        ValueError: Argument `max_label` must be a finite number > 0, got -1.
     """
     if max_label is None:
         return

@@ -25,7 +25,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from torchrank.functional.checks import check_choice
+from torchrank.functional.checks import check_choice, is_finite
 
 __all__ = [
     "DISCOUNTS",
@@ -74,8 +74,8 @@ def check_gain_discount(gain: Gain, discount: Discount, log_base: float) -> None
         check_choice("gain", gain, GAINS)
     if not callable(discount):
         check_choice("discount", discount, DISCOUNTS)
-    if not log_base > 1:
-        raise ValueError(f"Argument `log_base` must be > 1, got {log_base}.")
+    if not log_base > 1 or not is_finite(log_base):  # log_inf(i + 1) = 0: every discount weight infinite
+        raise ValueError(f"Argument `log_base` must be a finite number > 1, got {log_base}.")
 
 
 def check_transform(transform: Transform) -> None:

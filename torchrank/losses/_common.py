@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -26,6 +25,7 @@ from torchrank.functional.checks import (
     check_max_label,
     check_positive,
     check_tensor,
+    is_finite,
     working_dtype,
 )
 from torchrank.functional.core import (
@@ -44,7 +44,7 @@ __all__ = [
     "LossInput",
     "LossModule",
     "apply_empty_target_action",
-    "check_finite",
+    "check_at_least",
     "check_iterations",
     "check_labels_at_most",
     "check_positive",
@@ -279,58 +279,31 @@ def check_reduction(reduction: str) -> None:
     check_choice("reduction", reduction, REDUCTIONS)
 
 
-def check_finite(name: str, value: float, *, at_least: float | None = None) -> None:
-    """``value`` is a finite real number, > 0 (temperatures, sigma, ``max_label``) or ``>= at_least`` (``mu``).
-
-    :func:`~torchrank.functional.checks.check_positive` lets ``inf`` through, and an infinite temperature, sigma
-    or weight makes every loss NaN (``inf * 0``, ``inf - inf``) without an error.
+def check_at_least(name: str, value: float, at_least: float) -> None:
+    """``value`` is a finite real number ``>= at_least`` (``mu``; the options > 0 use
+    :func:`~torchrank.functional.checks.check_positive`, which refuses infinities too).
 
     Example:
-        >>> check_finite("sigma", float("inf"))
+        >>> check_at_least("mu", float("inf"), 0)
         Traceback (most recent call last):
         ...
-        ValueError: Argument `sigma` must be a finite number > 0, got inf.
+        ValueError: Argument `mu` must be a finite number >= 0, got inf.
     """
-    if at_least is None:
-        check_positive(name, value)
-        if not _finite(value):
-            raise ValueError(f"Argument `{name}` must be a finite number > 0, got {value!r}.")
-        return
     real = not isinstance(value, bool) and isinstance(value, int | float)
-    if not (real and _finite(value) and value >= at_least):
+    if not (real and is_finite(value) and value >= at_least):
         raise ValueError(f"Argument `{name}` must be a finite number >= {at_least:g}, got {value!r}.")
-
-
-def _finite(value: float) -> bool:
-    """``math.isfinite``, False for an int too large for a float (``math.isfinite(10**400)`` raises)."""
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
-
-
-def _check_max_label(max_label: float | None) -> None:
-    check_max_label(max_label)
-    if max_label is not None:
-        check_finite("max_label", max_label)
-
-
-def _check_gain_discount(gain: Gain, discount: Discount, log_base: float) -> None:
-    check_gain_discount(gain, discount, log_base)
-    if not _finite(log_base):  # log_inf(i + 1) = 0: every discount weight inf
-        raise ValueError(f"Argument `log_base` must be a finite number > 1, got {log_base!r}.")
 
 
 # the checks of the options several losses share, by option name (each reads the options it needs); every numeric
 # option is refused unless finite
 _SHARED_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
     "k": lambda o: check_k(o["k"]),
-    "temperature": lambda o: check_finite("temperature", o["temperature"]),
-    "sigma": lambda o: check_finite("sigma", o["sigma"]),
+    "temperature": lambda o: check_positive("temperature", o["temperature"]),
+    "sigma": lambda o: check_positive("sigma", o["sigma"]),
     "sinkhorn_iterations": lambda o: check_iterations(o["sinkhorn_iterations"]),
-    "gain": lambda o: _check_gain_discount(o["gain"], o["discount"], o["log_base"]),
+    "gain": lambda o: check_gain_discount(o["gain"], o["discount"], o["log_base"]),
     "transform": lambda o: check_transform(o["transform"]),
-    "max_label": lambda o: _check_max_label(o["max_label"]),
+    "max_label": lambda o: check_max_label(o["max_label"]),
     # None is no action (torchrank.functional refuses it too): it used to pass as "neg"
     "empty_target_action": lambda o: check_choice(
         "empty_target_action", o["empty_target_action"], EMPTY_TARGET_ACTIONS

@@ -29,7 +29,7 @@ import math
 import torch
 from torch import Tensor
 
-from torchrank.losses._common import check_finite, check_iterations, prepare
+from torchrank.losses._common import check_iterations, check_positive, prepare
 
 __all__ = ["neural_sort", "soft_sort"]
 
@@ -515,7 +515,7 @@ def neural_sort(
                  [0., 0., 1.],
                  [0., 1., 0.]]])
     """
-    check_finite("temperature", temperature)
+    check_positive("temperature", temperature)
     check_iterations(sinkhorn_iterations)
     checked = prepare(scores, torch.zeros_like(scores), mask)
     scores, mask = checked.scores, checked.mask

@@ -25,7 +25,7 @@ from torchrank.losses._common import (
     Discount,
     Gain,
     LossModule,
-    check_finite,
+    check_at_least,
     gains,
     loss_function,
     position_weights,
@@ -64,7 +64,7 @@ def _pair_weights(
 
 
 def _check_mu(mu: float) -> None:
-    check_finite("mu", mu, at_least=0)
+    check_at_least("mu", mu, 0)
 
 
 def _ordered_pairs(labels: Tensor, mask: Tensor) -> Tensor:
