@@ -479,6 +479,75 @@ def test_read_svmlight_malformed_line(tmp_path, line, got):
     assert message.endswith(f", got {got!r}") or message.endswith(f", got {line + ' # trailing'!r}")
 
 
+@pytest.mark.parametrize("token", ["1:2:3", ":1", "1:", "a:1", "1:x", "1::2", "1:2:", ":", "0:1"])
+@pytest.mark.parametrize("neighbour", ["", " 4", " 4:5", " 7:1 8"])
+def test_read_svmlight_every_feature_is_one_index_value_pair(tmp_path, token, neighbour):
+    # "1:2:3 4" once passed a count of the colons and pieces of the whole line and read as "1:2 3:4";
+    # sklearn refuses every one of these lines, and so does the reader, naming file, line and token
+    from sklearn.datasets import load_svmlight_file
+
+    path = _write(tmp_path, "bad.svm", f"0 qid:1 1:1 2:2\n1 qid:1 {token}{neighbour}\n")
+    with pytest.raises(ValueError):
+        load_svmlight_file(str(path), query_id=True, zero_based=False)
+    with pytest.raises(TrecFormatError) as info:
+        read_svmlight(path)
+    assert str(info.value).startswith(f"{path}:2: an 'index:value' feature")
+    assert info.value.got in (token, neighbour.split()[0] if neighbour else None)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1 qid:1 1:2 3:4\n0 qid:1 2:-1.5e3\n",
+        "1 qid:1 1:2\t3:4 # c:o:m:m:e:n:t\n2 qid:2 1:+7 3:.5\n",
+        "0 qid:3\n1 qid:3 5:1e-3\n",
+    ],
+)
+def test_read_svmlight_well_formed_lines_match_sklearn(tmp_path, text):
+    from sklearn.datasets import load_svmlight_file
+
+    path = _write(tmp_path, "ok.svm", text)
+    data = read_svmlight(path)
+    x, y, q = load_svmlight_file(str(path), query_id=True, zero_based=False)
+    assert torch.equal(data.features, torch.from_numpy(x.toarray().astype(np.float32)))
+    assert torch.equal(data.labels, torch.from_numpy(y.astype(np.float32)))
+    assert data.query_ids[data.qid].tolist() == q.tolist()
+
+
+def test_read_svmlight_refuses_an_inferred_width_beyond_the_limit(tmp_path):
+    # a stray index once sized the dense matrix: 10**12 columns failed in the allocator, 10**9 took 4 GB
+    from torchrank.io.svmlight import MAX_INFERRED_FEATURES
+
+    path = _write(tmp_path, "big.svm", f"1 qid:1 1:1\n1 qid:1 {10**12}:1\n")
+    with pytest.raises(TrecFormatError) as info:
+        read_svmlight(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:2: a feature index <= {MAX_INFERRED_FEATURES} when n_features is not given")
+    assert f"dense width of {10**12} columns" in message and f"pass n_features={10**12}" in message
+    edge = _write(tmp_path, "edge.svm", f"1 qid:1 {MAX_INFERRED_FEATURES}:1\n")
+    assert read_svmlight(edge).features.shape == (1, MAX_INFERRED_FEATURES)
+    wide = _write(tmp_path, "wide.svm", f"1 qid:1 {MAX_INFERRED_FEATURES + 1}:2\n")
+    with pytest.raises(TrecFormatError, match=r"wide\.svm:1: a feature index <= "):
+        read_svmlight(wide)
+    data = read_svmlight(wide, n_features=MAX_INFERRED_FEATURES + 1)  # a stated width lifts the limit
+    assert data.features.shape == (1, MAX_INFERRED_FEATURES + 1) and data.features[0, -1] == 2
+
+
+def test_read_svmlight_repeats_are_found_with_a_huge_n_features(tmp_path):
+    # the repeat check once folded (row, index) into row * (width + 1) + index, which overflows int64
+    path = _write(tmp_path, "r.svm", f"1 qid:1 {2**62}:1\n0 qid:1 {2**62}:1 {2**62}:2\n")
+    with pytest.raises(TrecFormatError, match=r"r\.svm:2: each feature index at most once per line"):
+        read_svmlight(path, n_features=2**62 + 1)
+
+
+@pytest.mark.parametrize("n_features", [1.5, 2.0, "3", True, -1])
+def test_read_svmlight_n_features_must_be_a_count(tmp_path, n_features):
+    path = _write(tmp_path, "n.svm", "1 qid:1 1:1\n")
+    with pytest.raises(ValueError, match="n_features must be a non-negative int or None"):
+        read_svmlight(path, n_features=n_features)
+    assert read_svmlight(path, n_features=np.int64(3)).features.shape == (1, 3)
+
+
 def test_read_svmlight_empty_file(tmp_path):
     path = _write(tmp_path, "e.svm", "# nothing here\n\n")
     with pytest.raises(TrecFormatError, match=r"e\.svm:0: at least one"):

@@ -4,10 +4,20 @@ A data line reads ``label [qid:Q] idx:val idx:val ... [# comment]`` with 1-based
 (feature ``idx`` lands in column ``idx - 1``). Queries come either from the ``qid:`` fields (LETOR,
 Microsoft MSLR, Yahoo) or from a LightGBM-style group file (``.query``: one group size per line, the
 number of consecutive rows of each query).
+
+Every feature token is exactly ``index:value``: one colon, a positive integer on its left and a number on
+its right, as sklearn's ``load_svmlight_file`` requires. A token such as ``1:2:3`` is an error naming its
+file and line, never re-split into other features.
+
+The result is dense, so its width is what one token says: without ``n_features`` the largest index sets
+it, and an index above :data:`MAX_INFERRED_FEATURES` is refused rather than allocating every row that
+wide (one stray ``1000000000:1`` would otherwise ask for gigabytes); ``n_features`` states the width
+and lifts the limit.
 """
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -19,9 +29,15 @@ from torch import Tensor
 from ._common import read_lines
 from ._errors import TrecFormatError
 
-__all__ = ["SvmlightData", "group_to_dense", "read_svmlight"]
+__all__ = ["MAX_INFERRED_FEATURES", "SvmlightData", "group_to_dense", "read_svmlight"]
 
 _FEATURE = "an 'index:value' feature with a positive integer index and a numeric value"
+
+#: The widest feature matrix :func:`read_svmlight` infers from the largest index when ``n_features`` is not
+#: given. Ranking feature sets have hundreds of columns (LETOR 4.0 46, MSLR 136, Istella 220, Yahoo 700); an
+#: index beyond this is a stray or hashed feature, and as the matrix is dense it would make every row that
+#: wide. A fixed width, not a memory budget, so that a file reads (or not) whatever its number of rows.
+MAX_INFERRED_FEATURES = 2**16
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,6 +114,20 @@ def _convert(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _check_n_features(n_features: object) -> int | None:
+    """``n_features`` as an int; a float (even ``2.0``), a bool or a negative count is a ValueError, not a
+    TypeError from deep inside ``torch.zeros``."""
+    if n_features is None:
+        return None
+    try:
+        value = None if isinstance(n_features, bool) else operator.index(n_features)
+    except TypeError:
+        value = None
+    if value is None or value < 0:
+        raise ValueError(f"n_features must be a non-negative int or None, got {n_features!r}")
+    return value
+
+
 def _read_groups(group_file: str | os.PathLike[str]) -> list[int]:
     sizes: list[int] = []
     for lineno, line in enumerate(read_lines(group_file), 1):
@@ -116,6 +146,98 @@ def _read_groups(group_file: str | os.PathLike[str]) -> list[int]:
     return sizes
 
 
+def _pair_pieces(blob: bytes, n_tokens: int) -> list[bytes] | None:
+    """The ``index, value, index, value, ...`` pieces of the space-joined feature tokens ``blob``, or None
+    unless it is exactly ``n_tokens`` tokens of ``a:b`` with both sides non-empty.
+
+    Counting colons in the whole blob is not enough: ``1:2:3 4`` has two colons for two tokens and splits
+    into four pieces, as ``1:2 3:4`` would. Here the colons and spaces, in order, must alternate exactly
+    ``: : ... :`` (one colon inside each token), and splitting on both must give two pieces per token.
+    Both are C-speed passes over the blob.
+    """
+    separators = blob.translate(None, _NOT_SEPARATOR)
+    if separators != b": " * (n_tokens - 1) + b":" * (n_tokens > 0):
+        return None
+    pieces = blob.replace(b":", b" ").split()
+    return pieces if len(pieces) == 2 * n_tokens else None
+
+
+_NOT_SEPARATOR = bytes(b for b in range(256) if b not in b": ")
+
+
+def _features(tokens: list[bytes], tok_line: Tensor, path: str | os.PathLike[str]) -> tuple[Tensor, Tensor]:
+    """The ``index:value`` tokens as int64 indices and float64 values; the first malformed one, by line."""
+    blob = b" ".join(tokens)
+    pieces = None if b"_" in blob else _pair_pieces(blob, len(tokens))
+    ok = pieces is not None
+    if pieces is not None:
+        try:
+            idx_list = list(map(int, pieces[0::2]))
+            val_list = list(map(float, pieces[1::2]))
+        except ValueError:
+            ok = False
+        # an index beyond int64 (or below 1): the token-by-token path below names its line
+        ok = ok and (not idx_list or (1 <= min(idx_list) and max(idx_list) <= _INT64_MAX))
+    if not ok:
+        for tok, lineno in zip(tokens, tok_line.tolist(), strict=True):
+            if not _is_feature(tok):
+                raise TrecFormatError(path, lineno, _FEATURE, tok)
+        raise AssertionError("unreachable")  # pragma: no cover
+    return torch.tensor(idx_list, dtype=torch.int64), torch.tensor(val_list, dtype=torch.float64)
+
+
+def _is_feature(tok: bytes) -> bool:
+    """Whether one token is ``index:value`` with exactly one colon, a positive int64 index and a number."""
+    if tok.count(b":") != 1:
+        return False
+    i, _, v = tok.partition(b":")
+    try:
+        _strict_float(v)
+        return _strict_int(i) >= 1
+    except ValueError:
+        return False
+
+
+def _width(
+    idx: Tensor,
+    n_features: int | None,
+    num_docs: int,
+    tok_line: Tensor,
+    tokens: list[bytes],
+    path: str | os.PathLike[str],
+) -> int:
+    """The number of feature columns: ``n_features``, or the largest index up to ``MAX_INFERRED_FEATURES``."""
+    max_idx = int(idx.max()) if idx.numel() else 0
+    if n_features is None and max_idx > MAX_INFERRED_FEATURES:
+        j = int(torch.argmax(idx))
+        gib = max_idx * num_docs * 4 / 2**30
+        raise TrecFormatError(
+            path,
+            int(tok_line[j]),
+            f"a feature index <= {MAX_INFERRED_FEATURES} when n_features is not given (this one needs a "
+            f"dense width of {max_idx} columns, {gib:.3g} GiB of float32 for the file's {num_docs} rows; "
+            f"pass n_features={max_idx} to read it anyway)",
+            tokens[j],
+        )
+    width = max_idx if n_features is None else n_features
+    if max_idx > width:
+        j = int(torch.nonzero(idx > width)[0])
+        raise TrecFormatError(path, int(tok_line[j]), f"a feature index <= n_features={width}", tokens[j])
+    return width
+
+
+def _first_repeat(row: Tensor, idx: Tensor) -> int | None:
+    """The first row listing an index twice, or None. Sorts the ``(row, index)`` pairs without folding them
+    into one ``row * width + index`` key, which overflows int64 for a huge ``n_features``."""
+    if idx.numel() < 2:
+        return None
+    order = torch.argsort(idx, stable=True)
+    order = order[torch.argsort(row[order], stable=True)]
+    r, i = row[order], idx[order]
+    dup = torch.nonzero((r[1:] == r[:-1]) & (i[1:] == i[:-1]))
+    return int(r[int(dup[0])]) if dup.numel() else None
+
+
 def read_svmlight(
     path: str | os.PathLike[str],
     *,
@@ -129,8 +251,8 @@ def read_svmlight(
 
     Args:
         path: The data file.
-        n_features: Number of feature columns ``F``; defaults to the largest index seen. An index above
-            it is an error.
+        n_features: Number of feature columns ``F``; defaults to the largest index seen, up to
+            :data:`MAX_INFERRED_FEATURES`. An index above it is an error.
         group_file: LightGBM-style query file (one group size per line) for data without ``qid:``
             fields. Giving it for data that has ``qid:`` fields is an error.
 
@@ -139,8 +261,10 @@ def read_svmlight(
 
     Raises:
         TrecFormatError: A malformed label, ``qid:`` or feature; a repeated index within a line; an
-            index above ``n_features``; ``qid:`` on some lines only; neither ``qid:`` fields nor a group
-            file (or both); group sizes that do not add up to the number of rows; an empty file.
+            index above ``n_features`` (or, without it, above :data:`MAX_INFERRED_FEATURES`); ``qid:`` on
+            some lines only; neither ``qid:`` fields nor a group file (or both); group sizes that do not
+            add up to the number of rows; an empty file.
+        ValueError: ``n_features`` is not a non-negative int.
 
     Example:
         >>> import os, tempfile
@@ -158,8 +282,7 @@ def read_svmlight(
         tensor([10, 10,  7])
         >>> os.remove(f.name)
     """
-    if n_features is not None and (isinstance(n_features, bool) or n_features < 0):
-        raise ValueError(f"n_features must be a non-negative int or None, got {n_features!r}")
+    n_features = _check_n_features(n_features)
     lines = read_lines(path)
     linenos: list[int] = []
     label_tokens: list[bytes] = []
@@ -239,52 +362,12 @@ def read_svmlight(
     # Features, converted in bulk; the slow per-token path only runs to locate an error.
     count_t = torch.tensor(counts, dtype=torch.int64)
     tok_line = torch.repeat_interleave(torch.tensor(linenos, dtype=torch.int64), count_t)
-    blob = b" ".join(feat_tokens)
-    pieces = blob.replace(b":", b" ").split()
-    ok = b"_" not in blob and blob.count(b":") == len(feat_tokens) and len(pieces) == 2 * len(feat_tokens)
-    if ok:
-        try:
-            idx_list = list(map(int, pieces[0::2]))
-            val_list = list(map(float, pieces[1::2]))
-        except ValueError:
-            ok = False
-        # an index beyond int64: the token-by-token path below names its line
-        ok = ok and (not idx_list or (_INT64_MIN <= min(idx_list) and max(idx_list) <= _INT64_MAX))
-    if not ok:
-        for tok, lineno in zip(feat_tokens, tok_line.tolist(), strict=True):
-            i, sep, v = tok.partition(b":")
-            try:
-                _ = (_strict_int(i), _strict_float(v))
-            except ValueError:
-                sep = b""
-            if not sep:
-                raise TrecFormatError(path, lineno, _FEATURE, tok)
-        raise AssertionError("unreachable")  # pragma: no cover
-    idx = torch.tensor(idx_list, dtype=torch.int64)
-    vals = torch.tensor(val_list, dtype=torch.float64)
-
-    if idx.numel():
-        bad = torch.nonzero(idx < 1)
-        if bad.numel():
-            j = int(bad[0])
-            raise TrecFormatError(path, int(tok_line[j]), _FEATURE, feat_tokens[j])
-        max_idx = int(idx.max())
-    else:
-        max_idx = 0
-    width = max_idx if n_features is None else n_features
-    if max_idx > width:
-        j = int(torch.nonzero(idx > width)[0])
-        raise TrecFormatError(
-            path, int(tok_line[j]), f"a feature index <= n_features={width}", feat_tokens[j]
-        )
-
+    idx, vals = _features(feat_tokens, tok_line, path)
+    width = _width(idx, n_features, num_docs, tok_line, feat_tokens, path)
     row = torch.repeat_interleave(torch.arange(num_docs), count_t)
-    if idx.numel() > 1:
-        key = torch.sort(row * (width + 1) + idx).values
-        dup = torch.nonzero(key[1:] == key[:-1])
-        if dup.numel():
-            r = int(key[int(dup[0])] // (width + 1))
-            raise TrecFormatError(path, linenos[r], "each feature index at most once per line", line_of(r))
+    r = _first_repeat(row, idx)
+    if r is not None:
+        raise TrecFormatError(path, linenos[r], "each feature index at most once per line", line_of(r))
     features = torch.zeros((num_docs, width), dtype=torch.float32)
     features[row, idx - 1] = vals.to(torch.float32)
     return SvmlightData(features=features, labels=labels, qid=qid, query_ids=query_ids, docids=_docids(comments))
