@@ -553,3 +553,91 @@ def test_corrections_keep_shape_and_nan_out_of_the_family():
     assert torch.equal(adjust(p, "none"), p) is False and adjust(p, "none") is p
     with pytest.raises(ValueError, match="method"):
         adjust(p, "fdr")
+
+
+# ---------------------------------------------------------------------------------------------------- NaN, ranges
+
+
+def _with_nan_row() -> tuple[torch.Tensor, torch.Tensor]:
+    """Two comparisons of 6 queries: real scores, and the same scores with one NaN in ``b``."""
+    a = torch.tensor([0.1, 0.5, 0.3, 0.7, 0.62, 0.44], dtype=torch.float64)
+    b = torch.tensor([0.2, 0.35, 0.1, 0.4, 0.6, 0.12], dtype=torch.float64)
+    nan_b = b.clone()
+    nan_b[1] = math.nan
+    return torch.stack([a, a]), torch.stack([b, nan_b])
+
+
+@pytest.mark.parametrize("n_resamples", [10_000, 40])  # exact (2**6 patterns) and Monte-Carlo
+def test_randomization_test_gives_nan_for_a_nan_or_infinite_difference(n_resamples):
+    # scipy.stats.permutation_test returns p = 0 for these rows, which would read as highly significant; the
+    # t-test and ttest_rel give NaN, and so does this test now. The real row keeps its own p-value.
+    a, b = _with_nan_row()
+    a, b = torch.cat([a, a[:1]]), torch.cat([b, b[:1]])
+    b[2, 3] = -math.inf
+    gen = torch.Generator().manual_seed(0)
+    res = randomization_test(a, b, n_resamples, generator=gen)
+    assert math.isnan(res.pvalue[1]) and math.isnan(res.pvalue[2]) and math.isnan(res.statistic[1])
+    assert res.statistic[2].item() == math.inf
+    alone = randomization_test(a[0], b[0], n_resamples, generator=torch.Generator().manual_seed(0))
+    assert res.pvalue[0].item() == alone.pvalue.item()
+    if res.exact:
+        ref = scipy_stats.permutation_test(
+            (a[0].numpy(), b[0].numpy()), _mean_diff, permutation_type="samples", n_resamples=np.inf
+        )
+        assert res.pvalue[0].item() == pytest.approx(ref.pvalue, rel=1e-12)
+
+
+@pytest.mark.parametrize("zero_method", ["wilcox", "pratt", "zsplit"])
+@pytest.mark.parametrize("method", ["auto", "exact", "asymptotic", "permutation"])
+def test_wilcoxon_propagates_nan_as_scipy(zero_method, method):
+    a, b = _with_nan_row()
+    res = wilcoxon(a, b, zero_method=zero_method, method=method)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref_method = scipy_stats.PermutationMethod(n_resamples=np.inf) if method == "permutation" else method
+        ref = scipy_stats.wilcoxon(a[1].numpy(), b[1].numpy(), zero_method=zero_method, method=ref_method)
+    assert math.isnan(ref.pvalue) and math.isnan(ref.statistic)
+    assert math.isnan(res.pvalue[1]) and math.isnan(res.statistic[1]) and math.isnan(res.zstatistic[1])
+    assert not res.exact[1]
+    alone = wilcoxon(a[0], b[0], zero_method=zero_method, method=method)
+    assert res.pvalue[0].item() == alone.pvalue.item() and res.statistic[0].item() == alone.statistic.item()
+
+
+@pytest.mark.parametrize("method", ["auto", "asymptotic"])
+def test_wilcoxon_infinite_difference_does_not_tie_with_dropped_zeros(method):
+    # Zeros dropped under "wilcox" were ranked as +inf and formed a tie group with an infinite difference,
+    # which changed the tie correction of the normal approximation.
+    a = np.array([0.1, 0.5, 0.3, 0.7, 0.2])
+    b = np.array([0.1, -np.inf, 0.25, 0.4, 0.1])
+    res = wilcoxon(torch.from_numpy(a), torch.from_numpy(b), method=method)
+    assert res.pvalue.item() == pytest.approx(scipy_stats.wilcoxon(a, b, method=method).pvalue, rel=1e-10)
+
+
+def test_difference_constant_up_to_rounding_gives_a_huge_t_as_scipy():
+    # Documented: exact answers (t = +-inf, p = 0) are for differences that are the same float64; b + 0.1 - b
+    # varies by a few ulps, so t is huge and finite and p tiny, in scipy too (its digits differ: rounding noise).
+    b = np.linspace(0, 0.9, 10)
+    a = b + 0.1
+    assert np.ptp(a - b) > 0
+    res = paired_t_test(torch.from_numpy(a), torch.from_numpy(b))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy warns of catastrophic cancellation
+        ref = scipy_stats.ttest_rel(a, b)
+    assert 1e14 < res.statistic.item() < math.inf and 1e14 < ref.statistic < math.inf
+    assert 0 < res.pvalue.item() < 1e-100 and 0 < ref.pvalue < 1e-100
+    exact = paired_t_test(torch.full((10,), 0.1, dtype=torch.float64), torch.zeros(10, dtype=torch.float64))
+    assert exact.statistic.item() == math.inf and exact.pvalue.item() == 0
+
+
+@pytest.mark.parametrize("method", ["holm", "bonferroni", "bh", "none"])
+def test_corrections_refuse_values_outside_the_unit_interval(method):
+    with pytest.raises(ValueError, match=r"2 outside it, from -0\.2 to 1\.5"):
+        adjust(torch.tensor([1.5, -0.2, 0.01]), method)
+    with pytest.raises(ValueError, match="from inf to inf"):
+        adjust(torch.tensor([0.5, math.inf]), method)
+    edges = adjust(torch.tensor([0.0, 1.0, math.nan], dtype=torch.float64), method)  # NaN: out of the family
+    assert edges[:2].tolist() == [0.0, 1.0] and math.isnan(edges[2])
+    function = {"holm": holm, "bonferroni": bonferroni, "bh": benjamini_hochberg}.get(method)
+    if function is not None:
+        with pytest.raises(ValueError, match="in \\[0, 1\\]"):
+            function(torch.tensor([[0.3, -1e-9]]))

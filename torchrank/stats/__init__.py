@@ -17,8 +17,15 @@ vectorised over queries, comparisons and resamples on the device of the inputs, 
   (``statsmodels`` ``multipletests``, ``scipy.stats.false_discovery_control``); :func:`adjust` picks one by name.
 
 Degenerate inputs have exact answers instead of NaNs and warnings: identical systems (every ``d`` is 0)
-give p = 1 and the interval ``[0, 0]``; a constant non-zero difference gives t-test p = 0; a single query
-gives t-test p = NaN (no variance estimate; unless the difference is 0) and a randomisation p of 1.
+give p = 1 and the interval ``[0, 0]``; a constant non-zero difference (every ``d`` the same float64) gives
+t-test p = 0; a single query gives t-test p = NaN (no variance estimate; unless the difference is 0) and a
+randomisation p of 1. Differences equal only up to rounding (``(b + 0.1) - b`` is not the same float for every
+``b``) have a spread of a few ulps: the t-test then gives, as scipy, a huge finite t and a p-value near 0, the same
+conclusion; no tolerance decides "constant", since any would also swallow real, tiny differences.
+
+A NaN score makes every test of its comparison NaN (statistic and p-value; the randomisation test's p-value is
+NaN for an infinite difference too), as scipy's ``nan_policy="propagate"``; the corrections keep such p-values
+out of the family and refuse values outside [0, 1].
 
 Each family lives in a module of its own (``_t_test``, ``_resampling``, ``_wilcoxon``, ``_tukey``, ``_corrections``,
 the distributions in ``_distributions``); this package is their one public import path.

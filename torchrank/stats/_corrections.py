@@ -8,6 +8,26 @@ import torch
 from torch import Tensor
 
 
+def _family(pvalues: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Flattened p-values, their NaN mask and the number of real ones (the size of the family).
+
+    A value outside [0, 1] is no p-value (a statistic or a log p-value passed by mistake): it would be scaled
+    into an adjusted "p-value" below 0 or change the ranks of the others, so it is refused. NaN is allowed:
+    a test that could not be computed, left out of the family.
+    """
+    if not isinstance(pvalues, Tensor):
+        raise TypeError(f"Argument `pvalues` must be a tensor, got {type(pvalues).__name__}.")
+    flat = pvalues.reshape(-1)
+    missing = flat.isnan()
+    outside = flat[~missing & ((flat < 0) | (flat > 1))]
+    if outside.numel():
+        raise ValueError(
+            f"Argument `pvalues` must hold p-values in [0, 1] (or NaN), got {outside.numel()} outside it, "
+            f"from {outside.min().item():g} to {outside.max().item():g}."
+        )
+    return flat, missing, flat.numel() - missing.sum()
+
+
 def holm(pvalues: Tensor) -> Tensor:
     """Holm-Bonferroni adjusted p-values over all elements of ``pvalues`` (one family of tests).
 
@@ -21,26 +41,13 @@ def holm(pvalues: Tensor) -> Tensor:
         >>> holm(torch.tensor([0.01, 0.04, 0.03, 0.005]))
         tensor([0.0300, 0.0600, 0.0600, 0.0200])
     """
-    if not isinstance(pvalues, Tensor):
-        raise TypeError(f"Argument `pvalues` must be a tensor, got {type(pvalues).__name__}.")
-    flat = pvalues.reshape(-1)
-    missing = flat.isnan()
-    m = flat.numel() - missing.sum()
+    flat, missing, m = _family(pvalues)
     # NaNs sort last (as +inf) so they never lower the running maximum of the real p-values.
     order = torch.where(missing, torch.full_like(flat, math.inf), flat).argsort(stable=True)
     ranked = flat[order] * (m - torch.arange(flat.numel(), device=flat.device)).to(flat.dtype)
     adjusted = torch.empty_like(flat)
     adjusted[order] = ranked.cummax(0).values.clamp(max=1)
     return torch.where(missing, flat, adjusted).reshape(pvalues.shape)
-
-
-def _family(pvalues: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """Flattened p-values, their NaN mask and the number of real ones (the size of the family)."""
-    if not isinstance(pvalues, Tensor):
-        raise TypeError(f"Argument `pvalues` must be a tensor, got {type(pvalues).__name__}.")
-    flat = pvalues.reshape(-1)
-    missing = flat.isnan()
-    return flat, missing, flat.numel() - missing.sum()
 
 
 def bonferroni(pvalues: Tensor) -> Tensor:
@@ -86,6 +93,8 @@ CORRECTIONS = ("holm", "bonferroni", "bh", "none")
 
 def adjust(pvalues: Tensor, method: str) -> Tensor:
     """Adjusted p-values of one family of tests by ``method`` in :data:`CORRECTIONS` (``"bh"``: Benjamini-Hochberg).
+
+    Every method, ``"none"`` included, refuses values outside [0, 1] with a ValueError; NaN stays out of the family.
 
     Example:
         >>> import torch

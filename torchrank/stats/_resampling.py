@@ -3,6 +3,7 @@ chunks of about ``torchrank.stats._CHUNK_ELEMENTS`` (resample x query) elements.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import torch
@@ -81,7 +82,10 @@ def randomization_test(
     ``scipy.stats.permutation_test(..., permutation_type="samples")``: twice the smaller one-sided
     p-value, clipped to 1; Monte-Carlo p-values count the observed pattern (``(k + 1) / (n + 1)``), so
     they are never 0. Null means within 1e-12 times ``mean(|a - b|)`` of the observed mean count as ties,
-    so that means equal in theory but not in floating point are not missed.
+    so that means equal in theory but not in floating point are not missed. A NaN or infinite difference makes
+    the p-value of its comparison NaN, as the other tests of this package (``scipy.stats.permutation_test``
+    returns 0 there, which would read as highly significant): signs flipped on an infinite difference give
+    means of ``+-inf`` or NaN, no null distribution to compare with.
 
     Args:
         a: Per-query scores ``[..., Q]`` of the first system.
@@ -108,6 +112,9 @@ def randomization_test(
     _check_generator(generator, d.device)
     rows, n = d.shape
     observed = d.mean(-1)
+    # Such a row is counted on zeros meanwhile, so that no NaN enters the sums; its p-value is NaN below.
+    undefined = ~d.isfinite().all(-1)
+    d = torch.where(undefined[:, None], 0.0, d)
     # Tolerance relative to the scale of the differences (not of the observed mean, which may be ~0):
     # sign-flipped sums carry rounding errors of that scale.
     gamma = 1e-12 * d.abs().mean(-1)
@@ -120,6 +127,7 @@ def randomization_test(
         less += (null <= (observed + gamma)[:, None]).sum(-1)
     total, extra = (2**n, 0) if exact else (n_resamples, 1)
     p = (torch.minimum(greater, less) + extra).to(torch.float64) / (total + extra) * 2
+    p = torch.where(undefined, math.nan, p)
     shape = a.shape[:-1]
     return RandomizationResult(observed.reshape(shape), p.clamp(max=1).reshape(shape), total, exact)
 

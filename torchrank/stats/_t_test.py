@@ -30,7 +30,9 @@ def paired_t_test(a: Tensor, b: Tensor) -> TTestResult:
     Returns:
         ``TTestResult(statistic, pvalue, df)``; ``statistic`` and ``pvalue`` have shape ``a.shape[:-1]``.
         Identical systems give ``t = 0, p = 1``; a constant non-zero difference gives ``t = +-inf,
-        p = 0``; one query gives ``p = NaN`` unless its difference is 0.
+        p = 0`` (when every difference is the same float64: one constant only up to rounding gives, as
+        scipy, a huge finite ``t`` and a tiny ``p``); one query gives ``p = NaN`` unless its difference is 0;
+        a NaN score gives NaN.
 
     Example:
         >>> import torch

@@ -117,7 +117,10 @@ def wilcoxon(
     * ``"auto"`` (default), as scipy decides, for each comparison (row) on its own: exact for at most 50
       queries without zeros and ties, every sign pattern for at most 13 queries with them, else asymptotic.
 
-    Identical systems (every difference 0) give ``p = 1`` (scipy: 1 or NaN, depending on the method).
+    Identical systems (every difference 0) give ``p = 1`` (scipy: 1 or NaN, depending on the method). A NaN
+    score makes the statistic, the p-value and ``zstatistic`` of its comparison NaN and ``exact`` False, as
+    scipy's default ``nan_policy="propagate"`` and the other tests of this package: a p-value computed without
+    that query would test other data than asked. Infinite differences are ranked as the largest, as scipy.
 
     Args:
         a: Per-query scores ``[..., Q]`` of the first system.
@@ -149,10 +152,15 @@ def wilcoxon(
     n = d.shape[-1]
     if method == "permutation" and n > _PERMUTATION_MAX:
         raise ValueError(f"method='permutation' enumerates 2**Q sign patterns: at most {_PERMUTATION_MAX} queries.")
+    # A NaN difference makes its row NaN (scipy's default nan_policy="propagate"); the row is computed as
+    # identical systems meanwhile, so that no NaN reaches the ranks and exact tails shared by the batch.
+    missing = d.isnan().any(-1)
+    d = torch.where(missing[:, None], 0.0, d)
     zeros = d == 0
     sign = d.sign()
-    # scipy drops zeros under "wilcox" by ranking them as NaN (last, outside every count): +inf does the same
-    absolute = torch.where(zeros, math.inf, d.abs()) if zero_method == "wilcox" else d.abs()
+    # scipy drops zeros under "wilcox" by ranking them as NaN (last, outside every count); NaN, not +inf, so that
+    # they never tie with an infinite difference
+    absolute = torch.where(zeros, math.nan, d.abs()) if zero_method == "wilcox" else d.abs()
     rank, ties = _average_ranks(absolute)
     counted = ~zeros if zero_method == "wilcox" else torch.ones_like(zeros)
     r_plus = (rank * (d > 0)).sum(-1)
@@ -194,9 +202,10 @@ def wilcoxon(
     same = zeros.all(-1)
     p = torch.where(same, torch.ones_like(p), p)
     shape = a.shape[:-1]
+    nan = torch.full_like(p, math.nan)
     return WilcoxonResult(
-        torch.minimum(r_plus, r_minus).reshape(shape),
-        p.reshape(shape),
-        (-z.abs()).reshape(shape),
-        (use_exact | use_perm | same).reshape(shape),
+        torch.where(missing, nan, torch.minimum(r_plus, r_minus)).reshape(shape),
+        torch.where(missing, nan, p).reshape(shape),
+        torch.where(missing, nan, -z.abs()).reshape(shape),
+        ((use_exact | use_perm | same) & ~missing).reshape(shape),
     )
