@@ -6,6 +6,7 @@ import argparse
 import csv
 import io
 import json
+import math
 import random
 from pathlib import Path
 
@@ -228,7 +229,7 @@ def test_latex_is_a_booktabs_tabular(noisy_run, capsys):
 
 
 def test_csv_parses(capsys):
-    argv = [SAMPLE_QRELS, SAMPLE_RUN, TREC / "results.trunc", "-m", "map,P@5", "--format", "csv", "--bootstrap", "50"]
+    argv = [SAMPLE_QRELS, SAMPLE_RUN, TREC / "results.trunc", "-m", "map,P@5", "--format", "csv", "--bootstrap", "100"]
     assert compare([*argv, "--permutations", "50"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert [r["measure"] for r in rows] == ["map", "P@5"]
@@ -401,3 +402,59 @@ def test_plot_functions_draw_the_sorted_differences_and_distributions(tmp_path):
     assert _png_size(path) == (2 * 360, 3 * 240)
     with pytest.raises(ValueError, match="one row per run"):
         plot_differences(scores, ["a", "b"], ["map", "mean_rank"])
+
+
+# ---------------------------------------------------------------------------------------------------- NaN, ranges
+
+
+@pytest.mark.parametrize("test", ["t", "randomization", "wilcoxon", "tukey"])
+def test_a_nan_score_is_never_significant(test, noisy_run, capsys, monkeypatch):
+    # The randomisation test gave p = 0 (and Wilcoxon p = 1) for a comparison with a NaN per-query score, and
+    # p = 0 went through Holm as significant. Every test now gives NaN: n/a, null, left out of the family.
+    import torchrank.compare as compare_module
+
+    scores = compare_module._scores
+
+    def with_nan(args, measures, device):
+        values = scores(args, measures, device)
+        values[1, 0, 3] = math.nan  # the noisy run's map on one query
+        return values
+
+    monkeypatch.setattr(compare_module, "_scores", with_nan)
+    argv = [QRELS31, RUN31, noisy_run, "-m", "map,ndcg@10", "--permutations", "1000", "--bootstrap", "200"]
+    rows = {r["measure"]: r for r in _json([*argv, "--test", test], capsys)["comparisons"]}
+    assert rows["map"]["p_adjusted"] is None and rows["map"]["significant"] is False
+    assert rows["map"]["p_randomization"] is None and rows["map"]["p_wilcoxon"] is None and rows["map"]["p_t"] is None
+    assert rows["ndcg@10"]["significant"] is True and rows["ndcg@10"]["p_adjusted"] <= 0.05
+    assert compare([*argv, "--test", test]) == 0
+    base_row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("(a) "))
+    cells = base_row.split()  # "(a)", name, map, ndcg@10: no mark on map, one on ndcg@10
+    assert "^" not in cells[2] and cells[3].endswith("^b")
+
+
+def test_largest_seed_runs_and_wraps_the_bootstrap_stream(capsys):
+    from torchrank.compare import _bootstrap_seed
+
+    argv = [SAMPLE_QRELS, SAMPLE_RUN, TREC / "results.trunc", "-m", "map", "--permutations", "50", "--bootstrap", "100"]
+    largest = _json([*argv, "--seed", str(2**64 - 1)], capsys)
+    assert largest["settings"]["seed"] == 2**64 - 1 and largest["comparisons"][0]["ci_low"] is not None
+    assert _bootstrap_seed(7) == 8 and _bootstrap_seed(2**64 - 1) == 0  # seed + 1 would overflow torch's seed
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--seed", "99999999999999999999"], "argument --seed: expected an integer from 0 to 2**64 - 1"),
+        (["--seed", str(2**64)], "argument --seed: expected an integer from 0 to 2**64 - 1"),
+        (["--seed", "-1"], "argument --seed: expected an integer from 0 to 2**64 - 1"),
+        (["--bootstrap", "1"], "argument --bootstrap: expected 0 (skip the interval) or at least 100"),
+        (["--bootstrap", "99"], "argument --bootstrap: expected 0 (skip the interval) or at least 100"),
+    ],
+)
+def test_seed_and_bootstrap_ranges_are_named_by_the_parser(option, message, capsys):
+    # --seed 10**20 failed in torch with "Overflow when unpacking long long"; --bootstrap 1 gave an interval
+    # [m, m] of one resample's mean.
+    with pytest.raises(SystemExit) as exit_:
+        compare([SAMPLE_QRELS, SAMPLE_RUN, SAMPLE_RUN, *option])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and message in err and "Overflow" not in err

@@ -86,6 +86,36 @@ def _level(text: str) -> float:
     return value
 
 
+#: Fewest bootstrap resamples ``--bootstrap`` takes (0 skips the interval). Below it the interval's ends at the
+#: default alpha (the 2.5% and 97.5% quantiles) are read between the two or three most extreme bootstrap means,
+#: so they say more about the few extremes drawn than about the confidence level; 1 resample gives ``[mean, mean]``
+#: of one draw. 1000 or more is the usual advice for percentile and BCa intervals (Efron and Tibshirani 1993).
+_MIN_BOOTSTRAP = 100
+
+#: Seeds ``torch.Generator.manual_seed`` takes without wrapping: unsigned 64-bit integers.
+_MAX_SEED = 2**64 - 1
+
+
+def _resamples(text: str) -> int:
+    value = _count(text)
+    if 0 < value < _MIN_BOOTSTRAP:
+        raise argparse.ArgumentTypeError(f"expected 0 (skip the interval) or at least {_MIN_BOOTSTRAP}, got {text!r}")
+    return value
+
+
+def _seed(text: str) -> int:
+    """A seed of ``torch.Generator.manual_seed``: refused here, with the range, rather than by torch later."""
+    value = _count(text) if text.strip().lstrip("+").isdigit() else -1
+    if not 0 <= value <= _MAX_SEED:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**64 - 1 = {_MAX_SEED}, got {text!r}")
+    return value
+
+
+def _bootstrap_seed(seed: int) -> int:
+    """The bootstrap's own stream, ``seed + 1``, wrapped so that the largest seed stays a valid one."""
+    return (seed + 1) % (_MAX_SEED + 1)
+
+
 def _depth(text: str) -> int:
     value = _count(text)
     if value < 1:
@@ -150,9 +180,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--bootstrap",
-        type=_count,
+        type=_resamples,
         default=10_000,
-        help="bootstrap resamples of the confidence interval; 0 skips it (default 10000)",
+        help=f"bootstrap resamples of the confidence interval, at least {_MIN_BOOTSTRAP} (fewer leave the interval's "
+        "ends to the few most extreme resamples); 0 skips it (default 10000)",
     )
     p.add_argument(
         "--ci",
@@ -163,7 +194,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--alpha", type=_level, default=0.05, help="significance level; the interval covers 1 - alpha (default 0.05)"
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the resampling tests (default 0)")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the resampling tests, 0 to 2**64 - 1 (default 0)")
     p.add_argument(
         "--queries",
         choices=("qrels", "common"),
@@ -394,7 +425,7 @@ def _compare(args: argparse.Namespace) -> _Result:
         p_rand = randomization_test(other, base, args.permutations, generator=gen).pvalue
     if args.bootstrap:
         # Its own stream, so that changing --permutations leaves the intervals as they were.
-        gen = torch.Generator(device=device).manual_seed(args.seed + 1)
+        gen = torch.Generator(device=device).manual_seed(_bootstrap_seed(args.seed))
         ci = bootstrap_ci(other, base, args.bootstrap, confidence_level=1 - args.alpha, method=args.ci, generator=gen)
     p_wilcoxon = wilcoxon(other, base).pvalue
     p_tukey = None
