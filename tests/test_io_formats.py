@@ -333,3 +333,131 @@ def test_compressed_benchmark_runs_and_checks_its_means():
 
     record = measure(queries=30, docs=20, repeats=1, suffixes=[".gz", ".xz"])  # raises if a mean differs
     assert set(record["median_s"]) == {"plain", ".gz", ".xz"} and record["lines"] == 600
+
+
+# ---------------------------------------------------------------------------------------------------- ids and values
+
+
+def _no_pyarrow(monkeypatch) -> None:
+    import torchrank.io.frames as frames
+
+    monkeypatch.setattr(frames, "_pyarrow", lambda: None)  # as on a machine without the extra
+
+
+@pytest.mark.parametrize("arrow", [True, False])
+@pytest.mark.parametrize("missing", [pd.NA, pd.NaT, None, float("nan")])
+@pytest.mark.parametrize(("column", "values"), [("qid", [1, "q2"]), ("docno", [7, "b"])])
+def test_a_missing_id_in_a_mixed_column_is_an_error(column, values, missing, arrow, monkeypatch):
+    # a mixed object column is read through Python strings, where pd.NA once became the id "<NA>"
+    if not arrow:
+        _no_pyarrow(monkeypatch)
+    frame = pd.DataFrame({"qid": ["1", "1", "1"], "docno": ["a", "b", "c"], "score": [1.0, 2.0, 3.0]})
+    frame[column] = pd.Series([*values, missing], dtype=object)
+    with pytest.raises(TrecFormatError, match=rf"<DataFrame>:3: column '{column}': a value in every row"):
+        from_dataframe(frame, pd.DataFrame({"qid": ["1"], "docno": ["a"], "label": [1]}))
+
+
+_BIG = 123456789012
+
+
+@pytest.mark.parametrize("path", ["float64", "object", "no pyarrow", "parquet"])
+def test_float_ids_are_spelt_as_integers_and_join_integer_ids(path, tmp_path, monkeypatch):
+    # pyarrow spelt float64 ids '5e+10' and '1.23456789012e+11', str '50000000000.0': none joined the
+    # qrels' integer ids '50000000000' and '123456789012'
+    qrels = pd.DataFrame({"qid": [5 * 10**10, 7, _BIG], "docno": [1, 2, 3], "label": [1, 1, 2]})
+    run = pd.DataFrame({"qid": [5e10, 5e10, 7.0, float(_BIG)], "docno": [1.0, 2.0, 2.0, 3.0], "score": [1.0] * 4})
+    expected = from_dataframe(run.astype({"qid": "int64", "docno": "int64"}), qrels)
+    assert sorted(expected.qids) == sorted(["50000000000", "7", str(_BIG)]) and len(expected.docnos[0]) == 1
+    if path == "object":
+        run = run.astype(object)
+    elif path == "no pyarrow":
+        _no_pyarrow(monkeypatch)
+    elif path == "parquet":
+        run.to_parquet(tmp_path / "run.parquet")
+        run = load_run(tmp_path / "run.parquet")
+    _same_batch(from_dataframe(run, qrels), expected)
+
+
+@pytest.mark.parametrize("arrow", [True, False])
+def test_float_ids_that_are_not_whole_numbers_are_their_repr(arrow, monkeypatch):
+    if not arrow:
+        _no_pyarrow(monkeypatch)
+    from torchrank.io import run_from_dataframe
+
+    run = run_from_dataframe(pd.DataFrame({"qid": [1.5, 2.0, 0.1], "docno": ["a", "b", "c"], "score": [1.0] * 3}))
+    assert run.qids == ["1.5", "2", "0.1"]
+    mixed = run_from_dataframe(pd.DataFrame({"qid": [1.5, "x"], "docno": ["a", "b"], "score": [1.0] * 2}))
+    assert mixed.qids == ["1.5", "x"]
+
+
+@pytest.mark.parametrize("arrow", [True, False])
+@pytest.mark.parametrize("bad", [2.0**53, -(2.0**60), float("inf")])
+def test_float_ids_that_a_float_cannot_hold_exactly_are_refused(bad, arrow, monkeypatch):
+    # 2**53 + 1 is stored as 2**53: spelling the float would silently name another query
+    if not arrow:
+        _no_pyarrow(monkeypatch)
+    frame = pd.DataFrame({"qid": [1.0, bad], "docno": ["a", "b"], "score": [1.0, 2.0]})
+    with pytest.raises(TrecFormatError, match=r"<DataFrame>:2: column 'qid': an id that a float holds exactly"):
+        from_dataframe(frame, pd.DataFrame({"qid": ["1"], "docno": ["a"], "label": [1]}))
+
+
+@pytest.mark.parametrize("arrow", [True, False])
+@pytest.mark.parametrize(
+    ("column", "bad", "what"),
+    [
+        ("score", " 1", "a numeric"),
+        ("score", "1_0", "a numeric"),
+        ("score", "1 ", "a numeric"),
+        ("score", "\u0661", "a numeric"),  # an Arabic-Indic one: Python's float takes it, a TREC field does not
+        ("label", " 2", "an integer relevance label"),
+        ("label", "2_0", "an integer relevance label"),
+    ],
+)
+def test_a_number_as_text_is_read_as_a_trec_field(column, bad, what, arrow, monkeypatch):
+    # Python's float takes " 1" and "1_0", pyarrow does not: the error once blamed row 1 and a valid value
+    if not arrow:
+        _no_pyarrow(monkeypatch)
+    run = pd.DataFrame({"qid": ["q1"] * 3, "docno": ["a", "b", "c"], "score": ["0.3", "0.5", "1"]})
+    qrels = pd.DataFrame({"qid": ["q1"] * 3, "docno": ["a", "b", "c"], "label": ["1", "0", "2"]})
+    assert from_dataframe(run, qrels).target.tolist() == [[2, 0, 1]]
+    (run if column == "score" else qrels).loc[2, column] = bad
+    with pytest.raises(TrecFormatError) as info:
+        from_dataframe(run, qrels)
+    assert str(info.value).startswith(f"<DataFrame>:3: column '{column}': {what}")
+    assert info.value.got == bad
+
+
+@pytest.mark.parametrize("arrow", [True, False])
+def test_a_number_as_text_in_a_csv_names_its_line(arrow, tmp_path, monkeypatch):
+    # pyarrow's CSV reader takes spaces around a number, and so does the reader without pyarrow
+    if not arrow:
+        _no_pyarrow(monkeypatch)
+    (tmp_path / "r.csv").write_text("qid,docno,score\nq1,a,0.3\nq1,b,0.5\nq1,c, 1\t\n")
+    assert load_run(tmp_path / "r.csv").columns.value.tolist() == [0.3, 0.5, 1.0]
+    (tmp_path / "r.csv").write_text("qid,docno,score\nq1,a,0.3\nq1,b,0.5\nq1,c,1_0\n")
+    with pytest.raises(TrecFormatError, match=r"r\.csv:4: column 'score': a numeric \(non-NaN\) score, got '1_0'"):
+        load_run(tmp_path / "r.csv")
+
+
+def test_a_column_named_twice_is_an_error(tmp_path, monkeypatch):
+    # pandas gives both columns for frame["score"]: the reader once failed with a bare KeyError 0
+    run = pd.DataFrame({"qid": ["q1"], "docno": ["a"], "score": [1.0]})
+    twice = pd.concat([run, run[["score"]]], axis=1)
+    message = r"one column named 'score' \(it names 2 columns\)"
+    with pytest.raises(TrecFormatError, match=r"<DataFrame>:0: " + message):
+        from_dataframe(twice, pd.DataFrame({"qid": ["q1"], "docno": ["a"], "label": [1]}))
+    twice.columns = ["qid", "docno", "score", "score"]
+    (tmp_path / "r.csv").write_text("qid,docno,score,score\nq1,a,1,2\n")
+    pq.write_table(pa.Table.from_arrays([pa.array(c) for c in (["q1"], ["a"], [1.0], [2.0])], names=list(twice)),
+                   tmp_path / "r.parquet")  # fmt: skip
+    with pytest.raises(TrecFormatError, match=r"r\.csv:1: " + message):
+        load_run(tmp_path / "r.csv")
+    with pytest.raises(TrecFormatError, match=r"r\.parquet:0: " + message):
+        load_run(tmp_path / "r.parquet")
+    # a repeated column that is not read is no concern
+    extra = pd.concat([run, run[["qid"]].rename(columns={"qid": "x"}), run[["qid"]].rename(columns={"qid": "x"})],
+                      axis=1)  # fmt: skip
+    assert from_dataframe(extra, pd.DataFrame({"qid": ["q1"], "docno": ["a"], "label": [1]})).qids == ["q1"]
+    _no_pyarrow(monkeypatch)
+    with pytest.raises(TrecFormatError, match=r"r\.csv:1: " + message):
+        load_run(tmp_path / "r.csv")

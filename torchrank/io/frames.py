@@ -9,6 +9,15 @@ column. Text columns are taken as they are stored by pyarrow (the ``parquet`` ex
 torchrank[parquet]``) without a Python loop over rows; without pyarrow, DataFrames are read through Python
 strings.
 
+Ids (qids, docnos) are text, however the column stores them: an integer is its decimal text, and a float id
+(an integer column that became float64 on the way, through a NaN or a merge) is spelt the same on every path,
+so it joins an integer column or a TREC file: a whole number as its integer (``5e10`` is ``50000000000``),
+any other float as Python's ``repr``; a whole-number float at or beyond 2**53 in magnitude, which may stand
+for a neighbouring integer, is refused, as is an infinity. A missing id (None, NaN, ``pd.NA``, ``NaT``) is an
+error in any column type. Numbers stored as text in a DataFrame are read as the TREC reader reads a field:
+``" 1"`` and ``"1_0"``, which Python's ``float`` takes, are errors naming their row (a CSV's numbers may have
+spaces around them, as pyarrow's CSV reader allows). Each column read must be named once.
+
 ranx- and ir_measures-style dicts ``{qid: {docno: score}}`` and ``{qid: {docno: label}}`` need no conversion:
 :func:`~torchrank.io.trec_to_dense` takes them as they are.
 
@@ -25,6 +34,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -112,6 +122,19 @@ class _Table:
         return TrecFormatError(self.source, row + self.first_row, f"column '{column}': {expected}", got)
 
 
+def _check_unique(source: str, names: Sequence[str], columns: Sequence[object], lineno: int = 0) -> None:
+    """Each column read is named once: with two ``score`` columns (``pd.concat([run, run[["score"]]],
+    axis=1)``) there is no telling which one is meant, and pandas returns both as a frame. ``lineno``: the
+    header's line (a CSV's 1), else 0."""
+    columns = list(columns)
+    repeated = [n for n in dict.fromkeys(names) if columns.count(n) > 1]
+    if repeated:
+        raise TrecFormatError(
+            source, lineno, f"one column named {repeated[0]!r} (it names {columns.count(repeated[0])} columns)",
+            list(map(str, columns)),
+        )  # fmt: skip
+
+
 def _frame_table(frame: pd.DataFrame, names: Sequence[str], source: str, first_row: int = 1) -> _Table:
     missing = [n for n in names if n not in frame.columns]
     if missing:
@@ -119,6 +142,7 @@ def _frame_table(frame: pd.DataFrame, names: Sequence[str], source: str, first_r
             source, 0, f"columns {list(names)} (missing {missing}; rename them or pass the column names)",
             list(map(str, frame.columns)),
         )  # fmt: skip
+    _check_unique(source, names, frame.columns)
     pa = _pyarrow()
 
     def column(name: str) -> Any:
@@ -137,17 +161,15 @@ def _arrow_table(table: Any, names: Sequence[str], source: str, first_row: int =
     missing = [n for n in names if n not in table.column_names]
     if missing:
         raise TrecFormatError(source, 0, f"columns {list(names)} (missing {missing})", table.column_names)
+    _check_unique(source, names, table.column_names, first_row - 1)
     return _Table(source, {n: table.column(n).combine_chunks() for n in names}, table.num_rows, first_row)
 
 
 def _strings(t: _Table, name: str) -> tuple[bytes, np.ndarray, np.ndarray]:
     """A text column as ``(utf-8 bytes, start offsets, lengths)``; numbers become their decimal text."""
-    values = t.columns[name]
+    values = _id_values(t, name)
     pa = _pyarrow()
     if pa is not None and isinstance(values, pa.Array):
-        if values.null_count:
-            row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
-            raise t.error(row, name, "a value in every row", None)
         if not pa.types.is_large_string(values.type):
             values = values.cast(pa.large_string())
         _, offsets_buf, data_buf = values.buffers()
@@ -156,11 +178,83 @@ def _strings(t: _Table, name: str) -> tuple[bytes, np.ndarray, np.ndarray]:
         return data, offsets[:-1].copy(), np.diff(offsets)
     encoded = []
     for row, v in enumerate(values):
-        if v is None or (isinstance(v, float) and v != v):
+        if _missing(v):
             raise t.error(row, name, "a value in every row", v)
-        encoded.append(str(v).encode("utf-8", errors="surrogateescape"))
+        text = _float_id(t, row, name, float(v)) if isinstance(v, float | np.floating) else str(v)
+        encoded.append(text.encode("utf-8", errors="surrogateescape"))
     lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
     return b"".join(encoded), np.cumsum(lengths) - lengths, lengths
+
+
+def _missing(v: object) -> bool:
+    """Whether a Python value of an id column stands for a missing one: None, NaN, and also pandas' ``pd.NA``
+    and ``NaT``, which ``str`` would spell ``<NA>`` and ``NaT`` and so join as ordinary ids."""
+    if v is None:
+        return True
+    if isinstance(v, str):
+        return False
+    if isinstance(v, float):
+        return v != v
+    try:
+        import pandas as pd
+    except ImportError:
+        return False
+    missing = pd.isna(v)
+    return isinstance(missing, bool | np.bool_) and bool(missing)
+
+
+def _id_values(t: _Table, name: str) -> Any:
+    """An id column (qid or docno) with a value in every row, float ids spelled by :func:`_float_ids`."""
+    values = t.columns[name]
+    pa = _pyarrow()
+    if pa is None or not isinstance(values, pa.Array):
+        return values
+    if values.null_count:
+        row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
+        raise t.error(row, name, "a value in every row", None)
+    if pa.types.is_floating(values.type):
+        return _float_ids(t, name, values.to_numpy(zero_copy_only=False).astype(np.float64))
+    return values
+
+
+# A float id at or beyond 2**53 may be one of several integers (2**53 + 1 is stored as 2**53)
+_EXACT_FLOAT_IDS = 2.0**53
+_FLOAT_ID_WHAT = (
+    "an id that a float holds exactly (a whole number below 2**53 in magnitude, or a fraction; "
+    "store larger ids as integers or text)"
+)
+
+
+def _float_ids(t: _Table, name: str, array: np.ndarray) -> Any:
+    """A float id column as text, the same on every path: a whole number as its integer (``5e10`` and
+    ``50000000000.0`` are ``50000000000``, as in an integer column or a TREC file), any other value as
+    Python's shortest round-trip ``repr``. A NaN is a missing value; an infinity or a whole number whose
+    float cannot tell it from its neighbours is refused rather than spelt as some other id."""
+    pa = _pyarrow()
+    bad = np.isnan(array)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise t.error(row, name, "a value in every row", array[row].item())
+    whole = array == np.round(array)
+    bad = np.isinf(array) | (whole & (np.abs(array) >= _EXACT_FLOAT_IDS))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise t.error(row, name, _FLOAT_ID_WHAT, array[row].item())
+    if whole.all():
+        return pa.array(array.astype(np.int64)).cast(pa.large_string())
+    texts = [str(int(v)) if v.is_integer() else repr(v) for v in array.tolist()]
+    return pa.array(texts, type=pa.large_string())
+
+
+def _float_id(t: _Table, row: int, name: str, v: float) -> str:
+    """One float id as :func:`_float_ids` spells it (the Python path for object columns)."""
+    if v != v:
+        raise t.error(row, name, "a value in every row", v)
+    if v.is_integer() and abs(v) < _EXACT_FLOAT_IDS:
+        return str(int(v))
+    if v.is_integer() or math.isinf(v):
+        raise t.error(row, name, _FLOAT_ID_WHAT, v)
+    return repr(v)
 
 
 _INT64_WHAT = "an integer relevance label within the int64 range"
@@ -174,6 +268,7 @@ def _numbers(t: _Table, name: str, integer: bool) -> np.ndarray:
     exact = _integer_labels(t, name, values, pa) if integer else None
     if exact is not None:
         return exact
+    array = None
     if pa is not None and isinstance(values, pa.Array):
         if values.null_count:
             row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
@@ -181,20 +276,14 @@ def _numbers(t: _Table, name: str, integer: bool) -> np.ndarray:
         try:
             array = values.cast(pa.float64()).to_numpy(zero_copy_only=False)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            array = None
-    else:
+            values = values.to_pylist()
+    elif not any(isinstance(v, str | bytes) for v in values):  # numpy would take " 1" and "1_0" as Python does
         try:
             array = np.asarray(values, dtype=np.float64)
         except (TypeError, ValueError):
-            array = None
-    if array is None:  # find the first row that is not a number, to name it
-        raw = values.to_pylist() if pa is not None and isinstance(values, pa.Array) else list(values)
-        for row, v in enumerate(raw):
-            try:
-                float(v)
-            except (TypeError, ValueError):
-                raise t.error(row, name, what, v) from None
-        raise t.error(0, name, what, raw[:1])  # not reached
+            pass
+    if array is None:
+        array = _python_numbers(t, name, list(values), what)
     bad = np.isnan(array) | (np.isinf(array) | (array != np.round(array)) if integer else False)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
@@ -206,6 +295,30 @@ def _numbers(t: _Table, name: str, integer: bool) -> np.ndarray:
             row = int(np.flatnonzero(outside)[0])
             raise t.error(row, name, _INT64_WHAT, array[row].item())
     return array.astype(np.int64) if integer else array
+
+
+def _python_numbers(t: _Table, name: str, values: list, what: str) -> np.ndarray:
+    """A number column that pyarrow or numpy could not convert, value by value, naming the first bad row.
+
+    Text is read as a field of a TREC file is: :func:`_text_number` refuses the spaces and digit-group
+    underscores that Python's ``float`` takes (``" 1"``, ``"1_0"``) and pyarrow does not, so every path
+    accepts the same values and an error names the row that holds the bad one.
+    """
+    out = np.empty(len(values), dtype=np.float64)
+    for row, v in enumerate(values):
+        try:
+            out[row] = _text_number(v) if isinstance(v, str | bytes) else float(v)
+        except (TypeError, ValueError, OverflowError):
+            raise t.error(row, name, what, v) from None
+    return out
+
+
+def _text_number(text: str | bytes) -> float:
+    """``float`` of one text value, as the TREC reader parses a field: ASCII, no whitespace, no ``_``."""
+    raw = text.encode("utf-8", errors="surrogateescape") if isinstance(text, str) else text
+    if not raw.isascii() or b"_" in raw or len(raw.split()) != 1 or raw.strip() != raw:
+        raise ValueError(text)
+    return float(raw)
 
 
 def _integer_labels(t: _Table, name: str, values: Any, pa: Any) -> np.ndarray | None:
@@ -228,8 +341,8 @@ def _integer_labels(t: _Table, name: str, values: Any, pa: Any) -> np.ndarray | 
 def _query_ids(t: _Table, name: str) -> tuple[list[str], np.ndarray]:
     """Distinct qids in first-appearance order and each row's index into them."""
     pa = _pyarrow()
-    values = t.columns[name]
-    if pa is not None and isinstance(values, pa.Array) and not values.null_count:
+    values = _id_values(t, name)
+    if pa is not None and isinstance(values, pa.Array):
         # a hash table in C; its dictionary lists the values in order of first appearance
         encoded = values.cast(pa.large_string()).dictionary_encode()
         return encoded.dictionary.to_pylist(), encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32)
@@ -380,6 +493,7 @@ def read_table(
             if isinstance(error, TrecFormatError):
                 raise
             schema = pq.read_schema(source)
+            _check_unique(source, names, schema.names)
             raise TrecFormatError(source, 0, f"columns {list(names)}", schema.names) from None
     elif fmt in ("csv", "tsv"):
         table = _csv_table(source, names, "\t" if fmt == "tsv" else ",")
@@ -417,12 +531,16 @@ def _csv_table(source: str, names: Sequence[str], delimiter: str) -> _Table:
     missing = [n for n in names if n not in header]
     if missing:
         raise TrecFormatError(source, 1, f"a header row naming columns {list(names)} (missing {missing})", header)
+    _check_unique(source, names, header, 1)
     index = [header.index(n) for n in names]
     rows = list(reader)
     for lineno, row in enumerate(rows, 2):
         if len(row) != len(header):
             raise TrecFormatError(source, lineno, f"{len(header)} fields, as the header", row)
-    return _Table(source, {n: [row[i] for row in rows] for n, i in zip(names, index, strict=True)}, len(rows), 2)
+    columns = {n: [row[i] for row in rows] for n, i in zip(names, index, strict=True)}
+    # pyarrow's CSV reader takes " 1" as the number 1 (it trims spaces and tabs around numbers); so does this one
+    columns[names[2]] = [v.strip(" \t") for v in columns[names[2]]]
+    return _Table(source, columns, len(rows), 2)
 
 
 def to_dataframe(file: TrecFile | TrecBatch) -> pd.DataFrame:
