@@ -27,7 +27,8 @@ def read_letor(path: str | os.PathLike[str], *, n_features: int | None = None) -
 
     Args:
         path: The data file.
-        n_features: Number of feature columns; defaults to the largest feature index in the file.
+        n_features: Number of feature columns; defaults to the largest feature index in the file (up to
+            :data:`torchrank.io.svmlight.MAX_INFERRED_FEATURES`; pass it for wider files).
 
     Returns:
         A ``TensorDataset`` of ``features [Q, N, F]`` (float32), ``labels [Q, N]`` (float32) and
