@@ -282,6 +282,22 @@ def test_classes_of_the_new_measures_equal_their_functions():
         assert metric.compute().item() == pytest.approx(expected.item(), abs=1e-6)
 
 
+def test_classes_of_the_new_measures_take_flat_updates():
+    """Flat items whose queries span updates (judged@k has no empty-query option: the flat validation's own
+    'neg' used to be refused as an input the functional lacks)."""
+    preds, target, judged, _ = _tied_lists(9)
+    n = preds.shape[-1]
+    flat = {"preds": preds.reshape(-1), "target": target.reshape(-1), "judged": judged.reshape(-1),
+            "indexes": torch.arange(preds.shape[0]).repeat_interleave(n)}
+    for metric, function in ((JudgedFraction(k=3, ties="first"), F.judged_fraction),
+                             (InfAP(ties="first"), F.inferred_average_precision)):  # fmt: skip
+        half = flat["preds"].numel() // 2 + 1  # the middle query split over the two updates
+        for part in (slice(0, half), slice(half, None)):
+            metric.update(**{name: x[part] for name, x in flat.items()})
+        expected = function(**flat, **({"k": 3} if metric.k else {}), ties="first")
+        assert metric.compute().item() == pytest.approx(expected.item(), abs=1e-6)
+
+
 # ---------------------------------------------------------------------------------------------------- CLI
 
 

@@ -97,6 +97,10 @@ class FunctionalMetric(RankingMetric):
             if "judged" not in _parameters(type(self)._function):
                 inputs.pop("judged", None)
         given = {name: value for name, value in inputs.items() if value is not None}
+        if "empty_target_action" not in _parameters(type(self)._function):
+            # the flat updates' validation asks for "neg" (a query may be split over updates); a functional with
+            # no such option (judged@k) has no empty-query rule to override
+            given.pop("empty_target_action", None)
         unread = set(given) - _parameters(type(self)._function)
         if unread:
             raise ValueError(f"{type(self).__name__} does not take {sorted(unread)}: its functional has no such input.")
