@@ -12,6 +12,7 @@ from torchmetrics import MetricCollection
 
 import torchrank.functional as F
 import torchrank.metrics as M
+from torchrank.compat import RetrievalMRR
 
 # (class, functional, kwargs)
 PAIRS = [
@@ -347,3 +348,38 @@ def test_changing_k_after_construction_is_refused_even_in_place():
     metric.k.append(20)
     with pytest.raises(ValueError, match="`k` changed"):
         metric.update(torch.randn(2, 6), torch.ones(2, 6))
+
+
+_NAN = float("nan")
+_GOOD_AND_BAD = {  # a metric, two valid batches and one its update refuses
+    "dense": (lambda: M.MRR(), ([[0.9, 0.1]], [[1, 0]]), ([[0.2, 0.7]], [[1, 0]]), ([[_NAN, 0.1]], [[1, 0]])),
+    "flat": (lambda: M.NDCG(), ([0.9, 0.1], [1, 0], [0, 0]), ([0.2, 0.7], [1, 0], [1, 1]),
+             ([_NAN, 0.1], [1, 0], [2, 2])),
+    "compat": (lambda: RetrievalMRR(), ([0.9, 0.1], [1, 0], [0, 0]), ([0.2, 0.7], [1, 0], [1, 1]),
+               ([_NAN, 0.1], [1, 0], [2, 2])),
+    "ids": (lambda: M.Coverage(k=2, num_items=5), ([[0, 1]],), ([[3, 1]],), ([[0.5, 1.0]],)),
+    "gauc": (lambda: M.GAUC(), ([[0.9, 0.1, 0.5]], [[1, 0, 0]]), ([[0.2, 0.7]], [[1, 0]]), ([[0.9, 0.1]], [[1, 0, 0]])),
+}
+
+
+def _call(metric, batch):
+    tensors = [torch.tensor(x) for x in batch]
+    if len(tensors) == 3:
+        return metric(tensors[0], tensors[1], indexes=tensors[2])
+    return metric(*tensors)
+
+
+@pytest.mark.parametrize("case", list(_GOOD_AND_BAD))
+def test_a_refused_forward_keeps_the_accumulated_state(case):
+    """torchmetrics' forward resets the metric before updating it with the batch: a refused batch lost the state
+    accumulated before it. Now the metric is as it was, and later batches add to it as to one that never saw it."""
+    make, good, later, bad = _GOOD_AND_BAD[case]
+    metric, clean = make(), make()
+    for m in (metric, clean):
+        _call(m, good)
+    with pytest.raises(ValueError):
+        _call(metric, bad)
+    for m in (metric, clean):
+        _call(m, later)
+    torch.testing.assert_close(metric.compute(), clean.compute(), equal_nan=True)
+    assert metric._update_count == clean._update_count == 2

@@ -21,11 +21,12 @@ from torchmetrics.utilities.distributed import gather_all_tensors
 import torchrank.functional as F
 from torchrank.compat._retrieval import check_arguments, check_binary, flat_input
 from torchrank.functional.checks import TIES, check_choice
+from torchrank.metrics._base import KeepStateOnError
 
 _EMPTY_MESSAGE = "`compute` method was provided with a query with no positive target."
 
 
-class RetrievalPrecisionRecallCurve(Metric):
+class RetrievalPrecisionRecallCurve(KeepStateOnError, Metric):
     """``torchmetrics.retrieval.RetrievalPrecisionRecallCurve``: P@k and R@k for ``k = 1..max_k`` per query,
     aggregated over queries; ``compute`` returns ``(precision [max_k], recall [max_k], top_k [max_k])``.
 

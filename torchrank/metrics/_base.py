@@ -26,7 +26,29 @@ from torchrank.functional.ids import ids_to_dense
 AGGREGATIONS = ("mean", "median", "min", "max")
 
 
-class RankingMetric(Metric):
+class KeepStateOnError:
+    """Mixin for a torchmetrics ``Metric``: a ``forward`` whose batch is refused leaves the metric as it was.
+
+    torchmetrics' ``forward`` saves the accumulated state, resets the metric, updates it with the batch alone, then
+    merges the saved state back: a batch that ``update`` (or ``compute``) refuses lost everything accumulated
+    before it, although a refused ``update`` leaves the state unchanged. The instance's attributes are put back as
+    they were (``reset`` clears list states in place: their items are kept in a copy; tensor states are replaced,
+    not written, by the reset and the batch's update).
+    """
+
+    @torch.jit.unused  # as torchmetrics' own forward: a scripted metric has no forward
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        saved = {name: list(value) if isinstance(value, list) else value for name, value in vars(self).items()}
+        try:
+            return super().forward(*args, **kwargs)  # type: ignore[misc]
+        except Exception:
+            for name in set(vars(self)) - set(saved):
+                delattr(self, name)
+            vars(self).update(saved)
+            raise
+
+
+class RankingMetric(KeepStateOnError, Metric):
     """Accumulates one or several ranking measures; subclasses say which (``_values``) and how they are named.
 
     Args:

@@ -16,6 +16,7 @@ from torchmetrics import Metric
 from torchmetrics.utilities.distributed import gather_all_tensors
 
 from torchrank.functional.per_query_auc import auroc
+from torchrank.metrics._base import KeepStateOnError
 from torchrank.metrics.classes import FunctionalMetric
 
 __all__ = ["AUROC", "GAUC"]
@@ -37,7 +38,7 @@ class AUROC(FunctionalMetric):
     higher_is_better = True
 
 
-class GAUC(Metric):
+class GAUC(KeepStateOnError, Metric):
     """Group AUC over an epoch: ``sum_q w_q AUROC_q / sum_q w_q`` over queries with both kinds of item, ``w_q``
     the query's number of items (impressions) or the ``weights`` given to ``update`` (e.g. clicks).
 

@@ -31,6 +31,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from torchrank.functional.ids import first_occurrence
+from torchrank.metrics._base import KeepStateOnError
 
 __all__ = [
     "AveragePopularity", "Coverage", "ExposureEntropy", "GiniIndex", "IntraListDiversity", "LongTailShare",
@@ -38,7 +39,7 @@ __all__ = [
 ]
 
 
-class _ListMetric(Metric):
+class _ListMetric(KeepStateOnError, Metric):
     """Shared mechanics: the cut-off, padding and id checks, slots, and the count of ids outside the catalogue."""
 
     is_differentiable = False
