@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import torchrank
 import torchrank.functional as F
 from torchrank.cli import main
 from torchrank.io import read_trec, trec_to_dense
@@ -348,3 +349,18 @@ def test_judged_only_with_flat_input_equals_dense():
     for name in names:
         torch.testing.assert_close(flat[name], dense[name])
         torch.testing.assert_close(dense[name], torch.stack([k[name] for k in kept]))  # the unjudged items removed
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_measures_without_a_tie_average_refuse_only_tied_input_on_every_backend(backend):
+    """infAP and bpref have no tie-averaged form: under ties="average" they refuse tied scores and compute untied
+    ones, on the device backends too (which refused any input, so a metric that worked on CPU failed on CUDA)."""
+    preds, target = torch.tensor([[0.9, 0.5, 0.1]]), torch.tensor([[1, 0, 1]])
+    with torchrank.use_backend(backend):
+        for fn in (F.inferred_average_precision, F.bpref):
+            assert fn(preds, target, ties="average").item() == pytest.approx(fn(preds, target, ties="first").item())
+            with pytest.raises(ValueError, match="has no tie-averaged form"):
+                fn(torch.tensor([[0.9, 0.9, 0.1]]), target, ties="average")
+        metric = RankingMetrics(["infAP", "bpref"])
+        metric.update(preds, target)
+        assert metric.compute()["bpref"].item() == pytest.approx(0.5)

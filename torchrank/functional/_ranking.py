@@ -388,6 +388,12 @@ class Ranking:
             return False
         if not uses_numpy(self.labels):  # the device backends never read the host: closed forms for every row
             return True
+        return self.holds_tie
+
+    @_cached
+    def holds_tie(self) -> bool:
+        """Whether two real items of a row have equal scores: one host read, which off CPU only a measure with no
+        tie-averaged form makes (its refusal must not depend on the backend)."""
         tied = (self.scores[:, 1:] == self.scores[:, :-1]) & self.valid[:, 1:] & self.valid[:, :-1]
         return bool(tied.any())
 

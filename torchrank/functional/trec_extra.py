@@ -36,7 +36,8 @@ def _judged(r: Ranking) -> Tensor:
 
 
 def _refuse_tie_average(r: Ranking, name: str) -> None:
-    if r.averages_ties or r.averaged_over_orders:
+    """Refuse ``ties="average"`` on input with tied scores, on every backend alike (off CPU, one host read)."""
+    if r.averaged_over_orders or (r.averages_ties and r.holds_tie):
         raise ValueError(
             f"{name} has no tie-averaged form: pass ties='first' (trec_eval's order), 'optimistic' or 'pessimistic'."
         )
