@@ -219,6 +219,57 @@ def test_triton_backend_checks_values_and_empty_queries(interpreted):
             F.ndcg(preds, target[:, :3])
 
 
+BACKENDS = ["numpy", "torch", pytest.param("triton", marks=TRITON)]
+INF, NAN = float("inf"), float("nan")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        ({"target": [[INF, 0.0, 1.0, 0.0]]}, r"`target` contains NaN or infinite labels"),
+        ({"target": [[1.0, 0.0, -INF, 0.0]]}, r"`target` contains NaN or infinite labels"),
+        ({"ideal_target": [[NAN, 1.0, 0.0]]}, r"`ideal_target` must hold finite labels >= 0"),
+        ({"ideal_target": [[INF, 1.0, 0.0]]}, r"`ideal_target` must hold finite labels >= 0"),
+    ],
+    ids=["inf target", "-inf target", "nan ideal", "inf ideal"],
+)
+def test_every_backend_refuses_non_finite_labels(backend, bad, match):
+    """Infinite labels (and NaN ideal labels) were let through: NDCG NaN, DCG inf, an infinite ideal making NDCG 0.
+    Every backend refuses them with one message (the triton kernel finds them as it reads the labels), in the
+    functional and in a metric's dense and flat updates; finite labels give the values they gave."""
+    if backend == "triton" and not torch.cuda.is_available() and not backends.triton_interprets():
+        pytest.skip("no CUDA device and no Triton interpreter")
+    preds = torch.tensor([[0.9, 0.4, 0.7, 0.1]])
+    given = {"target": [[1.0, 0.0, 2.0, 0.0]], "ideal_target": [[2.0, 1.0, 0.0]]} | bad
+    target, ideal = (torch.tensor(given[name]) for name in ("target", "ideal_target"))
+    with torchrank.use_backend(backend):
+        for measures in (["ndcg@3"], ["ndcg", "dcg", "err", "rbp", "map"]):  # the fused kernel, and per measure
+            with pytest.raises(ValueError, match=match):
+                F.evaluate(preds, target, measures, ideal_target=ideal)
+        metric = NDCG(k=3)  # a dense update: the device backends raise at compute
+        with pytest.raises(ValueError, match=match):
+            metric.update(preds, target, ideal_target=ideal)
+            metric.compute()
+        flat = NDCG(k=3)  # flat storage reads NaN as "no ideal label given": checked before it is stored
+        with pytest.raises(ValueError, match=match):
+            flat.update(preds[0], target[0], indexes=torch.zeros(4, dtype=torch.long),
+                        ideal_target=torch.nn.functional.pad(ideal[0], (0, 1)))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_finite_labels_and_infinite_scores_still_pass(backend):
+    if backend == "triton" and not torch.cuda.is_available() and not backends.triton_interprets():
+        pytest.skip("no CUDA device and no Triton interpreter")
+    preds, target = torch.tensor([[INF, 0.4, -INF, 0.1]]), torch.tensor([[1.0, 0.0, 2.0, 0.0]])
+    with torchrank.use_backend(backend):
+        got = F.evaluate(preds, target, ["ndcg@3", "err"], ideal_target=torch.tensor([[2.0, 1.0, 0.0]]))
+    with torchrank.use_backend("numpy"):
+        expected = F.evaluate(preds, target, ["ndcg@3", "err"], ideal_target=torch.tensor([[2.0, 1.0, 0.0]]))
+    _assert_equal(got, expected, backend)
+    assert all(torch.isfinite(v).all() for v in got.values())
+
+
 # ------------------------------------------------------------------------------------------------ no host reads
 _READS = {"_local_scalar_dense", "nonzero", "masked_select", "is_nonzero", "item"}
 

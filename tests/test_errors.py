@@ -28,12 +28,16 @@ T = torch.tensor([[1, 0, 1]])
         ({"preds": torch.tensor([[0.3, float("nan"), 0.1]])}, ValueError, r"`preds` contains NaN"),
         ({"target": torch.tensor([[1, -1, 0]])}, ValueError, r"`target` must hold labels >= 0"),
         ({"target": torch.tensor([[1.0, float("nan"), 0]])}, ValueError, r"`target` contains NaN"),
+        ({"target": torch.tensor([[float("inf"), 0, 1.0]])}, ValueError, r"`target` contains NaN or infinite"),
+        ({"target": torch.tensor([[-float("inf"), 0, 1.0]])}, ValueError, r"`target` contains NaN or infinite"),
         ({"preds": torch.empty(1, 0), "target": torch.empty(1, 0)}, ValueError, r"`preds` must not be empty"),
         ({"preds": torch.empty(0, 3), "target": torch.empty(0, 3)}, ValueError, r"`preds` must not be empty"),
         ({"mask": torch.ones(1, 3)}, TypeError, r"`mask` must be a bool tensor"),
         ({"mask": torch.ones(1, 2, dtype=torch.bool)}, ValueError, r"`mask` must have the shape of `preds`"),
         ({"ideal_target": torch.ones(2, 3)}, ValueError, r"`ideal_target` must have shape"),
-        ({"ideal_target": torch.tensor([[1, -2]])}, ValueError, r"`ideal_target` must hold labels >= 0"),
+        ({"ideal_target": torch.tensor([[1, -2]])}, ValueError, r"`ideal_target` must hold finite labels >= 0"),
+        ({"ideal_target": torch.tensor([[float("nan"), 1.0]])}, ValueError, r"`ideal_target` must hold finite"),
+        ({"ideal_target": torch.tensor([[float("inf"), 1.0]])}, ValueError, r"`ideal_target` must hold finite"),
         ({"ties": "random"}, ValueError, r"`ties` must be one of"),
         ({"reduction": "avg"}, ValueError, r"`reduction` must be one of"),
         ({"empty_target_action": "ignore"}, ValueError, r"`empty_target_action` must be one of"),
@@ -62,6 +66,24 @@ def test_bad_arguments(kwargs, error, match):
 def test_bad_indexes(indexes, error, match):
     with pytest.raises(error, match=match):
         F.precision(P[0], T[0], indexes=indexes)
+
+
+@pytest.mark.parametrize("fn", [F.ndcg, F.dcg, F.err, F.rbp, F.precision])
+@pytest.mark.parametrize("layout", ["dense", "flat"])
+def test_infinite_labels_are_refused_not_valued(fn, layout):
+    """An infinite label has no finite gain: NDCG, ERR and RBP were NaN and DCG inf, with no error, and an infinite or
+    NaN ideal label made NDCG 0 (flat input's NaN was a silent "not given"). validate_args refuses them all."""
+    preds, target, ideal = P[0], torch.tensor([float("inf"), 0, 1.0]), torch.tensor([1.0, 0, 1])
+    extra = {"indexes": torch.tensor([0, 0, 1])} if layout == "flat" else {}
+    if layout == "dense":
+        preds, target, ideal = preds[None], target[None], ideal[None]
+    with pytest.raises(ValueError, match=r"`target` contains NaN or infinite labels"):
+        fn(preds, target, **extra)
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match=r"`ideal_target` must hold finite labels >= 0"):
+            fn(preds, ideal, ideal_target=torch.where(ideal > 0, bad, ideal), **extra)
+    finite = fn(preds, ideal, ideal_target=ideal, **extra)  # the finite labels as before
+    assert torch.isfinite(finite).all()
 
 
 def test_a_single_score_is_not_a_list():

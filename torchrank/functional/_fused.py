@@ -123,8 +123,8 @@ def fused_values(
     (the caller reads them), else None; and for ERR under ``"average"``, the lists ``[Q]`` (bool) whose ERR the
     kernel left to the caller: a tie group there holds different labels, whose expectation is a dynamic program over
     the group (the torch backend's), else None; with ``check_values``, the value checks' flags ``[4]`` (bool, in
-    ``VALUE_PROBLEMS``' order: NaN scores, NaN labels, negative labels, negative ideal labels), found by the kernel as
-    it reads the input (no pass of its own), else None."""
+    ``VALUE_PROBLEMS``' order: NaN scores, NaN or infinite labels, negative labels, NaN, infinite or negative ideal
+    labels), found by the kernel as it reads the input (no pass of its own), else None."""
     n = preds.shape[-1]
     preds2 = preds.reshape(-1, n)
     target2 = target.reshape(-1, n)
@@ -254,7 +254,8 @@ if triton is not None:
         labels = tl.load(target_ptr + row * target_stride + pos, mask=inside, other=0).to(tl.float32)
         if CHECK_VALUES:  # the value checks, on what this program reads anyway (padded items count, as elsewhere)
             bits = tl.max((scores != scores).to(tl.int32), 0)
-            bits |= tl.max((labels != labels).to(tl.int32), 0) << 1
+            # x * 0 is 0 for every finite x, NaN for NaN and for an infinity: one test for both (no inf constant)
+            bits |= tl.max((labels * 0.0 != 0.0).to(tl.int32), 0) << 1
             bits |= tl.max((labels < 0).to(tl.int32), 0) << 2
         labels = tl.where(real, labels, 0.0)
 
@@ -310,7 +311,7 @@ if triton is not None:
             ipos = tl.arange(0, IDEAL_BLOCK)
             ideal = tl.load(ideal_ptr + row * ideal_stride + ipos, mask=ipos < m, other=0).to(tl.float32)
             if CHECK_VALUES:
-                bits |= tl.max((ideal < 0).to(tl.int32), 0) << 3
+                bits |= tl.max(((ideal < 0) | (ideal * 0.0 != 0.0)).to(tl.int32), 0) << 3
         else:
             ipos = pos
             ideal = labels

@@ -264,18 +264,25 @@ def _check_values(
     preds: Tensor, target: Tensor, label_limit: float | None
 ) -> tuple[tuple[float, float], tuple[float, float]]:
     """Checks that read values (host reads); skipped with ``validate_args=False``. The smallest and largest score and
-    label they read, which the CPU keys reuse (a NaN makes the smallest NaN: it is found on the way)."""
+    label they read, which the CPU keys reuse (a NaN makes the smallest NaN: it is found on the way; an infinite label
+    is the largest or the smallest)."""
     scores = value_range(preds)
     if math.isnan(scores[0]):
         _raise_problem(0)
     labels = value_range(target)
-    if math.isnan(labels[0]):
+    if not _finite_range(labels):  # an infinite gain makes the measures NaN or inf, with no error of their own
         _raise_problem(1)
     if labels[0] < 0:
         _raise_problem(2)
     if label_limit is not None and labels[1] > label_limit:
         _raise_problem(4)
     return scores, labels
+
+
+def _finite_range(bounds: tuple[float, float]) -> bool:
+    """Whether the values whose :func:`value_range` is ``bounds`` are all finite: no NaN (it makes both bounds NaN),
+    no infinity (it is a bound)."""
+    return math.isfinite(bounds[0]) and math.isfinite(bounds[1])
 
 
 def value_range(x: Tensor) -> tuple[float, float]:
@@ -297,9 +304,9 @@ def value_range(x: Tensor) -> tuple[float, float]:
 # what value_problems flags, in its order: (argument, what is wrong)
 VALUE_PROBLEMS = (
     ("preds", "contains NaN scores; a NaN has no place in a ranking"),
-    ("target", "contains NaN labels"),
+    ("target", "contains NaN or infinite labels"),
     ("target", "must hold labels >= 0, got a negative label"),
-    ("ideal_target", "must hold labels >= 0 (pad with 0), got a negative label"),
+    ("ideal_target", "must hold finite labels >= 0 (pad with 0), got a NaN, infinite or negative label"),
     *(
         (name, "holds a label whose exponential gain 2^label - 1 overflows the working dtype (the largest is label 127 "
          "in float32, 1023 with float64 scores: pass preds.double(), or use gain='linear')")
@@ -312,8 +319,9 @@ def value_problems(
     preds: Tensor, target: Tensor, ideal_target: Tensor | None = None, *, label_limit: float | None = None
 ) -> Tensor:
     """The value checks as flags on the device, nothing read to the host ``[6]`` bool, in :data:`VALUE_PROBLEMS`'
-    order: NaN scores, NaN labels, negative labels, negative ideal labels, then labels and ideal labels above
-    ``label_limit`` (exponential DCG's largest label; None: no limit). Padded items count, as on every backend.
+    order: NaN scores, NaN or infinite labels, negative labels, NaN, infinite or negative ideal labels, then labels
+    and ideal labels above ``label_limit`` (exponential DCG's largest label; None: no limit). Padded items count, as
+    on every backend. Infinite scores rank (first or last); an infinite label has no finite gain, so it is refused.
 
     Example:
         >>> import torch
@@ -322,12 +330,16 @@ def value_problems(
     """
     false = _false(preds.device)
     nan_preds = torch.isnan(preds).any() if preds.is_floating_point() else false
-    nan_target = torch.isnan(target).any() if target.is_floating_point() else false
+    not_finite = _not_finite(target)
     negative = (target < 0).any() if target.dtype != torch.bool else false
     ideal = ideal_target is not None and ideal_target.dtype != torch.bool
-    negative_ideal = (ideal_target < 0).any() if ideal else false
-    return torch.stack([nan_preds, nan_target, negative, negative_ideal, *_labels_above(target, ideal_target,
-                                                                                         label_limit)])
+    bad_ideal = ((ideal_target < 0).any() | _not_finite(ideal_target)) if ideal else false
+    return torch.stack([nan_preds, not_finite, negative, bad_ideal, *_labels_above(target, ideal_target, label_limit)])
+
+
+def _not_finite(labels: Tensor) -> Tensor:
+    """Whether float ``labels`` hold a NaN or an infinity (``[]`` bool on the device; False for integer labels)."""
+    return ~torch.isfinite(labels).all() if labels.is_floating_point() else _false(labels.device)
 
 
 def labels_above(target: Tensor, ideal_target: Tensor | None, label_limit: float | None) -> Tensor:
@@ -405,8 +417,8 @@ def _format_ideal(
         return target
     _check_ideal(ideal_target, batch_shape, device)
     if validate_args and uses_numpy(ideal_target) and ideal_target.dtype != torch.bool and ideal_target.numel():
-        lowest, highest = value_range(ideal_target)  # as the target's labels (_check_values); a NaN passes both
-        if lowest < 0:
+        lowest, highest = value_range(ideal_target)  # as the target's labels (_check_values)
+        if lowest < 0 or not _finite_range((lowest, highest)):  # a NaN passes `< 0`: finiteness catches it
             _raise_problem(3)
         if label_limit is not None and highest > label_limit:
             _raise_problem(5)
