@@ -192,3 +192,18 @@ def test_nan_scores_are_refused_in_every_layout(dtype, layout):
     with pytest.raises(ValueError, match=r"`preds` contains NaN"):
         F.ndcg(preds, target, k=2)
     F.ndcg(torch.nan_to_num(preds.clone(), nan=float("inf")), target, k=2)
+
+
+def test_bpref_num_judged_is_one_integer_count_per_query():
+    """A 0-d count for one query works; a count for another number of queries, a float or a negative count is
+    refused (one count was silently broadcast to every query, and -5 or 2.5 gave a value)."""
+    preds, target = torch.tensor([0.9, 0.8, 0.7, 0.6]), torch.tensor([1, 0, 1, 0])
+    assert F.bpref(preds, target, num_judged=torch.tensor(4)).item() == F.bpref(preds, target).item() == 0.75
+    two = {"preds": torch.stack([preds, preds]), "target": torch.stack([target, target])}
+    for counts in (torch.tensor([4]), torch.tensor([4, 4, 4])):
+        with pytest.raises(ValueError, match=r"`num_judged` must hold one count per query \(2\)"):
+            F.bpref(**two, num_judged=counts)
+    with pytest.raises(ValueError, match="`num_judged` must be an integer tensor of counts"):
+        F.bpref(preds, target, num_judged=torch.tensor(2.5))
+    with pytest.raises(ValueError, match="`num_judged` must hold counts >= 0"):
+        F.bpref(preds, target, num_judged=torch.tensor(-5))

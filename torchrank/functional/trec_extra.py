@@ -54,7 +54,10 @@ def _bpref(r: Ranking, ks: Sequence[int | None], num_judged: Tensor | None = Non
     if num_judged is None:
         big_nr = nonrel.sum(1, keepdim=True)
     else:
-        big_nr = num_judged.to(r.dtype).unsqueeze(1) - big_r
+        if num_judged.numel() != r.num_queries:  # a silent broadcast would give every query the same count
+            raise ValueError(f"Argument `num_judged` must hold one count per query ({r.num_queries}), got shape "
+                             f"{tuple(num_judged.shape)}.")
+        big_nr = num_judged.reshape(-1, 1).to(r.dtype) - big_r
     share = 1 - torch.minimum(above, big_r) / torch.minimum(big_nr, big_r).clamp_min(1)
     terms = torch.where(above > 0, share, 1) * rel
     # summed one by one in rank order as trec_eval does (a cumulative sum's end): bpref often lands exactly on a
@@ -159,6 +162,18 @@ def _count(r: Ranking, ks: Sequence[int | None], what: str = "ret") -> tuple[Ten
     return value.unsqueeze(1).expand(-1, len(ks)), _none(r)
 
 
+def _check_num_judged(num_judged: object, validate_args: bool) -> None:
+    """``num_judged`` is None or an integer tensor of counts; ``>= 0`` when values are checked (one host read)."""
+    if num_judged is None:
+        return
+    if not isinstance(num_judged, Tensor) or num_judged.is_floating_point() or num_judged.is_complex() \
+            or num_judged.dtype == torch.bool:
+        shown = f"dtype {num_judged.dtype}" if isinstance(num_judged, Tensor) else type(num_judged).__name__
+        raise ValueError(f"Argument `num_judged` must be an integer tensor of counts, one per query, got {shown}.")
+    if validate_args and num_judged.numel() and bool((num_judged < 0).any()):
+        raise ValueError("Argument `num_judged` must hold counts >= 0, got a negative one.")
+
+
 @with_common_args
 def bpref(
     preds: Tensor,
@@ -197,6 +212,7 @@ def bpref(
         >>> bpref(preds, target, judged=torch.tensor([True, False, True, True, True]))
         tensor(0.7500)
     """
+    _check_num_judged(num_judged, validate_args)
     return run_measure(
         _bpref, preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
         empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
