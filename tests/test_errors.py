@@ -207,3 +207,13 @@ def test_bpref_num_judged_is_one_integer_count_per_query():
         F.bpref(preds, target, num_judged=torch.tensor(2.5))
     with pytest.raises(ValueError, match="`num_judged` must hold counts >= 0"):
         F.bpref(preds, target, num_judged=torch.tensor(-5))
+
+
+def test_a_zero_dimensional_tensor_cut_off():
+    """``k=torch.tensor(2)`` is the cut-off 2 (it gave 'iteration over a 0-d tensor'); a float or bool one is
+    refused by name."""
+    preds, target = torch.rand(3, 6, generator=torch.Generator().manual_seed(0)), torch.tensor([[1, 0, 2, 0, 1, 0]] * 3)
+    torch.testing.assert_close(F.ndcg(preds, target, k=torch.tensor(2)), F.ndcg(preds, target, k=2))
+    for k in (torch.tensor(2.0), torch.tensor(True)):
+        with pytest.raises(TypeError, match="`k` must be a positive int"):
+            F.ndcg(preds, target, k=k)

@@ -67,6 +67,10 @@ def normalize_k(k: int | Sequence[int] | None) -> tuple[list[int | None], bool]:
     """
     if k is None:
         return [None], False
+    if isinstance(k, Tensor) and k.ndim == 0:  # one cut-off, as the elements of a tensor of cut-offs are
+        if k.is_floating_point() or k.is_complex() or k.dtype == torch.bool:
+            raise TypeError(f"Argument `k` must be a positive int or a sequence of positive ints, got {k!r}.")
+        k = int(k)
     if _is_int(k):
         ks = [k]
         is_seq = False
