@@ -372,6 +372,7 @@ def deferred_value_checks() -> Iterator[list[Tensor]]:
     Example:
         >>> import torch, torchrank
         >>> from torchrank.functional import ndcg
+        >>> from torchrank.functional.checks import deferred_value_checks  # the package's (not a doctest's copy)
         >>> with torchrank.use_backend("torch"), deferred_value_checks() as found:
         ...     _ = ndcg(torch.tensor([[float("nan"), 0.5]]), torch.tensor([[1, 0]]))
         >>> found[0].tolist()
