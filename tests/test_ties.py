@@ -535,7 +535,7 @@ def test_ideal_head_selection_equals_the_sort(dtype):
     and other heads (short rows, deep cut-offs, whole lists) sorted whole by them: each must equal the head of a
     descending sort, for rows with fewer positive labels than the cut-off and rows of zeros; labels with the sign bit
     set (negative, unvalidated, or -0.0) must take the float sort."""
-    from torchrank.functional._ranking import _descending
+    from torchrank.functional._numpy_keys import descending_rows
 
     g = torch.Generator().manual_seed(5)
     labels = (torch.randint(0, 40, (30, 900), generator=g) / 4).to(dtype)
@@ -552,7 +552,7 @@ def test_ideal_head_selection_equals_the_sort(dtype):
         for rows in (labels, labels[:, :100].contiguous()):  # rows of 100: too short to select from, sorted whole
             want = torch.sort(rows, dim=1, descending=True).values
             for depth in (1, 10, 200, 400, None):  # 400 of 900, and the whole list: sorted whole
-                got = _descending(rows, depth)
+                got = descending_rows(rows, depth)
                 assert got.dtype == dtype and got.is_contiguous()
                 assert torch.equal(got, want[:, :depth])
 

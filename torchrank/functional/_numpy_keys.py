@@ -1,5 +1,6 @@
 """The numpy backend's sort keys: packed 64-bit keys (ordered score bits high, the item index or the label low),
-sorted block by block of rows with numpy's SIMD sort, and the selection of each row's head before any key is built.
+sorted block by block of rows with numpy's SIMD sort, and the selection of each row's head before any key is built;
+and the ideal's rows sorted descending (:func:`descending_rows`, by the same selection of a head).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from torch import Tensor
 
 from torchrank.functional._inputs import RankingInput
 from torchrank.functional._ranking import _ROW_BLOCK_ITEMS, Ranking, _ranks_every_judged_item, row_blocks
+from torchrank.functional.backends import uses_numpy
 
 # the low half of a label key per tie order: None keeps the label's bits (any order within a tie group will do:
 # "average" averages it whole); else an ordered int32 xor this, read unsigned: ascending labels (pessimistic,
@@ -415,3 +417,24 @@ def _nonnegative_head(values: np.ndarray, depth: int | None, select: bool = True
     if not select and depth is not None and depth < head.shape[1]:
         head = head[:, :depth].copy()
     return np.negative(head, out=head).view(values.dtype)
+
+
+def descending_rows(values: Tensor, depth: int | None) -> Tensor:
+    """Each row of ``values`` sorted descending, the first ``depth`` (all for None) ``[Q, <=M]``: the ideal ranking's
+    labels or gains (:meth:`Ranking.ideal_gains`), by the fastest route of their device."""
+    if not uses_numpy(values):
+        if depth is not None and depth < values.shape[1]:
+            return torch.topk(values, depth, dim=1).values
+        return torch.sort(values, dim=1, descending=True).values
+    if values.dtype in (torch.float32, torch.float64):
+        head = _nonnegative_head(values.numpy(), depth, select=_partitioned(depth, values.shape[1]))
+        if head is not None:
+            return torch.from_numpy(head)
+        # numpy's SIMD sort of the values, ascending, read backwards: faster on CPU than torch.sort, and
+        # than torch.topk for any cut-off past a handful
+        descending = np.sort(values.numpy(), axis=1)[:, ::-1]
+        return torch.from_numpy((descending if depth is None else descending[:, :depth]).copy())
+    if depth is not None and _cpu_topk_is_partial(depth, values.shape[1]):
+        return torch.topk(values, depth, dim=1).values  # cheaper than a full sort for small cut-offs
+    ordered = torch.sort(values, dim=1, descending=True).values
+    return ordered if depth is None else ordered[:, :depth]

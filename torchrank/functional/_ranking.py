@@ -386,9 +386,8 @@ class Ranking:
         finding out would synchronise the device)."""
         if self.ties != "average":
             return False
-        if not uses_numpy(self.labels):  # the device backends never read the host: closed forms for every row
-            return True
-        return self.holds_tie
+        # the device backends never read the host: closed forms for every row
+        return not uses_numpy(self.labels) or self.holds_tie
 
     @_cached
     def holds_tie(self) -> bool:
@@ -513,34 +512,12 @@ class Ranking:
     def ideal_gains(self, gain: Gain, depth: int | None = None) -> Tensor:
         """Gains of the judged items sorted descending, the top ``depth`` of them (all for None) ``[Q, <=M]``; a
         callable's negative gains count 0 there (the ideal ranking gains nothing from them: trec_eval's ideal DCG)."""
+        from torchrank.functional._numpy_keys import descending_rows  # it builds on this module
+
         if callable(gain):  # any map: the gains first, then their order
-            return _descending(self.gains(gain, self.ideal_labels).clamp_min(0), depth)
+            return descending_rows(self.gains(gain, self.ideal_labels).clamp_min(0), depth)
         # the linear and exponential gains never decrease with the label: sort the labels, map the top ones
-        return self.gains(gain, self.per_ideal_row(lambda labels: _descending(labels, depth)))
-
-
-def _descending(values: Tensor, depth: int | None) -> Tensor:
-    """Each row of ``values`` sorted descending, the first ``depth`` (all for None) ``[Q, <=M]``."""
-    if not uses_numpy(values):
-        if depth is not None and depth < values.shape[1]:
-            return torch.topk(values, depth, dim=1).values
-        return torch.sort(values, dim=1, descending=True).values
-    if values.dtype in (torch.float32, torch.float64):
-        from torchrank.functional._numpy_keys import _nonnegative_head, _partitioned
-
-        head = _nonnegative_head(values.numpy(), depth, select=_partitioned(depth, values.shape[1]))
-        if head is not None:
-            return torch.from_numpy(head)
-        # numpy's SIMD sort of the values, ascending, read backwards: faster on CPU than torch.sort, and
-        # than torch.topk for any cut-off past a handful
-        descending = np.sort(values.numpy(), axis=1)[:, ::-1]
-        return torch.from_numpy((descending if depth is None else descending[:, :depth]).copy())
-    from torchrank.functional._numpy_keys import _cpu_topk_is_partial
-
-    if depth is not None and _cpu_topk_is_partial(depth, values.shape[1]):
-        return torch.topk(values, depth, dim=1).values  # cheaper than a full sort for small cut-offs
-    ordered = torch.sort(values, dim=1, descending=True).values
-    return ordered if depth is None else ordered[:, :depth]
+        return self.gains(gain, self.per_ideal_row(lambda labels: descending_rows(labels, depth)))
 
 
 def rows_any(x: Tensor) -> Tensor:
