@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 import torchrank.functional as F
+from torchrank.functional.checks import is_integer_tensor
 from torchrank.metrics import AUROC, MAP, MRR, NDCG, HitRate, Precision, Recall, RPrecision
 
 _ACTIONS = ("error", "skip", "neg", "pos")
@@ -50,7 +51,7 @@ def flat_input(preds: Any, target: Any, indexes: Any, ignore_index: int | None) 
             raise TypeError(f"Argument `{arg}` must be a torch.Tensor, got {type(value).__name__}.")
     if indexes.shape != preds.shape or preds.shape != target.shape:
         raise ValueError("`indexes`, `preds` and `target` must be of the same shape")
-    if indexes.dtype == torch.bool or indexes.is_floating_point() or indexes.is_complex():
+    if not is_integer_tensor(indexes):
         raise ValueError("`indexes` must be a tensor of long integers")  # other integer dtypes are accepted
     preds, target, indexes = preds.reshape(-1), target.reshape(-1), indexes.reshape(-1)
     if ignore_index is not None:

@@ -68,7 +68,7 @@ def normalize_k(k: int | Sequence[int] | None) -> tuple[list[int | None], bool]:
     if k is None:
         return [None], False
     if isinstance(k, Tensor) and k.ndim == 0:  # one cut-off, as the elements of a tensor of cut-offs are
-        if k.is_floating_point() or k.is_complex() or k.dtype == torch.bool:
+        if not is_integer_tensor(k):
             raise TypeError(f"Argument `k` must be a positive int or a sequence of positive ints, got {k!r}.")
         k = int(k)
     if _is_int(k):
@@ -89,6 +89,11 @@ def normalize_k(k: int | Sequence[int] | None) -> tuple[list[int | None], bool]:
 
 def _is_int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+def is_integer_tensor(x: object) -> bool:
+    """Whether ``x`` is a tensor of integers (not bool, float or complex): ids, counts, cut-offs."""
+    return isinstance(x, Tensor) and not (x.is_floating_point() or x.is_complex() or x.dtype == torch.bool)
 
 
 def format_inputs(

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._chunking import _budget
-from torchrank.functional._inputs import value_range
+from torchrank.functional._inputs import is_integer_tensor, value_range
 from torchrank.functional.backends import uses_numpy
 
 # top-k working memory per catalogue score: the scores' copy a sort-based top-k may make plus its indices
@@ -161,7 +161,7 @@ def _match_numpy(
         return torch.zeros(0, k, dtype=label_dtype), torch.zeros(0, m, dtype=label_dtype)
     labels, label_bits = None, 0
     if relevant_labels is not None:
-        if relevant_labels.is_floating_point() or relevant_labels.is_complex() or relevant_labels.dtype == torch.bool:
+        if not is_integer_tensor(relevant_labels):
             return None
         labels = relevant_labels.numpy()
         low, high = value_range(relevant_labels)
@@ -253,7 +253,7 @@ def first_occurrence(ids: Tensor, pad_id: int = -1) -> Tensor:
         >>> first_occurrence(torch.tensor([[4, 2, 4, -1, 2, 5]]))
         tensor([[ True,  True, False, False, False,  True]])
     """
-    if not _is_integer(ids) or ids.ndim != 2:
+    if not is_integer_tensor(ids) or ids.ndim != 2:
         raise ValueError(f"Argument `ids` must be a [lists, items] integer tensor, got {_describe(ids)}.")
     first = _first_numpy(ids) if uses_numpy(ids) and ids.numel() >= _NUMPY_FIRST_MIN_IDS else None
     if first is None:
@@ -351,7 +351,7 @@ def catalogue_to_dense(
         tensor(0.7500)
     """
     values, ids = top_k_ids(scores, k)
-    if _is_integer(relevant_ids) and relevant_ids.dtype != ids.dtype:
+    if is_integer_tensor(relevant_ids) and relevant_ids.dtype != ids.dtype:
         # item ids are column numbers: matched in the caller's id dtype where it holds them all
         if torch.iinfo(relevant_ids.dtype).max < scores.shape[1] - 1:
             raise ValueError(f"Argument `relevant_ids` has dtype {relevant_ids.dtype}, which cannot hold the "
@@ -365,7 +365,7 @@ def _check_ids(
 ) -> None:
     """Types, shapes, devices and the padding id (no value is read)."""
     for name, ids in (("ranked_ids", ranked_ids), ("relevant_ids", relevant_ids)):
-        if not _is_integer(ids) or ids.ndim != 2:
+        if not is_integer_tensor(ids) or ids.ndim != 2:
             raise ValueError(f"Argument `{name}` must be a [queries, items] integer tensor, got {_describe(ids)}.")
     if ranked_ids.shape[0] != relevant_ids.shape[0]:
         raise ValueError(
@@ -393,11 +393,6 @@ def _check_ids(
         # an id dtype cannot hold it (-1 in uint8): comparisons would wrap it onto a real id on some paths only
         raise ValueError(f"Argument `pad_id` must be an int that {ranked_ids.dtype} ids can hold "
                          f"([{info.min}, {info.max}]), got {pad_id!r}.")
-
-
-def _is_integer(x: object) -> bool:
-    """Whether ``x`` is a tensor of integers (not bool, float or complex)."""
-    return isinstance(x, Tensor) and not (x.is_floating_point() or x.is_complex() or x.dtype == torch.bool)
 
 
 def _describe(x: object) -> str:

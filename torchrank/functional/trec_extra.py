@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
+from torchrank.functional._inputs import is_integer_tensor
 from torchrank.functional._pipeline import run_measure, with_common_args
 from torchrank.functional._ranking import Ranking
 
@@ -166,8 +167,7 @@ def _check_num_judged(num_judged: object, validate_args: bool) -> None:
     """``num_judged`` is None or an integer tensor of counts; ``>= 0`` when values are checked (one host read)."""
     if num_judged is None:
         return
-    if not isinstance(num_judged, Tensor) or num_judged.is_floating_point() or num_judged.is_complex() \
-            or num_judged.dtype == torch.bool:
+    if not is_integer_tensor(num_judged):
         shown = f"dtype {num_judged.dtype}" if isinstance(num_judged, Tensor) else type(num_judged).__name__
         raise ValueError(f"Argument `num_judged` must be an integer tensor of counts, one per query, got {shown}.")
     if validate_args and num_judged.numel() and bool((num_judged < 0).any()):

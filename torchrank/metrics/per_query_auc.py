@@ -15,6 +15,7 @@ from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.distributed import gather_all_tensors
 
+from torchrank.functional.checks import is_integer_tensor
 from torchrank.functional.per_query_auc import auroc
 from torchrank.metrics._base import KeepStateOnError
 from torchrank.metrics.classes import FunctionalMetric
@@ -101,7 +102,7 @@ class GAUC(KeepStateOnError, Metric):
                 shown = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
                 raise ValueError(f"With `indexes`, argument `{name}` must be 1-D with one entry per item "
                                  f"({tuple(indexes.shape)}), got {shown}.")
-        if indexes.dtype == torch.bool or indexes.is_floating_point() or indexes.is_complex():
+        if not is_integer_tensor(indexes):
             raise ValueError(f"Argument `indexes` must be an integer tensor, got dtype {indexes.dtype}.")
         kept = torch.ones_like(preds, dtype=torch.bool) if mask is None else mask.bool()
         self.flat_items.append(torch.stack([preds.to(torch.float64), target.to(torch.float64),

@@ -30,6 +30,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from torchrank.functional.checks import is_integer_tensor
 from torchrank.functional.ids import first_occurrence
 from torchrank.metrics._base import KeepStateOnError
 
@@ -65,8 +66,7 @@ class _ListMetric(KeepStateOnError, Metric):
     def _slots(self, ranked_ids: Tensor) -> tuple[Tensor, Tensor]:
         """The slots ``[B, k]`` of the top-``k`` ids (``id + 1``; 0 below the catalogue, ``num_items + 1`` above
         it) and the first copy of each id that is not padding ``[B, k]`` (bool)."""
-        if not isinstance(ranked_ids, Tensor) or ranked_ids.ndim != 2 or ranked_ids.is_floating_point() \
-                or ranked_ids.is_complex() or ranked_ids.dtype == torch.bool:
+        if not is_integer_tensor(ranked_ids) or ranked_ids.ndim != 2:
             shown = tuple(ranked_ids.shape) if isinstance(ranked_ids, Tensor) else type(ranked_ids).__name__
             raise ValueError(f"Argument `ranked_ids` must be a [queries, k] integer tensor, got {shown}.")
         ids = ranked_ids[:, : self.k] if self.k is not None else ranked_ids
