@@ -26,15 +26,21 @@ def _rbp(
     r: Ranking, ks: Sequence[int | None], p: float, max_label: float | None, residual: bool
 ) -> tuple[Tensor, Tensor]:
     index, k_eff = cutoff_index(r, ks)
-    weights = (1 - p) * torch.pow(torch.as_tensor(p, dtype=r.dtype), r.positions - 1)
+    # p^0, p^1, ... as trec_eval computes them, each the previous times p, and (1 - p) applied to the sum: the same
+    # last bits as trec_eval's, so values on a printed rounding boundary (513/4000) print as its do
+    factors = torch.full((r.list_size + 1,), p, dtype=r.dtype, device=r.labels.device)
+    factors[0] = 1
+    powers = torch.cumprod(factors, 0)
+    weights = powers[:-1]
     if residual:
         unjudged = torch.zeros_like(r.labels) if r.judged is None else (r.valid & ~r.judged).to(r.dtype)
-        unseen = torch.pow(torch.as_tensor(p, dtype=r.dtype), torch.minimum(k_eff, r.num_valid.unsqueeze(1)))
-        residual_values = at_cutoffs(torch.cumsum(r.expected(unjudged) * weights, 1), index) + unseen
+        depth = torch.minimum(k_eff, r.num_valid.unsqueeze(1)).to(torch.int64)
+        unseen = powers[depth.clamp(max=r.list_size)]
+        residual_values = unseen + (1 - p) * at_cutoffs(torch.cumsum(r.expected(unjudged) * weights, 1), index)
         # what unseen items could add does not depend on the judged ones: no empty-query action
         return residual_values, torch.zeros_like(r.has_positive_label)
     gains = r.labels / r.top_label(max_label)
-    return at_cutoffs(torch.cumsum(r.expected(gains) * weights, 1), index), ~r.has_positive_label
+    return (1 - p) * at_cutoffs(torch.cumsum(r.expected(gains) * weights, 1), index), ~r.has_positive_label
 
 
 def _rbp_options(*, p: float, max_label: float | None, residual: bool) -> dict[str, object]:

@@ -35,7 +35,7 @@ from types import MappingProxyType
 import torch
 from torch import Tensor
 
-from torchrank.functional import trec_extra
+from torchrank.functional import trec_extra, trec_gain
 from torchrank.functional.average_precision import (
     _average_precision,
     _average_precision_options,
@@ -380,6 +380,22 @@ DECLARATIONS: tuple[Declaration, ...] = (
     Declaration(
         "unj", "Share of the top k without a judgment.", "linear", trec_extra._unjudged, grammar=False,
         higher_is_better=None, empty_target_action=False, trec=(TrecName("unj", "cuts", (5, 10, 20)),),
+    ),
+    Declaration(
+        "bin_g", "Binary G: mean over relevant items of 1 / log2(2 + non-relevant items above).", "refused",
+        trec_gain._bin_g, takes_k=False, grammar=False, trec=(TrecName("binG"),),
+    ),
+    Declaration(
+        "g", "Normalized gain G (trec_eval's experimental measure, default gains).", "refused", trec_gain._g,
+        takes_k=False, grammar=False, trec=(TrecName("G"),),
+    ),
+    Declaration(
+        "ndcg_rel", "NDCG averaged over the items with a positive gain.", "refused", trec_gain._ndcg_rel,
+        takes_k=False, grammar=False, trec=(TrecName("ndcg_rel"),),
+    ),
+    Declaration(
+        "rndcg", "NDCG averaged at the R levels of the ideal gains.", "refused", trec_gain._rndcg, takes_k=False,
+        grammar=False, trec=(TrecName("Rndcg"),),
     ),
     Declaration(
         "count", "Counts: retrieved, relevant, relevant retrieved, judged non-relevant retrieved.", "linear",
