@@ -43,7 +43,9 @@ def _batch(seed: int, q: int = 6, n: int = 13, tied: bool = True, padded: bool =
     target = torch.randint(0, 4, (q, n), generator=g)
     target[0] = 0  # a query with no relevant item
     mask = torch.rand(q, n, generator=g) > 0.3 if padded else None
-    ideal_target = torch.randint(0, 4, (q, n + 4), generator=g) if ideal else None
+    # the judged labels: the listed items' (the real ones) and 4 more not listed
+    listed = target if mask is None else torch.where(mask, target, 0)
+    ideal_target = torch.cat([listed, torch.randint(0, 4, (q, 4), generator=g)], 1) if ideal else None
     return preds, target, mask, ideal_target
 
 
@@ -177,7 +179,7 @@ def test_triton_backend_single_functions_and_fallbacks(interpreted):
         lambda: F.rbp(preds, target, k=[2, 5], p=0.7, max_label=4, mask=mask),  # a fixed top of the label scale
         lambda: F.rbp(preds, target, p=0.7, residual=True, judged=mask),  # judgments: the torch backend
         lambda: F.evaluate(preds, target, ["rbp.5", "rbp.95", "frp@20"], mask=mask, reduction="none"),
-        lambda: F.r_precision(preds, target, mask=mask, ideal_target=target[:, :5]),
+        lambda: F.r_precision(preds, target, mask=mask, ideal_target=torch.cat([target * mask, target[:, :5]], 1)),
         lambda: F.mean_rank(preds, target, k=[1, 4, 20], mask=mask, ties="pessimistic"),
     ]
     with torchrank.use_backend("triton"):

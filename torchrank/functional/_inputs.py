@@ -15,6 +15,7 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -157,8 +158,14 @@ def format_inputs(
     elif padded or not read_by_blocks(target):  # flat input's padding holds 0 already (_group_flat)
         target = target.to(work)
     ideal = _format_ideal(ideal_target, target, batch_shape, preds.device, work, validate_args, label_limit)
+    if validate_args and uses_numpy(preds) and ideal is not target:
+        top = ranges[1][1] if ranges is not None and integer_labels else None
+        if _misses_labels(target, ideal, top):
+            _raise_problem(IDEAL_MISSES_LABELS)
     if validate_args and not uses_numpy(preds):  # the device backends: checks on the device, one read of their flags
-        report_value_problems(value_problems(*given, label_limit=label_limit))
+        # the ideal labels against the target's of each query, as the rows are formatted (masked, flat input grouped)
+        missing = _false(preds.device) if ideal is target else ideal_misses_labels(target, ideal)
+        report_value_problems(_value_problems(*given, label_limit, missing))
     return RankingInput(
         preds=preds, target=target, mask=mask, ideal_target=ideal, batch_shape=batch_shape, judged=judged,
         padded=padded, padding_last=padding_last, integer_labels=integer_labels,
@@ -208,7 +215,7 @@ def check_dense_inputs(
     if ideal_target is not None:
         _check_ideal(ideal_target, tuple(preds.shape[:-1]), preds.device)
     if validate_args:
-        report_value_problems(value_problems(preds, target, ideal_target))
+        report_value_problems(value_problems(preds, target, ideal_target, mask=mask))
 
 
 def _detached(x: Tensor | None) -> Tensor | None:
@@ -310,7 +317,7 @@ def value_range(x: Tensor) -> tuple[float, float]:
     return values.min().item(), values.max().item()
 
 
-# what value_problems flags, in its order: (argument, what is wrong)
+# what value_problems flags, in its order: (argument, what is wrong); the first four are the fused kernel's own
 VALUE_PROBLEMS = (
     ("preds", "contains NaN scores; a NaN has no place in a ranking"),
     ("target", "contains NaN or infinite labels"),
@@ -321,40 +328,122 @@ VALUE_PROBLEMS = (
          "in float32, 1023 with float64 scores: pass preds.double(), or use gain='linear')")
         for name in ("target", "ideal_target")
     ),
+    ("ideal_target", "must hold the labels of every judged item, the listed ones among them, got a query whose "
+     "ideal_target has fewer labels at or above some value than its target (recall and NDCG would exceed 1)"),
+    ("num_judged", "must count every judged item of its query, at least its R relevant ones, got a count below R"),
 )
+IDEAL_MISSES_LABELS, JUDGED_BELOW_R = 6, 7  # indices in VALUE_PROBLEMS
 
 
 def value_problems(
-    preds: Tensor, target: Tensor, ideal_target: Tensor | None = None, *, label_limit: float | None = None
+    preds: Tensor,
+    target: Tensor,
+    ideal_target: Tensor | None = None,
+    *,
+    label_limit: float | None = None,
+    mask: Tensor | None = None,
 ) -> Tensor:
-    """The value checks as flags on the device, nothing read to the host ``[6]`` bool, in :data:`VALUE_PROBLEMS`'
-    order: NaN scores, NaN or infinite labels, negative labels, NaN, infinite or negative ideal labels, then labels
-    and ideal labels above ``label_limit`` (exponential DCG's largest label; None: no limit). Padded items count, as
-    on every backend. Infinite scores rank (first or last); an infinite label has no finite gain, so it is refused.
+    """The value checks of dense input as flags on the device, nothing read to the host ``[8]`` bool, in
+    :data:`VALUE_PROBLEMS`' order: NaN scores, NaN or infinite labels, negative labels, NaN, infinite or negative ideal
+    labels, labels and ideal labels above ``label_limit`` (exponential DCG's largest label; None: no limit), an
+    ``ideal_target`` that misses labels of ``target`` (:func:`ideal_misses_labels`, on the real items of ``mask``),
+    and last a judged count below R (False here: bpref checks its ``num_judged`` against the ranking's R, with
+    :func:`judged_count_problems`). Padded items count in the others, as on every backend. Infinite scores rank
+    (first or last); an infinite label has no finite gain, so it is refused.
 
     Example:
         >>> import torch
         >>> value_problems(torch.tensor([0.5, float("nan")]), torch.tensor([1, -1]), None).tolist()
-        [True, False, True, False, False, False]
+        [True, False, True, False, False, False, False, False]
+        >>> value_problems(torch.tensor([0.5, 0.2]), torch.tensor([1, 1]), torch.tensor([1, 0, 0])).tolist()[6]
+        True
     """
+    return _value_problems(preds, target, ideal_target, label_limit, _dense_misses_labels(target, ideal_target, mask))
+
+
+def _dense_misses_labels(target: Tensor, ideal_target: Tensor | None, mask: Tensor | None) -> Tensor:
+    """:func:`ideal_misses_labels` of dense ``[..., N]`` input (padded items hold no label), False without an ideal."""
+    if ideal_target is None:
+        return _false(target.device)
+    rows = target if mask is None else torch.where(mask, target, 0)
+    return ideal_misses_labels(rows.reshape(-1, rows.shape[-1]), ideal_target.reshape(-1, ideal_target.shape[-1]))
+
+
+def _value_problems(
+    preds: Tensor, target: Tensor, ideal_target: Tensor | None, label_limit: float | None, missing: Tensor
+) -> Tensor:
+    """:func:`value_problems` with the ideal's missing labels (``[]`` bool) found by the caller."""
     false = _false(preds.device)
     nan_preds = torch.isnan(preds).any() if preds.is_floating_point() else false
     not_finite = _not_finite(target)
     negative = (target < 0).any() if target.dtype != torch.bool else false
     ideal = ideal_target is not None and ideal_target.dtype != torch.bool
     bad_ideal = ((ideal_target < 0).any() | _not_finite(ideal_target)) if ideal else false
-    return torch.stack([nan_preds, not_finite, negative, bad_ideal, *_labels_above(target, ideal_target, label_limit)])
+    above = _labels_above(target, ideal_target, label_limit)
+    return torch.stack([nan_preds, not_finite, negative, bad_ideal, *above, missing, false])
+
+
+def unfused_value_problems(
+    target: Tensor, ideal_target: Tensor | None, *, label_limit: float | None, mask: Tensor | None
+) -> Tensor:
+    """The value checks the fused kernel does not run, as flags on the device ``[4]`` bool: :func:`value_problems`'
+    flags past its first four, for dense input."""
+    missing = _dense_misses_labels(target, ideal_target, mask)
+    return torch.stack([*_labels_above(target, ideal_target, label_limit), missing, _false(target.device)])
+
+
+def ideal_misses_labels(target: Tensor, ideal_target: Tensor) -> Tensor:
+    """Whether a row of ``ideal_target`` ``[Q, M]`` (the labels of every judged item of a query) has fewer labels
+    ``>= t`` than the row of ``target`` ``[Q, N]`` (its listed items, padding 0) for some ``t`` ``[]`` bool, on the
+    device: both rows sorted descending, the target's exceeds the ideal's at a position (or is positive past its
+    length). Without it every measure's ideal is at least the list's own (recall and NDCG at most 1).
+
+    Example:
+        >>> import torch
+        >>> ideal_misses_labels(torch.tensor([[2, 0, 1]]), torch.tensor([[1, 2, 0, 1]])).item()  # 2, 1 and one more 1
+        False
+        >>> ideal_misses_labels(torch.tensor([[2, 0, 2]]), torch.tensor([[1, 2, 0, 1]])).item()  # a second 2 missing
+        True
+    """
+    listed, judged = (torch.sort(x.to(torch.uint8) if x.dtype == torch.bool else x, 1, descending=True).values
+                      for x in (target, ideal_target))
+    m = judged.shape[1]
+    beyond = (listed[:, m:] > 0).any() if listed.shape[1] > m else _false(target.device)
+    return (listed[:, :m] > judged[:, : listed.shape[1]]).any() | beyond
+
+
+def _misses_labels(target: Tensor, ideal: Tensor, top: float | None) -> bool:
+    """:func:`ideal_misses_labels` of CPU rows by numpy (whose sorts beat torch's on CPU); ``top``: the largest of
+    integer labels (read by the value checks), else None. Small integer labels are compared by counts at each value."""
+    listed, judged = (x.numpy() if x.dtype != torch.bfloat16 else x.float().numpy() for x in (target, ideal))
+    if top is not None and top <= _COUNTED_LABELS:
+        return any(bool((np.count_nonzero(listed >= t, 1) > np.count_nonzero(judged >= t, 1)).any())
+                   for t in range(1, int(top) + 1))
+    listed, judged = np.sort(listed, 1)[:, ::-1], np.sort(judged, 1)[:, ::-1]  # descending views
+    n, m = listed.shape[1], judged.shape[1]
+    return bool((listed[:, :m] > judged[:, :n]).any()) or bool((listed[:, m:] > 0).any())
+
+
+_COUNTED_LABELS = 3  # integer labels up to this are compared by counts at each value (a pass each), others by sorts
+
+
+def judged_count_problems(num_judged: Tensor, num_relevant: Tensor) -> Tensor:
+    """:data:`VALUE_PROBLEMS`' flags ``[8]`` bool of a judged count per query (bpref's ``num_judged``) against the
+    relevant items ``R`` ``[Q]`` of the ranking, on the device: only the last can be set, a count below R (a
+    negative one included).
+
+    Example:
+        >>> import torch
+        >>> judged_count_problems(torch.tensor([3, 1]), torch.tensor([2.0, 2.0])).tolist()[-1]
+        True
+    """
+    below = (num_judged.reshape(-1) < num_relevant).any()
+    return torch.stack([_false(below.device)] * JUDGED_BELOW_R + [below])
 
 
 def _not_finite(labels: Tensor) -> Tensor:
     """Whether float ``labels`` hold a NaN or an infinity (``[]`` bool on the device; False for integer labels)."""
     return ~torch.isfinite(labels).all() if labels.is_floating_point() else _false(labels.device)
-
-
-def labels_above(target: Tensor, ideal_target: Tensor | None, label_limit: float | None) -> Tensor:
-    """Whether ``target`` and ``ideal_target`` hold a label above ``label_limit`` ``[2]`` bool, on the device (the
-    last two of :data:`VALUE_PROBLEMS`; False without a limit)."""
-    return torch.stack(_labels_above(target, ideal_target, label_limit))
 
 
 def _labels_above(target: Tensor, ideal_target: Tensor | None, label_limit: float | None) -> list[Tensor]:
@@ -370,7 +459,7 @@ _DEFERRED: contextvars.ContextVar[list[Tensor] | None] = contextvars.ContextVar(
 
 @contextlib.contextmanager
 def deferred_value_checks() -> Iterator[list[Tensor]]:
-    """Inside the block, the device backends' value checks are not read: each call appends its flags (``[6]`` bool,
+    """Inside the block, the device backends' value checks are not read: each call appends its flags (``[8]`` bool,
     in :data:`VALUE_PROBLEMS`' order, on the device) to the yielded list instead of raising. A metric's update runs its
     functional so, and never waits on the device.
 
@@ -381,7 +470,7 @@ def deferred_value_checks() -> Iterator[list[Tensor]]:
         >>> with torchrank.use_backend("torch"), deferred_value_checks() as found:
         ...     _ = ndcg(torch.tensor([[float("nan"), 0.5]]), torch.tensor([[1, 0]]))
         >>> found[0].tolist()
-        [True, False, False, False, False, False]
+        [True, False, False, False, False, False, False, False]
     """
     found: list[Tensor] = []
     token = _DEFERRED.set(found)

@@ -23,9 +23,9 @@ from torchrank.functional._inputs import (
     check_choice,
     check_dense_inputs,
     format_inputs,
-    labels_above,
     normalize_k,
     report_value_problems,
+    unfused_value_problems,
     working_dtype,
 )
 from torchrank.functional._ranking import Ranking, apply_measure, rank
@@ -130,7 +130,9 @@ def per_query_values(
     )
     if fused is not None:
         return fused
-    if indexes is None:  # dense input past the memory budget: chunks of queries, same values
+    # dense input past the memory budget: chunks of queries, same values; per-query parameters (bpref's judged counts,
+    # infAP's pool) are not cut into chunks, so such requests run whole
+    if indexes is None and not any(isinstance(v, Tensor) for _, _, params in requests for v in params.values()):
         check_options(ties, empty_target_action, "none", relevance_threshold)
         chunked = evaluate_in_chunks(
             lambda t: per_query_values(
@@ -149,6 +151,8 @@ def per_query_values(
         label_limit=label_limit(requests, preds),
     )
     measured = [apply_measure(measure, ranking, ks, **params) for measure, ks, params in requests]  # one per family
+    if validate_args:
+        check_parameter_values(requests, ranking)
     if len(measured) == 1:
         values, empty = measured[0]
     else:  # every family's columns filled at once: per-family calls cost more than the work on small batches
@@ -181,6 +185,17 @@ def prepare(
         validate_args=validate_args, label_limit=label_limit,
     )
     return inputs, rank(inputs, ties=ties, relevance_threshold=relevance_threshold, depth=depth)
+
+
+def check_parameter_values(requests: Sequence[tuple[Measure, Sequence[int | None], dict]], ranking: Ranking) -> None:
+    """The value checks of the kernels' own parameters against the ranking (bpref's judged counts against R): a
+    kernel declares them as an attribute ``value_problems(ranking, params)`` returning :data:`VALUE_PROBLEMS`' flags
+    on the device (or None), read here or kept for a metric's update as the input's are."""
+    for measure, _, params in requests:
+        declared = getattr(measure, "value_problems", None)
+        flags = None if declared is None else declared(ranking, params)
+        if flags is not None:
+            report_value_problems(flags)
 
 
 def label_limit(requests: Sequence[tuple[Measure, Sequence[int | None], dict]], preds: Tensor) -> float | None:
@@ -282,10 +297,9 @@ def fused_per_query(
         _warn_kernel_failed(error)
         return None
     if problems is not None:  # the kernel's own value checks: read here, or kept for a metric's update
-        limit = label_limit(requests, preds)  # the kernel checks the first four problems; the label limit is ours
-        above = torch.nn.functional.pad(problems, (0, 2)) if limit is None else torch.cat(
-            [problems, labels_above(target, ideal_target, limit)])
-        report_value_problems(above)
+        # the kernel checks the first four problems; the label limit and the ideal's labels are ours
+        report_value_problems(torch.cat([problems, unfused_value_problems(
+            target, ideal_target, label_limit=label_limit(requests, preds), mask=mask)]))
     if empty is not None and bool(empty.any()):
         raise ValueError(_EMPTY_ERROR)
     if mixed is not None:  # ERR of lists whose tie groups hold different labels: their rows by the torch backend

@@ -70,8 +70,8 @@ class RankingMetric(KeepStateOnError, Metric):
     plot_lower_bound: float | None = 0.0
     plot_upper_bound: float | None = 1.0
 
-    # [2 * num_outputs + 4]: value sums, value counts, 1 / the first update with each of VALUE_PROBLEMS (0: none;
-    # device backends)
+    # [2 * num_outputs + len(VALUE_PROBLEMS)]: value sums, value counts, 1 / the first update with each of
+    # VALUE_PROBLEMS (0: none; device backends)
     sums: Tensor
 
     def __init__(
@@ -138,8 +138,12 @@ class RankingMetric(KeepStateOnError, Metric):
         relevant_ids: Tensor | None = None,
         relevant_labels: Tensor | None = None,
         pad_id: int = -1,
+        num_judged: Tensor | None = None,
     ) -> None:
         """Add a batch: dense ``[..., N]`` whole lists, flat items with their query ``indexes``, or id lists.
+
+        ``num_judged`` (dense and id-list updates): the judged items of each query, retrieved or not, for the
+        measures that read it (bpref, which needs it with ``ideal_target``).
 
         Id lists (a retriever's or recommender's output): ``ranked_ids [B, K]`` best first and ``relevant_ids
         [B, M]`` (``relevant_labels`` graded, else binary; ``pad_id`` pads both; ``preds`` optional scores of the
@@ -173,12 +177,15 @@ class RankingMetric(KeepStateOnError, Metric):
                 f"This metric received {self._mode} input before and {mode} input now; use one layout "
                 "(dense rows, or flat items with `indexes`) until `reset()`."
             )
+        counts = {} if num_judged is None else {"num_judged": num_judged}
         if mode == "flat":
+            if counts:  # a flat query may span updates: a count per query of one update has no query to go to
+                raise ValueError("Argument `num_judged` takes dense or id-list updates, not flat ones (`indexes`).")
             self._update_flat(preds, target, indexes, mask, ideal_target, judged)
         elif self._checks_values() and isinstance(preds, Tensor) and not uses_numpy(preds):
-            self._update_dense_unchecked(preds, target, mask, ideal_target, judged)
+            self._update_dense_unchecked(preds, target, mask, ideal_target, judged, counts)
         else:
-            values = self._values(preds, target, mask=mask, ideal_target=ideal_target, judged=judged)
+            values = self._values(preds, target, mask=mask, ideal_target=ideal_target, judged=judged, **counts)
             self._add(_per_query_rows(values, self.num_outputs))
         if self._mode != mode:  # a module attribute set costs more than the comparison: set once, not per update
             self._mode = mode
@@ -193,14 +200,20 @@ class RankingMetric(KeepStateOnError, Metric):
         return getattr(self, "_params", {}).get("validate_args", True)
 
     def _update_dense_unchecked(
-        self, preds: Tensor, target: Tensor, mask: Tensor | None, ideal_target: Tensor | None, judged: Tensor | None
+        self,
+        preds: Tensor,
+        target: Tensor,
+        mask: Tensor | None,
+        ideal_target: Tensor | None,
+        judged: Tensor | None,
+        counts: dict[str, Tensor],
     ) -> None:
         """A dense update on a device backend: the value checks run on the device beside the measure, and a batch
         that fails one adds nothing; :meth:`compute` raises for it (no host read here: the stream never waits)."""
         with deferred_value_checks() as found:  # the functional's checks run on the device (the fused kernel's own)
-            values = self._values(preds, target, mask=mask, ideal_target=ideal_target, judged=judged)
+            values = self._values(preds, target, mask=mask, ideal_target=ideal_target, judged=judged, **counts)
         if not found:  # every path reports; a functional that did not is checked here
-            found.append(value_problems(preds, target, ideal_target))
+            found.append(value_problems(preds, target, ideal_target, mask=mask))
         problems = found[0] if len(found) == 1 else torch.stack(found).any(0)  # chunked calls report per chunk
         self._add(_per_query_rows(values, self.num_outputs), bad=problems.any())
         # the first bad update n is kept as the largest 1 / n (one multiply and one maximum, no host-to-device copy)
@@ -354,8 +367,8 @@ def configuration_state(config: str) -> str:
 
 
 def _reduce_sums(stacked: Tensor) -> Tensor:
-    """Reduce ``[processes, 2K + 4]`` sums states: add sums and counts, keep the first bad update of each problem
-    (the largest 1 / n)."""
+    """Reduce ``[processes, 2K + len(VALUE_PROBLEMS)]`` sums states: add sums and counts, keep the first bad update
+    of each problem (the largest 1 / n)."""
     kept = -len(VALUE_PROBLEMS)
     return torch.cat([stacked[:, :kept].sum(0), stacked[:, kept:].amax(0)])
 
