@@ -339,6 +339,7 @@ def _run_scores(
         mask=batch.mask,
         ideal_target=batch.ideal_target,
         judged=batch.judged,
+        num_judged=batch.num_judged,
         ties="first",
         reduction="none",
         relevance_threshold=args.level,

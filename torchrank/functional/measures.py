@@ -12,6 +12,7 @@ The families, as declared:
 from __future__ import annotations
 
 import functools
+import inspect
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from torchrank.functional._pipeline import finalize, per_query_values, prepare
 from torchrank.functional._ranking import apply_measure
 from torchrank.functional.judgments import judged_only_mask
 from torchrank.functional.registry import DECLARATIONS, Declaration, grammar_names, parse_suffix
+from torchrank.functional.trec_extra import judged_counts
 
 
 def _grammar_table() -> str:
@@ -105,6 +107,7 @@ def evaluate(
     ideal_target: Tensor | None = None,
     judged: Tensor | None = None,
     judged_only: bool = False,
+    num_judged: Tensor | None = None,
     ties: str = "average",
     empty_target_action: str = "neg",
     reduction: str = "mean",
@@ -115,7 +118,9 @@ def evaluate(
 
     Arguments are those of the single-measure functions (see :func:`torchrank.functional.ndcg`). Measures of
     one family share one pass over every cut-off asked for. ``judged_only=True`` drops the items that
-    ``judged`` marks unjudged before ranking (trec_eval ``-J``).
+    ``judged`` marks unjudged before ranking (trec_eval ``-J``). ``num_judged`` (integer, one per query: the
+    judged items of each query, retrieved or not) goes to the measures that read it (bpref: needed with
+    ``ideal_target``, see :func:`torchrank.functional.bpref`); the others ignore it.
 
     Example:
         >>> import torch
@@ -129,7 +134,11 @@ def evaluate(
         raise TypeError("Argument `measures` must be a sequence of names, got a single string.")
     mask = judged_only_mask(mask, judged, judged_only)  # an input filter: unjudged items become padding
     groups = _plan(tuple(measures))
-    requests = [(family.kernel, [m.k for m in members], params) for family, params, members in groups]
+    counts = judged_counts(num_judged, None)
+    requests = [
+        (family.kernel, [m.k for m in members], _with_judged_counts(family, params, counts, ideal_target))
+        for family, params, members in groups
+    ]
     check_choice("reduction", reduction, REDUCTIONS)
     per_query = per_query_values(
         requests, preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
@@ -179,6 +188,21 @@ class RankedLists:
         """``kernel``'s values at the cut-offs ``ks`` (None: the whole list) ``[Q, len(ks)]``, empty queries filled."""
         values, no_relevant = apply_measure(kernel, self._ranking, list(ks), **params)
         return finalize(values, no_relevant, self._inputs, self.empty_target_action, "none", True)
+
+
+def _with_judged_counts(
+    family: Declaration, params: dict, counts: Tensor | None, ideal_target: Tensor | None
+) -> dict[str, object]:
+    """``params`` with the judged counts for a kernel that reads them (bpref), which refuses to go without them
+    where ``ideal_target`` is given; ``params`` as they are for the others."""
+    if not _reads_judged_counts(family.kernel):
+        return params
+    return {**params, "num_judged": judged_counts(counts, ideal_target, family.name)}
+
+
+@functools.cache
+def _reads_judged_counts(kernel: Callable[..., tuple[Tensor, Tensor]]) -> bool:
+    return "num_judged" in inspect.signature(kernel).parameters
 
 
 def _named_columns(per_query: Tensor, groups: list, measures: Sequence[str], reduction: str) -> dict[str, Tensor]:

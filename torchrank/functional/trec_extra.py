@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
-from torchrank.functional._inputs import is_integer_tensor
+from torchrank.functional._inputs import is_integer_tensor, judged_count_problems
 from torchrank.functional._pipeline import run_measure, with_common_args
 from torchrank.functional._ranking import Ranking
 
@@ -65,6 +65,15 @@ def _bpref(r: Ranking, ks: Sequence[int | None], num_judged: Tensor | None = Non
     # printed rounding boundary (71/160 = 0.44375), where a pairwise sum's last bit would print 0.4438 for 0.4437
     value = torch.cumsum(terms, 1)[:, -1:] / big_r.clamp_min(1)
     return value.expand(-1, len(ks)), r.no_relevant
+
+
+def _bpref_value_problems(r: Ranking, params: dict) -> Tensor | None:
+    """The value check of bpref's ``num_judged`` (the pipeline's, with ``validate_args``): no count below R."""
+    num_judged = params.get("num_judged")
+    return None if num_judged is None else judged_count_problems(num_judged, r.num_relevant)
+
+
+_bpref.value_problems = _bpref_value_problems  # type: ignore[attr-defined]  # read by the pipeline's value checks
 
 
 def _interpolated_precision(r: Ranking, levels: Sequence[float]) -> Tensor:
@@ -163,15 +172,33 @@ def _count(r: Ranking, ks: Sequence[int | None], what: str = "ret") -> tuple[Ten
     return value.unsqueeze(1).expand(-1, len(ks)), _none(r)
 
 
-def _check_num_judged(num_judged: object, validate_args: bool) -> None:
-    """``num_judged`` is None or an integer tensor of counts; ``>= 0`` when values are checked (one host read)."""
+def judged_counts(num_judged: object, ideal_target: object, measure: str = "bpref") -> Tensor | None:
+    """``num_judged`` checked (None or an integer tensor of counts, one per query) and flattened to ``[Q]``.
+
+    ``measure`` (bpref) counts the judged non-relevant items the list does not hold: with an ``ideal_target`` (the
+    list does not hold every judged item) it needs ``num_judged``, since ideal_target's 0-padding cannot be told
+    from its judged non-relevant items. Without one, the list is every judged item, as for ``R``. Counts below R
+    are refused by the value checks, against the ranking's R.
+
+    Example:
+        >>> import torch
+        >>> judged_counts(None, torch.tensor([[1, 0, 0]]))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: bpref needs `num_judged` (the number of judged items of each query, retrieved or not) when ...
+    """
     if num_judged is None:
-        return
+        if ideal_target is not None:
+            raise ValueError(
+                f"{measure} needs `num_judged` (the number of judged items of each query, retrieved or not) when "
+                "`ideal_target` is given: its judged non-relevant items count, and its 0-padding cannot be told from "
+                "them."
+            )
+        return None
     if not is_integer_tensor(num_judged):
         shown = f"dtype {num_judged.dtype}" if isinstance(num_judged, Tensor) else type(num_judged).__name__
         raise ValueError(f"Argument `num_judged` must be an integer tensor of counts, one per query, got {shown}.")
-    if validate_args and num_judged.numel() and bool((num_judged < 0).any()):
-        raise ValueError("Argument `num_judged` must hold counts >= 0, got a negative one.")
+    return num_judged.reshape(-1)
 
 
 @with_common_args
@@ -194,12 +221,14 @@ def bpref(
 
     ``1/R * sum over retrieved relevant items of (1 - min(n, R) / min(NR, R))`` where ``n`` counts the
     judged non-relevant items ranked above the relevant item and ``NR`` is the number of judged
-    non-relevant items of the query; unjudged items (``judged`` False) are ignored.
+    non-relevant items of the query, retrieved or not; unjudged items (``judged`` False) are ignored.
 
     {common_args}
         judged: Bool ``[..., N]``, True for an item with a judgment (default: every real item).
-        num_judged: ``[...]`` number of judged items of each query, retrieved or not (default: the
-            judged items of the list), so that ``NR = num_judged - R``.
+        num_judged: Integer ``[...]`` (one per query; flat input: in ascending id order), the number of judged
+            items of each query, retrieved or not (:attr:`torchrank.io.TrecBatch.num_judged`): ``NR = num_judged
+            - R``. Needed with ``ideal_target``; without both, the list holds every judged item (``NR``: its
+            judged non-relevant items, as ``R`` its relevant ones). A count below R is refused (``validate_args``).
 
     Ties are taken in the order of the ranking (the default ``"first"`` keeps input order), not averaged.
 
@@ -211,8 +240,11 @@ def bpref(
         tensor(0.5000)
         >>> bpref(preds, target, judged=torch.tensor([True, False, True, True, True]))
         tensor(0.7500)
+        >>> bpref(torch.tensor([0.9, 0.8, 0.7]), torch.tensor([1, 0, 1]), ideal_target=torch.tensor([1, 1, 0]),
+        ...       num_judged=torch.tensor(5))  # 3 judged non-relevant items, 2 not retrieved: 1 - min(1, 2) / 2
+        tensor(0.7500)
     """
-    _check_num_judged(num_judged, validate_args)
+    num_judged = judged_counts(num_judged, ideal_target)
     return run_measure(
         _bpref, preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
         empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
