@@ -30,8 +30,7 @@ CASES = {
     "out.test.aq": ["-m", "all_trec", "-q", "qrels.test", "results.test"],
     "out.test.aqc": ["-m", "all_trec", "-q", "-c", "qrels.test", "results.trunc"],
     "out.test.aqcM": ["-m", "all_trec", "-q", "-c", "-M100", "qrels.test", "results.trunc"],
-    # trec_eval's command also has -mrelstring.20 (relstring is not supported; its lines are left out)
-    "out.test.aql": ["-m", "all_trec", "-q", "-l2", "qrels.rel_level", "results.test"],
+    "out.test.aql": ["-m", "all_trec", "-q", "-l2", "-mrelstring.20", "qrels.rel_level", "results.test"],
     "out.test.meas_params": [
         "-q",
         "-miprec_at_recall..10,.20,.25,.75,.50",
@@ -51,8 +50,6 @@ CASES = {
         "results.test",
     ],
 }
-# measures of those outputs that torchrank does not compute (docs/cli.md lists them)
-NOT_COMPUTED = {"relstring", "relstring_20", "binG", "G", "ndcg_rel", "Rndcg"}
 
 
 def _argv(args: list[str]) -> list[str]:
@@ -68,19 +65,15 @@ def _evaluate(args: list[str], capsys: pytest.CaptureFixture) -> str:
 def test_output_equals_trec_eval_line_by_line(expected_file, capsys):
     ours = _evaluate(CASES[expected_file], capsys).splitlines()
     published = (TREC / expected_file).read_text().splitlines()
-    kept = [line for line in published if line.split("\t")[0].rstrip() not in NOT_COMPUTED]
-    assert ours == kept  # byte for byte: names padded to 22, tabs, 4 decimals, counts, runid, num_q
-    assert len(kept) >= len(published) - 4 * 5  # only 5 unsupported measures (3 queries + all) are left out
-    if expected_file in ("out.test", "out.comment.test", "out.test.meas_params"):
-        assert len(kept) == len(published)  # trec_eval's default measures: every line
+    assert ours == published  # byte for byte: names padded to 22, tabs, 4 decimals, counts, runid, num_q, relstring
 
 
 def test_unsupported_measures_are_listed_in_docs():
     docs = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
-    for name in ("relstring", "binG", "G", "ndcg_rel", "Rndcg"):
+    for name in UNSUPPORTED:
         assert f"`{name}`" in docs
-        assert name in UNSUPPORTED
-    assert "infAP" not in UNSUPPORTED  # computed, as trec_eval's all_trec prints it
+    for name in ("relstring", "binG", "G", "ndcg_rel", "Rndcg", "infAP"):  # computed, as trec_eval's all_trec prints
+        assert name not in UNSUPPORTED
 
 
 def test_bundled_sample_is_the_default(capsys):
@@ -149,16 +142,21 @@ _QRELS = "1 0 d1 1\n1 0 d2 0\n"
 
 
 @pytest.mark.parametrize(
-    "scores",
-    [("16777217", "16777216"), ("0.1000000001", "0.1000000002"), ("1e-320", "0.0")],
+    ("scores", "first_is_greater"),
+    [(("16777217", "16777216"), True), (("0.1000000001", "0.1000000002"), False), (("1e-320", "0.0"), True),
+     (("1e400", "1e39"), True)],
 )
-def test_scores_equal_in_float32_tie_as_in_trec_eval(scores, tmp_path, capsys):
-    # trec_eval keeps a score in a C float (atof, then float): both scores are the same float, the tie goes
-    # to the greater docno, b, and the relevant a comes second (pytrec_eval, trec_eval's code, says 0.5 too)
+@pytest.mark.parametrize("version", ["10", "9"])
+def test_scores_rank_as_doubles_in_trec_eval_10_and_as_float32_in_9(scores, first_is_greater, version, tmp_path,
+                                                                     capsys):
+    # trec_eval 10.0 ranks the doubles atof parses (double sim): a first when its score is greater, RR 1. 9.x (and
+    # pytrec_eval) keep a C float: both scores are the same float, the tie goes to the greater docno, b, and the
+    # relevant a comes second: RR 0.5 (the trec_eval binaries of both versions print these values)
     q = _bad(tmp_path, "qrels.txt", "q1 0 a 1\n")
     r = _bad(tmp_path, "run.txt", f"q1 Q0 a 1 {scores[0]} r\nq1 Q0 b 2 {scores[1]} r\n")
-    out = _evaluate(["-m", "recip_rank", "-m", "map", q, r], capsys)
-    assert out == "map                   \tall\t0.5000\nrecip_rank            \tall\t0.5000\n"
+    out = _evaluate(["--trec-eval", version, "-m", "recip_rank", "-m", "map", q, r], capsys)
+    value = "1.0000" if first_is_greater and version == "10" else "0.5000"
+    assert out == f"map                   \tall\t{value}\nrecip_rank            \tall\t{value}\n"
 
 
 @pytest.mark.parametrize(
@@ -196,7 +194,7 @@ def test_bad_files_one_line_error_exit_2(case, qrels, run, message, tmp_path, ca
     ("argv", "message"),
     [
         (["-m", "ndgc"], "Unknown measure 'ndgc'"),
-        (["-m", "relstring"], "relstring is not supported"),
+        (["-m", "yaap"], "yaap is not supported"),
         (["-m", "P.x"], "comma-separated numbers"),
         (["-M", "0", "qrels.test", "results.test"], "-M/--depth"),
         (["qrels.test"], "give QRELS and at least one RUN"),

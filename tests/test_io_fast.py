@@ -1,6 +1,6 @@
 """``torchrank.io.read_trec`` (the vectorised reader) against ``trec_to_dense(read_qrels, read_run)``:
 same rows, columns, tie order, judgments and errors, on trec_eval's files and on random files, with scores
-ranked in float32 (trec_eval's, read_trec's default) and in float64."""
+ranked in float64 (trec_eval 10.0's, read_trec's default) and in float32 (trec_eval 9.x's)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ DATA = Path(__file__).resolve().parent / "data" / "trec_eval"
 
 def _same(fast, slow) -> None:
     assert fast.qids == slow.qids
-    for name in ("preds", "target", "mask", "judged", "ideal_target", "num_judged"):
+    for name in ("preds", "target", "mask", "judged", "ideal_target", "num_judged", "in_run"):
         a, b = getattr(fast, name), getattr(slow, name)
         assert a.dtype == b.dtype and torch.equal(a, b), name
     assert list(fast.docnos) == list(slow.docnos)
@@ -37,11 +37,11 @@ def _same(fast, slow) -> None:
 )
 def test_trec_eval_files(qrels, run, kwargs):
     _same(
-        read_trec(DATA / qrels, DATA / run, **kwargs),
+        read_trec(DATA / qrels, DATA / run, score_dtype=torch.float32, **kwargs),
         trec_to_dense(read_qrels(DATA / qrels), read_run(DATA / run), score_dtype=torch.float32, **kwargs),
     )
     _same(
-        read_trec(DATA / qrels, DATA / run, score_dtype=torch.float64, **kwargs),
+        read_trec(DATA / qrels, DATA / run, **kwargs),
         trec_to_dense(read_qrels(DATA / qrels), read_run(DATA / run), **kwargs),
     )
 
@@ -92,9 +92,11 @@ def _random_files(tmp_path: Path, rng: random.Random) -> tuple[Path, Path]:
 @pytest.mark.parametrize("seed", range(40))
 def test_random_files(seed, tmp_path):
     qrels, run = _random_files(tmp_path, random.Random(seed))
-    for kwargs in ({}, {"all_queries": True}, {"depth": 3}, {"score_dtype": torch.float64}):
+    for kwargs in ({}, {"all_queries": True}, {"depth": 3}, {"score_dtype": torch.float64}, {"judged_only": True},
+                   {"depth": 3, "judged_only": True}):
+        kwargs = {"score_dtype": torch.float32, **kwargs}
         try:
-            slow = trec_to_dense(read_qrels(qrels), read_run(run), **{"score_dtype": torch.float32, **kwargs})
+            slow = trec_to_dense(read_qrels(qrels), read_run(run), **kwargs)
         except ValueError as error:
             with pytest.raises(ValueError) as info:
                 read_trec(qrels, run, **kwargs)
@@ -158,7 +160,7 @@ def test_scores_round_to_float32_through_the_double_as_trec_eval(odd, tmp_path):
     path.write_bytes(("# x\r" if odd else "").encode() + f"q Q0 a 1 {text} t\nq Q0 b 2 1 t\nq Q0 c 3 0.5 t\n".encode())
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("q 0 a 1\n")
-    batch = read_trec(qrels, path)
+    batch = read_trec(qrels, path, score_dtype=torch.float32)
     assert batch.docnos == [["b", "a", "c"]]
     assert batch.preds.tolist() == [[1.0, 1.0, 0.5]]
     assert read_trec(qrels, path, score_dtype=torch.float64).docnos == [["a", "b", "c"]]

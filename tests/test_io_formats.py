@@ -67,9 +67,9 @@ def test_dataframes_give_the_batch_of_the_trec_files(options, tmp_path):
     qrels, run = _collection(1)
     run_df, qrels_df = _frames(qrels, run)
     _same_batch(from_dataframe(run_df, qrels_df, **options), read_trec(*_write(tmp_path, qrels, run), **options))
-    # ranx / ir_measures dicts need no conversion (ranked in float32 as files are, to compare the two)
+    # ranx / ir_measures dicts need no conversion (ranked in float64 as files are)
     kwargs = {k: v for k, v in options.items() if k != "judged_only"}
-    dense = trec_to_dense(qrels, run, score_dtype=torch.float32, **kwargs)
+    dense = trec_to_dense(qrels, run, **kwargs)
     if not options.get("judged_only"):
         _same_batch(from_dataframe(run_df, qrels_df, **options), dense)
 
@@ -284,8 +284,9 @@ def test_table_labels_at_the_int64_bounds_are_exact(tmp_path):
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])
-def test_table_runs_tie_scores_equal_in_float32(suffix, tmp_path):
-    # tables are ranked as their rows written as TREC text, which trec_eval reads into C floats
+def test_table_runs_rank_as_their_text_in_float64_and_float32(suffix, tmp_path):
+    # tables are ranked as their rows written as TREC text: as doubles (trec_eval 10.0), or rounded to float32 as
+    # trec_eval 9.x reads them into C floats
     run = {"q1": {"a": 16777217.0, "b": 16777216.0, "c": 0.1000000001, "d": 0.1000000002}}
     qrels = {"q1": {"a": 1, "c": 1}}
     run_df, qrels_df = _frames(qrels, run)
@@ -293,10 +294,12 @@ def test_table_runs_tie_scores_equal_in_float32(suffix, tmp_path):
     run_df.to_parquet(path) if suffix == ".parquet" else run_df.to_csv(path, index=False)
     text = _write(tmp_path, qrels, run)
     batch = read_trec(text[0], path)
-    assert batch.docnos == [["b", "a", "d", "c"]]
+    assert batch.docnos == [["a", "b", "d", "c"]]
     _same_batch(batch, read_trec(*text))
     _same_batch(from_dataframe(run_df, qrels_df), batch)
-    assert read_trec(text[0], path, score_dtype=torch.float64).docnos == [["a", "b", "d", "c"]]
+    as_float32 = read_trec(text[0], path, score_dtype=torch.float32)
+    assert as_float32.docnos == [["b", "a", "d", "c"]]
+    _same_batch(as_float32, read_trec(*text, score_dtype=torch.float32))
 
 
 # ---------------------------------------------------------------------------------------------------- compare

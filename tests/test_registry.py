@@ -152,12 +152,13 @@ def test_compare_reads_the_declared_direction():
 
 def test_the_trec_eval_table_is_declared_in_trec_evals_order():
     declared = [t.name for spec in F.MEASURES.values() for t in spec.trec]
-    assert set(trec_eval.ALL_TREC) == {"runid", "num_q", *declared}
+    assert set(trec_eval.ALL_TREC) == {"runid", "num_q", "relstring", *declared}  # relstring: text, io's own
     # trec_eval's measures.c order, which its -m all_trec prints in
     assert trec_eval.ALL_TREC == (
         "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
-        "iprec_at_recall", "P", "recall", "infAP", "gm_bpref", "Rprec_mult", "utility", "11pt_avg", "ndcg", "ndcg_cut",
-        "map_cut", "relative_P", "success", "set_P", "set_relative_P", "set_recall", "set_map", "set_F",
+        "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref", "Rprec_mult", "utility", "11pt_avg", "binG",
+        "G", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut", "map_cut", "relative_P", "success", "set_P", "set_relative_P",
+        "set_recall", "set_map", "set_F",
         "num_nonrel_judged_ret", "rbp", "rbp_resid", "unj",
     )
 

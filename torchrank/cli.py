@@ -150,6 +150,14 @@ def add_evaluate_parser(commands: argparse._SubParsersAction) -> argparse.Argume
     ev.add_argument(
         "-l", "--level", type=int, default=1, metavar="L", help="lowest label counted relevant (trec_eval -l)"
     )
+    ev.add_argument(
+        "--trec-eval",
+        choices=("10", "9"),
+        default="10",
+        help="the trec_eval whose semantics to follow: 10 (10.0, default: scores ranked as doubles) or 9 (9.x and "
+        "pytrec_eval: scores ranked as float32, iprec_at_recall's levels counted by adding 0.9 and truncating, "
+        "with -c no per-query lines for queries missing from the run, all_trec without rbp, rbp_resid, unj)",
+    )
     ev.add_argument("--format", choices=("trec_eval", "json", "csv", "table"), default="trec_eval")
     ev.add_argument(
         "-o",
@@ -206,6 +214,8 @@ def _device(name: str) -> torch.device:
 
 def run_evaluate(args: argparse.Namespace, stream: TextIO | None = None) -> list[RunScores]:
     """Evaluate ``args.runs`` against ``args.qrels`` and print the result to ``stream`` (stdout)."""
+    import torch
+
     from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN, load_qrels, load_run, read_trec
     from torchrank.io.trec_eval import evaluate_batch
 
@@ -226,10 +236,24 @@ def run_evaluate(args: argparse.Namespace, stream: TextIO | None = None) -> list
             bar.label = f"reading {os.path.basename(path)}"
             run = load_run(path, progress=bar)
             bar.stage(f"evaluating {os.path.basename(path)}")
-            batch = read_trec(qrels, run, depth=args.depth, all_queries=args.complete, judged_only=args.judged_only)
+            batch = read_trec(
+                qrels,
+                run,
+                depth=args.depth,
+                all_queries=args.complete,
+                judged_only=args.judged_only,
+                score_dtype=torch.float64 if args.trec_eval == "10" else torch.float32,
+            )
             results.append(
                 evaluate_batch(
-                    batch.to(device), args.measure, relevance_threshold=args.level, ties=args.ties, path=run.path
+                    batch.to(device),
+                    args.measure,
+                    relevance_threshold=args.level,
+                    ties=args.ties,
+                    path=run.path,
+                    complete=args.complete,
+                    judged_only=args.judged_only,
+                    trec_eval=args.trec_eval,
                 )
             )
     finally:

@@ -63,7 +63,7 @@ class Columns:
         doc_hash: ``[L]`` uint64 hash of each docno's bytes (:func:`mix` of ``key``).
         value: ``[L]`` float64 scores (run; the parsed doubles, rounded to float32 only when ranked) or
             int64 labels (qrels).
-        tag: The run tag (sixth field) of the first data line, or None.
+        tag: The run tag (sixth field) of the last data line (trec_eval's runid), or None.
     """
 
     data: bytearray
@@ -162,7 +162,7 @@ def scan(data: bytearray, begin: int, fields: int, value_field: int, progress: P
         stop = size if stop < 0 else stop + 1
         chunk = _scan_chunk(data, u8, u64, start, stop, fields, value_field, qid_index)
         if chunk is not None:
-            if tag is None and fields == 6:
+            if fields == 6 and chunk[-1] is not None:  # trec_eval's runid is the last data line's tag
                 tag = chunk[-1]
             out.add(chunk[:-1])
         if progress is not None:
@@ -278,7 +278,7 @@ def _scan_chunk(
         raise LineError(start + int(_line_starts(line_end)[bad_line] if line_start is None else line_start[bad_line]))
     tag = None
     if fields == 6:
-        t_start = int(starts[5][0]) + start
+        t_start = int(starts[5][-1]) + start
         t_len = int(_token_words(u64, np.array([t_start]))[1][0])
         tag = bytes(data[t_start : t_start + t_len])
     return qid, key, d_start, d_len.astype(np.int32), mix(key), value, tag

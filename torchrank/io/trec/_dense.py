@@ -34,9 +34,11 @@ class TrecBatch:
             :func:`read_trec`).
         num_judged: ``[Q]`` int64 number of judged (label >= 0) qrels documents of each query, retrieved
             or not (bpref's judged non-relevant documents are those below the relevance level).
-        runid: The run's tag (sixth field of its first line) when read from a file by :func:`read_trec`.
+        runid: The run's tag (sixth field of its last line, trec_eval's runid) when read by :func:`read_trec`.
         pooled_unjudged: ``[Q, N]`` bool, True where the retrieved document has a negative qrels label: in the
             judgment pool but not judged (trec_eval's infAP reads it; other measures see it as unjudged).
+        in_run: ``[Q]`` bool, True for the queries the run has lines for (False: a qrels query added by
+            ``all_queries``, trec_eval ``-c``; a query whose lines ``judged_only`` all dropped stays True).
     """
 
     qids: list[str]
@@ -49,6 +51,7 @@ class TrecBatch:
     num_judged: Tensor | None = None
     runid: str | None = None
     pooled_unjudged: Tensor | None = None
+    in_run: Tensor | None = None
 
     def to(self, device: torch.device | str) -> TrecBatch:
         """Return a copy with every tensor moved to ``device``."""
@@ -164,7 +167,7 @@ def trec_to_dense(
         all_queries: Also evaluate qrels queries absent from the run, as rows whose ``mask`` is all
             False (``trec_eval -c``). Run queries without qrels are always dropped.
         dtype: Floating dtype of ``preds``; float64 (default) keeps every ranked score exactly.
-        judged_only: Drop the documents without a judgment (label >= 0) before ranking and ``depth``
+        judged_only: Drop the documents without a judgment (label >= 0) from the top ``depth``
             (``trec_eval -J``): the judged documents below them move up.
         score_dtype: Precision the scores are ranked in: ``torch.float64`` (default), the given values, or
             ``torch.float32``, each score rounded to the nearest float32 as ``trec_eval`` stores it. ``preds``
@@ -244,18 +247,20 @@ def trec_to_dense(
 
     label = _tensor(labels, "q", torch.int64)[order]
     in_pool = _tensor(in_qrels, "b", torch.bool)[order]
-    if judged_only:  # trec_eval -J: unjudged documents leave before ranks are counted
-        keep = in_pool & (label >= 0)
-        order, label, in_pool = order[keep], label[keep], in_pool[keep]
-        count_t = torch.bincount(row[order], minlength=num_q)
+    in_run = count_t > 0
 
-    # Rank within the row, then truncate at depth.
+    # Rank within the row and truncate at depth, then (trec_eval -J) drop the unjudged documents: trec_eval cuts
+    # first, and the judged documents below the dropped ones move up (form_res_rels.c)
     row = row[order]
-    pos = torch.arange(row.numel()) - (torch.cumsum(count_t, 0) - count_t)[row]
     if depth is not None:
+        pos = torch.arange(row.numel()) - (torch.cumsum(count_t, 0) - count_t)[row]
         keep = pos < depth
         order, row, label, in_pool = order[keep], row[keep], label[keep], in_pool[keep]
         count_t = count_t.clamp(max=depth)
+    if judged_only:
+        keep = in_pool & (label >= 0)
+        order, row, label, in_pool = order[keep], row[keep], label[keep], in_pool[keep]
+        count_t = torch.bincount(row, minlength=num_q)
     width = max(int(count_t.max()), 1)
 
     preds = _pack(row, score[order], count_t, width, dtype)
@@ -289,4 +294,5 @@ def trec_to_dense(
         docnos=row_docnos,
         num_judged=icounts,
         pooled_unjudged=pooled_unjudged,
+        in_run=in_run,
     )

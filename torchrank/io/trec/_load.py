@@ -37,7 +37,7 @@ class TrecFile:
         path: The file.
         kind: ``"qrels"`` or ``"run"``.
         qids: Distinct qids, in order of first appearance.
-        runid: A run's tag (sixth field of its first data line); None for qrels.
+        runid: A run's tag (sixth field of its last data line, trec_eval's runid); None for qrels.
     """
 
     def __init__(self, path: str | os.PathLike[str], kind: str, columns: _scan.Columns) -> None:
@@ -104,21 +104,19 @@ def read_trec(
     dtype: torch.dtype = torch.float64,
     progress: ProgressCallback | None = None,
     judged_only: bool = False,
-    score_dtype: torch.dtype = torch.float32,
+    score_dtype: torch.dtype = torch.float64,
 ) -> TrecBatch:
-    """Read qrels and a run into a :class:`TrecBatch` ranked exactly as ``trec_eval`` ranks the files.
+    """Read qrels and a run into a :class:`TrecBatch` ranked exactly as ``trec_eval`` 10.0 ranks the files.
 
-    Same result as ``trec_to_dense(read_qrels(qrels), read_run(run), score_dtype=torch.float32, ...)`` (same
-    rows, columns, tie order and errors), several times faster on large files: the files are scanned with
-    numpy, documents are matched to judgments through a hash table of exact docno bytes, and runs already
-    written in rank order (the usual case) are not sorted again. ``docnos`` are decoded on first access.
+    Same result as ``trec_to_dense(read_qrels(qrels), read_run(run), ...)`` (same rows, columns, tie order and
+    errors), several times faster on large files: the files are scanned with numpy, documents are matched to
+    judgments through a hash table of exact docno bytes, and runs already written in rank order (the usual case)
+    are not sorted again. ``docnos`` are decoded on first access.
 
-    Scores are ranked as ``trec_eval`` ranks them: each parsed double rounded to the nearest float32 (its
-    ``float sim``), so scores that differ only beyond float32's precision (``16777217`` and ``16777216``,
-    ``0.1000000001`` and ``0.1000000002``) are ties, ordered by docno descending. Unlike
-    :func:`trec_to_dense`, whose dicts are ranked in float64 unless asked otherwise, this is the default
-    here: the files are trec_eval's input, and the command line and :func:`torchrank.io.trec_eval.score_run`
-    promise its results.
+    Scores are ranked as parsed doubles, as trec_eval 10.0 does (its ``double sim``). trec_eval 9.x and
+    pytrec_eval keep each score in a C ``float``: ``score_dtype=torch.float32`` ranks as they do, by each double
+    rounded to the nearest float32, so scores that differ only beyond float32's precision (``16777217`` and
+    ``16777216``, ``0.1000000001`` and ``0.1000000002``) are ties, ordered by docno descending.
 
     Args:
         qrels: A qrels path, or a file already read by :func:`load_qrels` (read once, use for many runs).
@@ -127,9 +125,10 @@ def read_trec(
         all_queries: Also evaluate qrels queries absent from the run (``trec_eval -c``).
         dtype: Floating dtype of ``preds``, the scores as ranked (see ``score_dtype``) whatever it is.
         progress: Called with byte counts as files are read and scanned (for a progress bar).
-        judged_only: Drop the documents without a judgment before ranking (``trec_eval -J``).
-        score_dtype: ``torch.float32`` (default): rank by the scores rounded to float32, as ``trec_eval``;
-            ``torch.float64``: rank by the parsed doubles. ``preds`` holds the scores as ranked.
+        judged_only: Drop the documents without a judgment from the top ``depth`` (``trec_eval -J``).
+        score_dtype: ``torch.float64`` (default): rank by the parsed doubles, as trec_eval 10.0;
+            ``torch.float32``: by the scores rounded to float32, as trec_eval 9.x and pytrec_eval. ``preds`` holds
+            the scores as ranked.
 
     Raises:
         TrecFormatError: A malformed file (see :func:`read_qrels`, :func:`read_run`).
@@ -211,8 +210,7 @@ def _careful_columns(path: str | os.PathLike[str], kind: str) -> _scan.Columns:
     for lineno, line in enumerate(read_lines(path), 1):
         parsed = _run_line(path, lineno, line)
         if parsed is not None:
-            tag = parsed[3]
-            break
+            tag = parsed[3]  # trec_eval's runid: the last data line's tag
     return _columns_from_dict(read_run(path), tag)
 
 
@@ -346,27 +344,22 @@ def _dense(
     judged[hit] = label[hit] >= 0
     pooled = np.zeros(len(row), dtype=bool)
     pooled[hit] = label[hit] < 0
-    if judged_only:  # trec_eval -J: unjudged documents leave before ranks are counted
-        keep = judged
-        row, score, label, pooled, lines = row[keep], score[keep], label[keep], pooled[keep], lines[keep]
-        judged = judged[keep]
-
+    in_run = np.bincount(row, minlength=num_q) > 0
+    # trec_eval -M then -J: each query is cut to its top `depth` first, then the unjudged documents leave and the
+    # judged ones below them move up (form_res_rels.c)
+    counts = np.bincount(row, minlength=num_q)
+    if depth is not None and (counts > depth).any():
+        col = np.arange(len(row)) - np.concatenate(([0], np.cumsum(counts)[:-1]))[row]
+        kept = col < depth
+        row, score, label, judged, pooled, lines = (
+            row[kept], score[kept], label[kept], judged[kept], pooled[kept], lines[kept]
+        )
+    if judged_only:
+        row, score, label, pooled, lines = row[judged], score[judged], label[judged], pooled[judged], lines[judged]
+        judged = judged[judged]
     counts = np.bincount(row, minlength=num_q)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     col = np.arange(len(row)) - starts[row]
-    if depth is not None and (counts > depth).any():
-        kept = col < depth
-        row, col, score, label, judged, pooled, lines = (
-            row[kept],
-            col[kept],
-            score[kept],
-            label[kept],
-            judged[kept],
-            pooled[kept],
-            lines[kept],
-        )
-        counts = np.minimum(counts, depth)
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     width = max(int(counts.max()), 1)
     flat = torch.from_numpy(row * width + col)
     count_t = torch.from_numpy(counts)
@@ -404,6 +397,7 @@ def _dense(
         num_judged=torch.from_numpy(icounts),
         runid=run.runid,
         pooled_unjudged=pooled_t,
+        in_run=torch.from_numpy(in_run),
     )
 
 
