@@ -330,7 +330,8 @@ VALUE_PROBLEMS = (
     ),
     ("ideal_target", "must hold the labels of every judged item, the listed ones among them, got a query whose "
      "ideal_target has fewer labels at or above some value than its target (recall and NDCG would exceed 1)"),
-    ("num_judged", "must count every judged item of its query, at least its R relevant ones, got a count below R"),
+    ("num_judged", "must count every judged item of its query: its R relevant ones, retrieved or not, and the judged "
+     "non-relevant ones it lists (every listed item is judged unless `judged` says so), got fewer"),
 )
 IDEAL_MISSES_LABELS, JUDGED_BELOW_R = 6, 7  # indices in VALUE_PROBLEMS
 
@@ -427,17 +428,16 @@ def _misses_labels(target: Tensor, ideal: Tensor, top: float | None) -> bool:
 _COUNTED_LABELS = 3  # integer labels up to this are compared by counts at each value (a pass each), others by sorts
 
 
-def judged_count_problems(num_judged: Tensor, num_relevant: Tensor) -> Tensor:
-    """:data:`VALUE_PROBLEMS`' flags ``[8]`` bool of a judged count per query (bpref's ``num_judged``) against the
-    relevant items ``R`` ``[Q]`` of the ranking, on the device: only the last can be set, a count below R (a
-    negative one included).
+def judged_count_problems(num_judged: Tensor, least: Tensor) -> Tensor:
+    """:data:`VALUE_PROBLEMS`' flags ``[8]`` bool, on the device, of judged counts per query (bpref's ``num_judged``)
+    below ``least`` ``[Q]``, the judged items the ranking knows of (R and the judged non-relevant items listed).
 
     Example:
         >>> import torch
         >>> judged_count_problems(torch.tensor([3, 1]), torch.tensor([2.0, 2.0])).tolist()[-1]
         True
     """
-    below = (num_judged.reshape(-1) < num_relevant).any()
+    below = (num_judged.reshape(-1) < least).any()
     return torch.stack([_false(below.device)] * JUDGED_BELOW_R + [below])
 
 

@@ -68,37 +68,47 @@ def _bpref(r: Ranking, ks: Sequence[int | None], num_judged: Tensor | None = Non
 
 
 def _bpref_value_problems(r: Ranking, params: dict) -> Tensor | None:
-    """The value check of bpref's ``num_judged`` (the pipeline's, with ``validate_args``): no count below R."""
+    """The value check of bpref's ``num_judged`` (the pipeline's, with ``validate_args``): no count below R and the
+    judged non-relevant items listed (fewer would make ``NR`` smaller than ``n`` and a relevant item's term < 0)."""
     num_judged = params.get("num_judged")
-    return None if num_judged is None else judged_count_problems(num_judged, r.num_relevant)
+    if num_judged is None:
+        return None
+    listed = (_judged(r) & (r.relevant == 0)).sum(1)
+    return judged_count_problems(num_judged, r.num_relevant + listed)
 
 
 _bpref.value_problems = _bpref_value_problems  # type: ignore[attr-defined]  # read by the pipeline's value checks
 
 
-def _interpolated_precision(r: Ranking, levels: Sequence[float]) -> Tensor:
+def _interpolated_precision(r: Ranking, levels: Sequence[float], round_up: float = 0.5) -> Tensor:
     """``[Q, len(levels)]`` trec_eval ``iprec_at_recall``: the highest precision at or below the rank where
-    ``lround(level * R)`` relevant items have been retrieved (0 when that many never are)."""
+    ``lround(level * R)`` relevant items have been retrieved (0 when that many never are). ``round_up=0.9``:
+    trec_eval 9.x's count, ``(long)(level * R + 0.9)``."""
     _refuse_tie_average(r, "iprec_at_recall")
     hits = r.relevant_count  # [Q, N]
     precision = torch.where(r.valid, hits / r.positions, 0)
     best_below = torch.flip(torch.cummax(torch.flip(precision, [1]), 1).values, [1])  # max over ranks >= i
     retrieved = hits[:, -1:]
     level = torch.tensor(list(levels), dtype=r.dtype, device=hits.device)
-    needed = torch.floor(level * r.num_relevant.unsqueeze(1) + 0.5)  # C lround for values >= 0
+    needed = torch.floor(level * r.num_relevant.unsqueeze(1) + round_up)  # 0.5: C lround for values >= 0
     at = torch.searchsorted(hits.contiguous(), needed.contiguous()).clamp(max=r.list_size - 1)
     value = best_below.gather(1, at)
     return torch.where((needed <= retrieved) & (retrieved > 0), value, 0)
 
 
-def _iprec(r: Ranking, ks: Sequence[int | None], levels: Sequence[float] = IPREC_LEVELS) -> tuple[Tensor, Tensor]:
-    return _interpolated_precision(r, levels), r.no_relevant
+def _iprec(
+    r: Ranking, ks: Sequence[int | None], levels: Sequence[float] = IPREC_LEVELS, round_up: float = 0.5
+) -> tuple[Tensor, Tensor]:
+    return _interpolated_precision(r, levels, round_up), r.no_relevant
 
 
 def _eleven_point(
-    r: Ranking, ks: Sequence[int | None], levels: Sequence[float] = IPREC_LEVELS
+    r: Ranking, ks: Sequence[int | None], levels: Sequence[float] = IPREC_LEVELS, round_up: float = 0.5
 ) -> tuple[Tensor, Tensor]:
-    mean = _interpolated_precision(r, levels).mean(1, keepdim=True)
+    # summed one by one from the highest level down, as trec_eval's loop adds them (the same last bits: a mean on
+    # a printed rounding boundary prints as trec_eval's does)
+    values = torch.flip(_interpolated_precision(r, levels, round_up), [1])
+    mean = torch.cumsum(values, 1)[:, -1:] / len(levels)
     return mean.expand(-1, len(ks)), r.no_relevant
 
 
@@ -178,7 +188,7 @@ def judged_counts(num_judged: object, ideal_target: object, measure: str = "bpre
     ``measure`` (bpref) counts the judged non-relevant items the list does not hold: with an ``ideal_target`` (the
     list does not hold every judged item) it needs ``num_judged``, since ideal_target's 0-padding cannot be told
     from its judged non-relevant items. Without one, the list is every judged item, as for ``R``. Counts below R
-    are refused by the value checks, against the ranking's R.
+    plus the judged non-relevant items listed are refused by the value checks, against the ranking.
 
     Example:
         >>> import torch
@@ -228,7 +238,8 @@ def bpref(
         num_judged: Integer ``[...]`` (one per query; flat input: in ascending id order), the number of judged
             items of each query, retrieved or not (:attr:`torchrank.io.TrecBatch.num_judged`): ``NR = num_judged
             - R``. Needed with ``ideal_target``; without both, the list holds every judged item (``NR``: its
-            judged non-relevant items, as ``R`` its relevant ones). A count below R is refused (``validate_args``).
+            judged non-relevant items, as ``R`` its relevant ones). A count below R plus the judged non-relevant
+            items listed is refused (``validate_args``).
 
     Ties are taken in the order of the ranking (the default ``"first"`` keeps input order), not averaged.
 
