@@ -31,7 +31,9 @@ def _average_precision(r: Ranking, ks: Sequence[int | None], denominator: str = 
     index, _ = cutoff_index(r, ks)
     if denominator == "found":
         return _ap_over_found(r, ks, index), r.no_relevant
-    precision_sum = sum_to_cutoffs(r.relevant_times_count * r.reciprocal_positions, index, ks)
+    # hits / i summed one by one in rank order, trec_eval's arithmetic: AP often lands exactly on a printed rounding
+    # boundary (71/160 = 0.44375), where a product by 1/i or a pairwise sum would print 0.4437 for its 0.4438
+    precision_sum = at_cutoffs(torch.cumsum(r.relevant_times_count / r.positions, 1), index)
     return precision_sum / r.num_relevant.clamp_min(1).unsqueeze(1), r.no_relevant
 
 

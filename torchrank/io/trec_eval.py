@@ -179,7 +179,7 @@ def _column(
     return compute
 
 
-def _expand(measure: _TrecMeasure, params: tuple) -> list[_Item]:
+def _expand(measure: _TrecMeasure, params: tuple, trec_eval: str = "10") -> list[_Item]:
     """The printed items of one trec_eval measure with its (parsed) parameters, from its declaration."""
     name, kind, trec, family = measure.name, measure.kind, measure.trec, measure.family
     if measure.kind == "relstring":
@@ -188,6 +188,8 @@ def _expand(measure: _TrecMeasure, params: tuple) -> list[_Item]:
     if trec is None or family is None:  # runid, num_q
         return [_Item(name, "meta")]
     kernel, fixed, batch = family.kernel, {**family.params, **trec.params}, trec.from_batch
+    if trec_eval == "9" and name in ("iprec_at_recall", "11pt_avg"):
+        fixed["round_up"] = 0.9  # 9.x counts a recall level's relevant documents as (long)(level * R + 0.9)
     if measure.params == "cuts":
         ks = tuple(params)
         return [_Item(f"{name}_{k}", kind, _column(kernel, ks, j, batch, **fixed)) for j, k in enumerate(ks)]
@@ -315,7 +317,7 @@ def parse_measures(options: Sequence[str] | None, trec_eval: str = "10") -> list
                 grammar.append(name)
     items: list[_Item] = []
     for name in sorted(trec, key=_ORDER.__getitem__):
-        items += _expand(_BY_NAME[name], trec[name])
+        items += _expand(_BY_NAME[name], trec[name], trec_eval)
     for name in grammar:
         items.append(_grammar_item(name))
     return items
@@ -469,7 +471,8 @@ def _empty_lists(
     by ``-J``) at a recall level whose count of relevant documents is 0 (``lround(level * R)``; 9.x:
     ``(long)(level * R + 0.9)``). ``[Q]`` bool for the levels of one printed value (11pt_avg: any of them)."""
     batch = ctx.batch
-    empty = ~batch.mask.any(1) if judged_only else ~batch.mask.any(1) & ~ctx.missing
+    # 10.0 ranks a query missing from the run as one unjudged document, which -J drops; 9.x leaves it out
+    empty = ~batch.mask.any(1) if judged_only and trec_eval == "10" else ~batch.mask.any(1) & ~ctx.missing
     num_rel = (batch.ideal_target >= relevance_threshold).sum(1).to(torch.float64)
     offset = 0.5 if trec_eval == "10" else 0.9
 
