@@ -206,7 +206,7 @@ def test_bpref_num_judged_is_one_integer_count_per_query():
             F.bpref(**two, num_judged=counts)
     with pytest.raises(ValueError, match="`num_judged` must be an integer tensor of counts"):
         F.bpref(preds, target, num_judged=torch.tensor(2.5))
-    with pytest.raises(ValueError, match="`num_judged` must count every judged item of its query, at least its R"):
+    with pytest.raises(ValueError, match="`num_judged` must count every judged item of its query: its R relevant"):
         F.bpref(preds, target, num_judged=torch.tensor(-5))
 
 
