@@ -72,6 +72,33 @@ def test_bpref_with_num_judged_equals_pytrec_eval(backend, level):
     assert mean.item() == pytest.approx(expected.mean().item(), abs=1e-6)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_infap_with_the_pool_from_evaluate_and_the_metrics_equals_pytrec_eval(backend):
+    """evaluate and the metric classes take infAP's pooled_unjudged (qrels label -1) as the function does, in any
+    column order (here shuffled: the scores are distinct, so ties='first' is trec_eval's order)."""
+    qrels, run = _collection(3)
+    batch = trec_to_dense(qrels, run)
+    assert bool(batch.pooled_unjudged.any())
+    shuffle = torch.randperm(batch.preds.shape[1], generator=torch.Generator().manual_seed(0))
+    preds, target, mask, judged, pooled = (x[:, shuffle] for x in (batch.preds, batch.target, batch.mask,
+                                                                    batch.judged, batch.pooled_unjudged))
+    ref = pytrec_eval.RelevanceEvaluator(qrels, {"infAP"}).evaluate(run)
+    expected = torch.tensor([ref[q]["infAP"] for q in batch.qids], dtype=torch.float64)
+    inputs = {"mask": mask, "judged": judged, "ideal_target": batch.ideal_target, "ties": "first"}
+    with torchrank.use_backend(backend):
+        evaluated = F.evaluate(preds, target, ["infap", "bpref"], pooled_unjudged=pooled, num_judged=batch.num_judged,
+                               reduction="none", **inputs)  # fmt: skip
+        metric = RankingMetrics(["infap"], ties="first", keep_per_query=True)
+        metric.update(preds, target, mask=mask, judged=judged, ideal_target=batch.ideal_target, pooled_unjudged=pooled)
+        without = F.evaluate(preds, target, ["infap"], reduction="none", **inputs)["infap"]
+    torch.testing.assert_close(evaluated["infap"].double(), expected, rtol=0, atol=1e-6)
+    torch.testing.assert_close(metric.per_query_values()[:, 0], expected, rtol=0, atol=1e-6)
+    assert not torch.allclose(without.double(), expected, atol=1e-6)  # the pool matters in these qrels
+    with pytest.raises(ValueError, match="`pooled_unjudged` takes dense or id-list updates"):
+        RankingMetrics(["infap"]).update(preds[0], target[0], indexes=torch.zeros_like(target[0]),
+                                         pooled_unjudged=pooled[0])  # fmt: skip
+
+
 def test_the_issue_example_and_the_list_alone():
     """Relevant a, judged non-relevant n1 retrieved, relevant b, n2 and n3 judged but never retrieved: NR = 3,
     bpref = (1 + (1 - 1 / min(3, 2))) / 2 = 0.75 (pytrec_eval's); read from the list alone NR = 1 gave 0.5."""

@@ -177,30 +177,46 @@ def inferred_average_precision(
         tensor(1.)
     """
     if pooled_unjudged is not None:
-        if indexes is not None:
-            raise ValueError("Argument `pooled_unjudged` takes dense input only, not `indexes`.")
-        if not isinstance(pooled_unjudged, Tensor) or pooled_unjudged.dtype != torch.bool:
-            raise TypeError("Argument `pooled_unjudged` must be a bool tensor of the shape of `preds`.")
-        if pooled_unjudged.shape != preds.shape:
-            raise ValueError(
-                f"Argument `pooled_unjudged` must have the shape of `preds` {tuple(preds.shape)}, "
-                f"got {tuple(pooled_unjudged.shape)}."
-            )
-        # the kernel reads the flags per column: put real items first, in descending score order (stable: ties keep
-        # their input order), so that the ranking permutes columns only within tie groups
-        n = preds.shape[-1]
-        order = _descending_order(preds, torch.ones_like(preds, dtype=torch.bool) if mask is None else mask)
-
-        def take(x: Tensor | None) -> Tensor | None:
-            return None if x is None else x.gather(-1, order)
-
-        preds, target, mask, judged = take(preds), take(target), take(mask), take(judged)
-        pooled_unjudged = take(pooled_unjudged).reshape(-1, n)
+        preds, target, mask, judged, pooled_unjudged = pooled_in_score_order(
+            preds, target, mask, judged, pooled_unjudged, indexes)
     return run_measure(
         _inferred_ap, preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
         empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
         validate_args=validate_args, pooled_unjudged=pooled_unjudged,
     )
+
+
+def pooled_in_score_order(
+    preds: Tensor, target: Tensor, mask: Tensor | None, judged: Tensor | None, pooled_unjudged: object,
+    indexes: Tensor | None = None,
+) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None, Tensor]:
+    """``pooled_unjudged`` checked, and the dense inputs with their columns in descending score order (real items
+    first; stable: ties keep their input order), the flags as ``[Q, N]`` rows: infAP's kernel reads the flags per
+    column, and the ranking then permutes columns only within tie groups. No measure's value changes with the
+    columns' order.
+
+    Example:
+        >>> import torch
+        >>> pooled_in_score_order(torch.tensor([0.1, 0.9]), torch.tensor([0, 1]), None, None,
+        ...                       torch.tensor([True, False]))[4]
+        tensor([[False,  True]])
+    """
+    if indexes is not None:
+        raise ValueError("Argument `pooled_unjudged` takes dense input only, not `indexes`.")
+    if not isinstance(pooled_unjudged, Tensor) or pooled_unjudged.dtype != torch.bool:
+        raise TypeError("Argument `pooled_unjudged` must be a bool tensor of the shape of `preds`.")
+    if pooled_unjudged.shape != preds.shape:
+        raise ValueError(
+            f"Argument `pooled_unjudged` must have the shape of `preds` {tuple(preds.shape)}, "
+            f"got {tuple(pooled_unjudged.shape)}."
+        )
+    order = _descending_order(preds, torch.ones_like(preds, dtype=torch.bool) if mask is None else mask)
+
+    def take(x: Tensor | None) -> Tensor | None:
+        return None if x is None else x.gather(-1, order)
+
+    return (take(preds), take(target), take(mask), take(judged),
+            take(pooled_unjudged).reshape(-1, preds.shape[-1]))  # fmt: skip
 
 
 @with_common_args

@@ -24,7 +24,7 @@ from torchrank.functional._chunking import reduce_queries
 from torchrank.functional._inputs import REDUCTIONS, check_choice
 from torchrank.functional._pipeline import finalize, per_query_values, prepare
 from torchrank.functional._ranking import apply_measure
-from torchrank.functional.judgments import judged_only_mask
+from torchrank.functional.judgments import judged_only_mask, pooled_in_score_order
 from torchrank.functional.registry import DECLARATIONS, Declaration, grammar_names, parse_suffix
 from torchrank.functional.trec_extra import judged_counts
 
@@ -108,6 +108,7 @@ def evaluate(
     judged: Tensor | None = None,
     judged_only: bool = False,
     num_judged: Tensor | None = None,
+    pooled_unjudged: Tensor | None = None,
     ties: str = "average",
     empty_target_action: str = "neg",
     reduction: str = "mean",
@@ -119,8 +120,9 @@ def evaluate(
     Arguments are those of the single-measure functions (see :func:`torchrank.functional.ndcg`). Measures of
     one family share one pass over every cut-off asked for. ``judged_only=True`` drops the items that
     ``judged`` marks unjudged before ranking (trec_eval ``-J``). ``num_judged`` (integer, one per query: the
-    judged items of each query, retrieved or not) goes to the measures that read it (bpref: needed with
-    ``ideal_target``, see :func:`torchrank.functional.bpref`); the others ignore it.
+    judged items of each query, retrieved or not) and ``pooled_unjudged`` (bool, per item: pooled but not judged)
+    go to the measures that read them (bpref, needing it with ``ideal_target``: :func:`~torchrank.functional.bpref`;
+    infAP: :func:`~torchrank.functional.inferred_average_precision`); the others ignore them.
 
     Example:
         >>> import torch
@@ -134,9 +136,12 @@ def evaluate(
         raise TypeError("Argument `measures` must be a sequence of names, got a single string.")
     mask = judged_only_mask(mask, judged, judged_only)  # an input filter: unjudged items become padding
     groups = _plan(tuple(measures))
-    counts = judged_counts(num_judged, None)
+    extra = {"num_judged": judged_counts(num_judged, None)}
+    if pooled_unjudged is not None and any(_reads(family.kernel, "pooled_unjudged") for family, _, _ in groups):
+        preds, target, mask, judged, extra["pooled_unjudged"] = pooled_in_score_order(
+            preds, target, mask, judged, pooled_unjudged, indexes)
     requests = [
-        (family.kernel, [m.k for m in members], _with_judged_counts(family, params, counts, ideal_target))
+        (family.kernel, [m.k for m in members], _with_inputs(family, params, extra, ideal_target))
         for family, params, members in groups
     ]
     check_choice("reduction", reduction, REDUCTIONS)
@@ -190,19 +195,21 @@ class RankedLists:
         return finalize(values, no_relevant, self._inputs, self.empty_target_action, "none", True)
 
 
-def _with_judged_counts(
-    family: Declaration, params: dict, counts: Tensor | None, ideal_target: Tensor | None
+def _with_inputs(
+    family: Declaration, params: dict, extra: dict[str, Tensor | None], ideal_target: Tensor | None
 ) -> dict[str, object]:
-    """``params`` with the judged counts for a kernel that reads them (bpref), which refuses to go without them
-    where ``ideal_target`` is given; ``params`` as they are for the others."""
-    if not _reads_judged_counts(family.kernel):
-        return params
-    return {**params, "num_judged": judged_counts(counts, ideal_target, family.name)}
+    """``params`` with the inputs of ``extra`` the family's kernel reads (bpref's judged counts, which it refuses to go
+    without where ``ideal_target`` is given; infAP's pool, ``None``: nothing pooled but unjudged)."""
+    given = {name: value for name, value in extra.items() if _reads(family.kernel, name)}
+    if "num_judged" in given:
+        given["num_judged"] = judged_counts(given["num_judged"], ideal_target, family.name)
+    return {**params, **given} if given else params
 
 
 @functools.cache
-def _reads_judged_counts(kernel: Callable[..., tuple[Tensor, Tensor]]) -> bool:
-    return "num_judged" in inspect.signature(kernel).parameters
+def _reads(kernel: Callable[..., tuple[Tensor, Tensor]], name: str) -> bool:
+    """Whether ``kernel`` takes the parameter ``name`` (read once per kernel and name)."""
+    return name in inspect.signature(kernel).parameters
 
 
 def _named_columns(per_query: Tensor, groups: list, measures: Sequence[str], reduction: str) -> dict[str, Tensor]:

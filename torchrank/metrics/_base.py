@@ -139,11 +139,13 @@ class RankingMetric(KeepStateOnError, Metric):
         relevant_labels: Tensor | None = None,
         pad_id: int = -1,
         num_judged: Tensor | None = None,
+        pooled_unjudged: Tensor | None = None,
     ) -> None:
         """Add a batch: dense ``[..., N]`` whole lists, flat items with their query ``indexes``, or id lists.
 
-        ``num_judged`` (dense and id-list updates): the judged items of each query, retrieved or not, for the
-        measures that read it (bpref, which needs it with ``ideal_target``).
+        ``num_judged`` (the judged items of each query, retrieved or not) and ``pooled_unjudged`` (per item: in the
+        pool but not judged), dense and id-list updates only, go to the measures that read them (bpref, which needs
+        ``num_judged`` with ``ideal_target``; infAP).
 
         Id lists (a retriever's or recommender's output): ``ranked_ids [B, K]`` best first and ``relevant_ids
         [B, M]`` (``relevant_labels`` graded, else binary; ``pad_id`` pads both; ``preds`` optional scores of the
@@ -177,10 +179,11 @@ class RankingMetric(KeepStateOnError, Metric):
                 f"This metric received {self._mode} input before and {mode} input now; use one layout "
                 "(dense rows, or flat items with `indexes`) until `reset()`."
             )
-        counts = {} if num_judged is None else {"num_judged": num_judged}
+        counts = {name: x for name, x in (("num_judged", num_judged), ("pooled_unjudged", pooled_unjudged))
+                  if x is not None}
         if mode == "flat":
-            if counts:  # a flat query may span updates: a count per query of one update has no query to go to
-                raise ValueError("Argument `num_judged` takes dense or id-list updates, not flat ones (`indexes`).")
+            for name in counts:  # a flat query may span updates: a count per query of one update has no query
+                raise ValueError(f"Argument `{name}` takes dense or id-list updates, not flat ones (`indexes`).")
             self._update_flat(preds, target, indexes, mask, ideal_target, judged)
         elif self._checks_values() and isinstance(preds, Tensor) and not uses_numpy(preds):
             self._update_dense_unchecked(preds, target, mask, ideal_target, judged, counts)

@@ -38,7 +38,7 @@ from torchrank.functional.measures import parse_measure
 from torchrank.functional.registry import MEASURES, Declaration
 from torchrank.metrics._base import RankingMetric, metric_config
 
-_INPUTS = ("preds", "target", "indexes", "mask", "ideal_target", "judged", "num_judged", "reduction")
+_INPUTS = ("preds", "target", "indexes", "mask", "ideal_target", "judged", "num_judged", "pooled_unjudged", "reduction")
 _PROBE = (torch.tensor([[0.5, 0.25]]), torch.tensor([[1, 0]]))  # validates options at construction
 
 
