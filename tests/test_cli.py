@@ -159,6 +159,62 @@ def test_scores_rank_as_doubles_in_trec_eval_10_and_as_float32_in_9(scores, firs
     assert out == f"map                   \tall\t{value}\nrecip_rank            \tall\t{value}\n"
 
 
+# the minimal repros (a differential fuzz against trec_eval 10.0 found them), each expected output printed
+# by the trec_eval 10.0 binary built from usnistgov/trec_eval's source
+TREC_EVAL_10_REPROS = {
+    "-M cuts before -J drops": (
+        ["-M1", "-J", "-m", "P.1", "-m", "map", "-m", "num_ret"],
+        "q1 0 a 1\nq1 0 c 0\n",
+        "q1 Q0 b 1 3 r\nq1 Q0 a 2 2 r\nq1 Q0 c 3 1 r\n",
+        "num_ret               \tall\t0\nmap                   \tall\t0.0000\nP_1                   \tall\t0.0000\n",
+    ),
+    "rbp_resid 0 without an unjudged document": (
+        ["-m", "rbp", "-m", "rbp_resid"],
+        "1 0 a 1\n",
+        "1 Q0 a 1 1.0 r\n",
+        "rbp                   \tall\t0.1000\nrbp_resid             \tall\t0.0000\n",
+    ),
+    "-c num_rel counts labels above 0 whatever -l": (
+        ["-c", "-l2", "-q", "-m", "num_rel"],
+        "1 0 a 1\n1 0 b 2\n2 0 c 1\n",
+        "1 Q0 a 1 1 r\n",
+        "num_rel               \t1\t1\nnum_rel               \t2\t0\nnum_rel               \tall\t3\n",
+    ),
+    "-J with no judged document: -nan": (
+        ["-J", "-m", "iprec_at_recall.0,0.5", "-m", "11pt_avg", "-m", "map"],
+        "q1 0 a 1\nq1 0 b 0\n",
+        "q1 Q0 x 1 1 r\n",
+        "map                   \tall\t0.0000\niprec_at_recall_0.00  \tall\t  -nan\n"
+        "iprec_at_recall_0.50  \tall\t0.0000\n11pt_avg              \tall\t  -nan\n",
+    ),
+    "runid is the last line's tag": (
+        ["-m", "runid", "-m", "map"],
+        "q1 0 a 1\n",
+        "q1 Q0 a 1 2 first\nq1 Q0 b 2 1 last\n",
+        "runid                 \tall\tlast\nmap                   \tall\t1.0000\n",
+    ),
+    "AP 71/160 on a rounding boundary": (
+        ["-m", "map"],
+        "".join(f"q 0 d{i} {int(i > 0)}\n" for i in range(6)) + "q 0 u0 1\nq 0 u1 1\nq 0 u2 1\n",
+        "".join(f"q Q0 d{i} {i + 1} {6 - i} r\n" for i in range(6)),
+        "map                   \tall\t0.4438\n",
+    ),
+    "RBP 513/4000 on a rounding boundary": (
+        ["-m", "rbp"],
+        "Q16 0 d108 3\nQ16 0 d9 3\nQ16 0 D16-c 4\n",
+        "Q16 Q0 D11-a 10 3 r\nQ16 Q0 d108 3 2.5 r\nQ16 Q0 d9 14 2.5 r\n",
+        "rbp                   \tall\t0.1283\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(TREC_EVAL_10_REPROS))
+def test_trec_eval_10_repros(case, tmp_path, capsys):
+    flags, qrels, run, expected = TREC_EVAL_10_REPROS[case]
+    q, r = _bad(tmp_path, "qrels.txt", qrels), _bad(tmp_path, "run.txt", run)
+    assert _evaluate([*flags, q, r], capsys) == expected
+
+
 @pytest.mark.parametrize(
     ("case", "qrels", "run", "message"),
     [
