@@ -235,3 +235,24 @@ def test_the_new_checks_read_nothing_in_a_device_update(monkeypatch):
                           ties="first")  # fmt: skip
     for name, value in expected.items():
         torch.testing.assert_close(got[name], value)
+
+
+def test_per_query_inputs_in_chunks_and_flat_input():
+    """A request with per-query inputs runs whole past the memory budget (its chunks gave bpref the wrong number of
+    counts); flat input takes one count per query, in ascending id order."""
+    g = torch.Generator().manual_seed(1)
+    preds, target = torch.rand(50, 40, generator=g), torch.randint(0, 2, (50, 40), generator=g)
+    ideal = torch.cat([target, torch.randint(0, 2, (50, 10), generator=g)], 1)
+    inputs = {"ideal_target": ideal, "num_judged": torch.full((50,), 50), "ties": "first", "reduction": "none"}
+    whole = F.evaluate(preds, target, ["bpref", "ndcg"], **inputs)
+    with F.memory_budget(2**12):
+        chunked = F.evaluate(preds, target, ["bpref", "ndcg"], **inputs)
+    assert torch.equal(whole["bpref"], chunked["bpref"]) and torch.equal(whole["ndcg"], chunked["ndcg"])
+    # query 0: (1 + (1 - 1 / min(3, 2))) / 2; query 1: NR = 2, its relevant item below one: 1 - 1 / min(2, 1) = 0
+    preds, target = torch.tensor([0.5, 0.9, 0.4, 0.8, 0.7]), torch.tensor([0, 1, 1, 0, 1])
+    indexes = torch.tensor([1, 0, 1, 0, 0])
+    got = F.bpref(preds, target, indexes=indexes, ideal_target=target, num_judged=torch.tensor([5, 3]),
+                  reduction="none")  # fmt: skip
+    torch.testing.assert_close(got, torch.tensor([0.75, 0.0]))
+    with pytest.raises(ValueError, match=BELOW_R):  # query 1: R = 1 and one judged non-relevant item listed
+        F.bpref(preds, target, indexes=indexes, ideal_target=target, num_judged=torch.tensor([5, 1]))
