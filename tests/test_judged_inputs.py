@@ -19,6 +19,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import torchrank
 import torchrank.functional as F
 from torchrank.functional import backends
+from torchrank.functional.measures import RankedLists
 from torchrank.io import trec_to_dense
 from torchrank.metrics import NDCG, RankingMetrics, Recall
 
@@ -141,6 +142,9 @@ def test_a_judged_count_below_r_is_refused(backend):
                 F.bpref(preds, target, ideal_target=ideal, num_judged=torch.tensor([count]))
             with pytest.raises(ValueError, match=BELOW_R):
                 F.evaluate(preds, target, ["bpref"], ideal_target=ideal, num_judged=torch.tensor([count]))
+            lists = RankedLists(preds, target, ideal_target=ideal, ties="first")  # trec_eval-named kernels' route
+            with pytest.raises(ValueError, match=BELOW_R):
+                lists.per_query(F.MEASURES["bpref"].kernel, (None,), num_judged=torch.tensor([count]))
         # what went through unchecked: NR = 1 - 3 = -2, a term 1 - min(1, 3) / max(min(-2, 3), 1) = 0
         assert F.bpref(preds, target, ideal_target=ideal, num_judged=torch.tensor([1]), validate_args=False) == 1 / 3
         # NR = 1: (1 + (1 - 1 / 1)) / 3; NR = 3: (1 + (1 - 1 / 3)) / 3

@@ -348,7 +348,7 @@ def value_problems(
     :data:`VALUE_PROBLEMS`' order: NaN scores, NaN or infinite labels, negative labels, NaN, infinite or negative ideal
     labels, labels and ideal labels above ``label_limit`` (exponential DCG's largest label; None: no limit), an
     ``ideal_target`` that misses labels of ``target`` (:func:`ideal_misses_labels`, on the real items of ``mask``),
-    and last a judged count below R (False here: bpref checks its ``num_judged`` against the ranking's R, with
+    and last a judged count too low (False here: bpref checks its ``num_judged`` against its ranking, with
     :func:`judged_count_problems`). Padded items count in the others, as on every backend. Infinite scores rank
     (first or last); an infinite label has no finite gain, so it is refused.
 

@@ -22,7 +22,7 @@ from torch import Tensor
 
 from torchrank.functional._chunking import reduce_queries
 from torchrank.functional._inputs import REDUCTIONS, check_choice
-from torchrank.functional._pipeline import finalize, per_query_values, prepare
+from torchrank.functional._pipeline import check_parameter_values, finalize, per_query_values, prepare
 from torchrank.functional._ranking import apply_measure
 from torchrank.functional.judgments import judged_only_mask, pooled_in_score_order
 from torchrank.functional.registry import DECLARATIONS, Declaration, grammar_names, parse_suffix
@@ -181,6 +181,7 @@ class RankedLists:
         validate_args: bool = True,
     ) -> None:
         self.empty_target_action = empty_target_action
+        self._validate_args = validate_args
         self._inputs, self._ranking = prepare(
             preds, target, indexes=None, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
             empty_target_action=empty_target_action, reduction="none", relevance_threshold=relevance_threshold,
@@ -192,6 +193,8 @@ class RankedLists:
     ) -> Tensor:
         """``kernel``'s values at the cut-offs ``ks`` (None: the whole list) ``[Q, len(ks)]``, empty queries filled."""
         values, no_relevant = apply_measure(kernel, self._ranking, list(ks), **params)
+        if self._validate_args:  # the kernel's own parameters (bpref's judged counts)
+            check_parameter_values([(kernel, ks, params)], self._ranking)
         return finalize(values, no_relevant, self._inputs, self.empty_target_action, "none", True)
 
 
