@@ -148,6 +148,7 @@ class Outcome:
 
     rc: int
     out: str
+    err: str = ""
 
     def same(self, other: Outcome) -> bool:
         """Equal outputs, or both refused the input."""
@@ -158,7 +159,7 @@ def run_binary(binary: str | Path, flags: Sequence[str], qrels: str, run: str) -
     """The binary's answer, and whether the qrels lost the queries the run lacks (10.0 without ``-c`` exits 4
     on them; the answer is then the binary's on the shared queries, as 9.x and ``torchrank evaluate`` read it)."""
     out = _exec(binary, flags, qrels, run)
-    if out.rc == 4 and "-c" not in flags and _missing_from_run(qrels, run):
+    if out.rc == 4 and "not found in qrels" in out.err and "-c" not in flags and _missing_from_run(qrels, run):
         run_qids = {line.split()[0] for line in run.splitlines() if line.split()}
         kept = "".join(line + "\n" for line in qrels.splitlines() if line.split() and line.split()[0] in run_qids)
         return _exec(binary, flags, kept, run), True
@@ -176,7 +177,7 @@ def _exec(binary: str | Path, flags: Sequence[str], qrels: str, run: str) -> Out
         q.write_text(qrels)
         r.write_text(run)
         done = subprocess.run([str(binary), *flags, str(q), str(r)], capture_output=True, text=True)
-    return Outcome(done.returncode, done.stdout)
+    return Outcome(done.returncode, done.stdout, done.stderr)
 
 
 def run_torchrank(flags: Sequence[str], qrels: str, run: str, trec_eval: str = "10") -> Outcome:
