@@ -142,7 +142,7 @@ def write_results(
         >>> path = os.path.join(tempfile.mkdtemp(), "results.csv")
         >>> write_results(score_run(SAMPLE_QRELS, SAMPLE_RUN, ["map"]), path)
         >>> open(path).read().splitlines()[:2]
-        ['run,runid,measure,qid,value', 'results.test,STANDARD,map,301,0.032425344803747244']
+        ['run,runid,measure,qid,value', 'results.test,STANDARD,map,301,0.03242534480374725']
     """
     from .trec_eval import format_trec_eval
 

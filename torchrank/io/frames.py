@@ -443,7 +443,7 @@ def from_dataframe(
     """A run and its qrels as DataFrames (PyTerrier's columns by default) -> :class:`~torchrank.io.TrecBatch`.
 
     The batch is :func:`~torchrank.io.read_trec`'s for the same rows written as TREC files: rank order, ties
-    (scores equal once rounded to float32 among them, as trec_eval), judged flags and options (``depth``:
+    (scores compared as doubles, as trec_eval 10.0), judged flags and options (``depth``:
     trec_eval ``-M``, ``all_queries``: ``-c``, ``judged_only``: ``-J``).
     ``qrels`` may also be a qrels file (any format :func:`~torchrank.io.load_qrels` reads).
     """

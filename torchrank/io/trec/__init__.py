@@ -7,13 +7,12 @@ The parsing follows ``trec_eval`` (https://github.com/usnistgov/trec_eval):
   anywhere else (e.g. inside a docno such as ``CR#93E-1860``) is ordinary text;
 * qrels lines are ``qid iter docno rel`` (exactly four fields, integer ``rel``, possibly negative);
 * run lines are ``qid Q0 docno rank score tag`` (at least six fields, trailing fields ignored; the rank
-  field is ignored as well); ``score`` is parsed as a double (C's ``atof``) and kept by ``trec_eval`` as a
-  C ``float``: scores equal once rounded to float32 are ties;
+  field is ignored as well); ``score`` is parsed as a double (C's ``atof``) and ranked as one by trec_eval
+  10.0 (9.x and pytrec_eval keep a C ``float``: scores equal once rounded to float32 are ties there);
 * documents of a query are ranked by score descending, ties broken by docno descending (``strcmp``).
 
-:func:`read_run` returns the parsed doubles; :func:`read_trec` ranks by the float32-rounded scores, as
-``trec_eval`` does, and :func:`trec_to_dense` by the doubles of its dicts unless given
-``score_dtype=torch.float32``.
+:func:`read_run` returns the parsed doubles; :func:`read_trec` and :func:`trec_to_dense` rank by the doubles,
+as trec_eval 10.0 does, or by the float32-rounded scores with ``score_dtype=torch.float32``, as 9.x does.
 
 Unlike ``trec_eval``, the readers are strict: a docno repeated within one query (in qrels or run) is
 an error, as are a NaN score and a label outside the int64 range (``trec_eval``'s ``atol`` would clamp it).

@@ -23,7 +23,7 @@ class TrecBatch:
     Attributes:
         qids: Evaluated queries, sorted (string order, as ``trec_eval``).
         preds: ``[Q, N]`` floating scores as ranked (rounded to float32 where the batch was ranked as
-            ``trec_eval`` ranks, see ``score_dtype``), 0 at padded positions.
+            trec_eval 9.x ranks, see ``score_dtype``), 0 at padded positions.
         target: ``[Q, N]`` int64 relevance of each retrieved document (unjudged and negative labels
             give 0; padding 0).
         mask: ``[Q, N]`` bool, True for real retrieved documents.
@@ -92,12 +92,12 @@ def _tensor(values: list, typecode: str, dtype: torch.dtype) -> Tensor:
 
 _BUFFER_DTYPE = {"d": torch.float64, "q": torch.int64, "b": torch.int8}
 
-#: The precisions scores can be ranked in: trec_eval's C ``float``, or the parsed doubles.
+#: The precisions scores can be ranked in: trec_eval 9.x's C ``float``, or the parsed doubles (10.0's).
 SCORE_DTYPES = (torch.float32, torch.float64)
 
 
 def check_score_dtype(score_dtype: torch.dtype) -> None:
-    """Reject a ``score_dtype`` other than float32 (trec_eval's) and float64 (the parsed doubles)."""
+    """Reject a ``score_dtype`` other than float32 (trec_eval 9.x's) and float64 (the parsed doubles, 10.0's)."""
     if score_dtype not in SCORE_DTYPES:
         raise ValueError(f"score_dtype must be torch.float32 or torch.float64, got {score_dtype}")
 
@@ -105,11 +105,11 @@ def check_score_dtype(score_dtype: torch.dtype) -> None:
 def round_scores(score: np.ndarray, score_dtype: torch.dtype) -> np.ndarray:
     """float64 ``score`` rounded to ``score_dtype`` and back, the values documents are ranked by.
 
-    trec_eval keeps each score in a C ``float`` (``float sim``, assigned the double ``atof`` parsed), so
-    scores equal once rounded to float32 are tied for it and ordered by docno. numpy's cast rounds to nearest
-    (ties to even, subnormals kept, overflow to infinity) exactly as C's ``(float)`` conversion of the double
-    does; rounding the double, never the text, avoids the double rounding a direct text-to-float32 parse
-    would differ by.
+    trec_eval 9.x (and pytrec_eval) keeps each score in a C ``float`` (``float sim``, assigned the double ``atof``
+    parsed), so scores equal once rounded to float32 are tied for it and ordered by docno; 10.0 keeps the double.
+    numpy's cast rounds to nearest (ties to even, subnormals kept, overflow to infinity) exactly as C's
+    ``(float)`` conversion of the double does; rounding the double, never the text, avoids the double rounding
+    a direct text-to-float32 parse would differ by.
     """
     if score_dtype == torch.float64:
         return score
@@ -156,9 +156,9 @@ def trec_to_dense(
     Within each row documents are ordered by score descending, ties broken by docno descending (plain
     string comparison, like ``strcmp``), so a stable ``ties="first"`` treatment downstream reproduces
     ``trec_eval``'s order. By default the scores are the dicts' float64 values, so scores that differ only
-    beyond float32's precision stay distinct; ``trec_eval`` itself keeps each score in a C ``float``, and
-    ranks such scores as ties: pass ``score_dtype=torch.float32`` for its exact ranking (what
-    :func:`read_trec` does by default). The ranking uses the ``score_dtype`` scores whatever ``dtype`` is.
+    beyond float32's precision stay distinct, as trec_eval 10.0 ranks them; 9.x and pytrec_eval keep each
+    score in a C ``float`` and rank such scores as ties: pass ``score_dtype=torch.float32`` for their ranking.
+    The ranking uses the ``score_dtype`` scores whatever ``dtype`` is.
 
     Args:
         qrels: ``{qid: {docno: rel}}`` as returned by :func:`read_qrels`.
@@ -170,7 +170,7 @@ def trec_to_dense(
         judged_only: Drop the documents without a judgment (label >= 0) from the top ``depth``
             (``trec_eval -J``): the judged documents below them move up.
         score_dtype: Precision the scores are ranked in: ``torch.float64`` (default), the given values, or
-            ``torch.float32``, each score rounded to the nearest float32 as ``trec_eval`` stores it. ``preds``
+            ``torch.float32``, each score rounded to the nearest float32 as trec_eval 9.x stores it. ``preds``
             holds the scores as ranked (rounded, with float32), so a downstream sort keeps this order.
 
     Returns:

@@ -161,10 +161,10 @@ def read_run(path: str | os.PathLike[str]) -> dict[str, dict[str, float]]:
 
     Each data line is ``qid Q0 docno rank score tag``; fields after the sixth are ignored (as
     ``trec_eval`` does), the ``Q0`` and ``rank`` fields are ignored too, and ``score`` is parsed as a
-    Python float (a double, as C's ``atof`` parses it). The scores are returned as parsed; ``trec_eval``
-    then keeps each in a C ``float``, and ranks by that: :func:`read_trec` (and :func:`trec_to_dense` with
-    ``score_dtype=torch.float32``) round them the same way. The order of the lines does not matter: ranking
-    is done by :func:`trec_to_dense`.
+    Python float (a double, as C's ``atof`` parses it). The scores are returned as parsed, and trec_eval 10.0
+    ranks by them; 9.x keeps each in a C ``float``, and ranks by that: :func:`read_trec` and
+    :func:`trec_to_dense` with ``score_dtype=torch.float32`` round them the same way. The order of the lines
+    does not matter: ranking is done by :func:`trec_to_dense`.
 
     Args:
         path: The run file.
