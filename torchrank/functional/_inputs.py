@@ -425,7 +425,7 @@ def _misses_labels(target: Tensor, ideal: Tensor, top: float | None) -> bool:
     return bool((listed[:, :m] > judged[:, :n]).any()) or bool((listed[:, m:] > 0).any())
 
 
-_COUNTED_LABELS = 3  # integer labels up to this are compared by counts at each value (a pass each), others by sorts
+_COUNTED_LABELS = 4  # integer labels up to this are compared by counts at each value (a pass each), others by sorts
 
 
 def judged_count_problems(num_judged: Tensor, least: Tensor) -> Tensor:
