@@ -172,7 +172,10 @@ def test_an_ideal_target_missing_labels_of_target_is_refused(backend):
     target = torch.tensor([[1, 0, 1, 0]])
     graded = torch.tensor([[2, 0, 2, 0]])
     with torchrank.use_backend(backend):
-        for labels, ideal in ((target, torch.tensor([[1, 0, 0]])), (graded, torch.tensor([[2, 1, 1, 1]]))):
+        cases = [(target, torch.tensor([[1, 0, 0]])), (graded, torch.tensor([[2, 1, 1, 1]]))]
+        cases += [(labels * 3, ideal * 3) for labels, ideal in cases]  # larger grades (numpy: by sorts, not counts)
+        cases += [(graded + 0.5, torch.tensor([[2.5, 1.5, 1.5, 0.5]]))]  # float labels
+        for labels, ideal in cases:
             with pytest.raises(ValueError, match=MISSING):
                 F.recall(preds, labels, ideal_target=ideal)
             for measures in (["ndcg@3"], ["ndcg", "recall", "map"], ["ndcg", "judged"]):  # fused kernel, and not
