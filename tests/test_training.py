@@ -445,3 +445,26 @@ def test_cli_drops_lightnings_notices_and_keeps_real_warnings(tmp_path, capfd, r
     import re
 
     assert not [m for m in messages if any(re.match(p, m) for p in NOISY_WARNINGS)]
+
+
+def test_python_api_drops_the_same_notices_as_the_cli(tmp_path, capfd, recwarn):
+    """A script that imports torchrank.training and builds its own Trainer (docs/training.md's Python example) does
+    not print Lightning's device probes, tips or the known-harmless warnings either: the import hides them."""
+    import importlib
+    import re
+
+    import torchrank.training
+    from torchrank.training.cli import NOISY_WARNINGS
+
+    importlib.reload(torchrank.training)  # what `import torchrank.training` does, inside this test's warning filters
+    data = LetorDataModule(batch_size=16)
+    model = MLPRanker(losses.ListNetLoss(), num_features=data.num_features, hidden_sizes=[8])
+    trainer = L.Trainer(max_epochs=1, limit_train_batches=1, limit_val_batches=1, limit_test_batches=1,
+                        default_root_dir=tmp_path, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False)  # fmt: skip
+    trainer.fit(model, data)
+    trainer.test(model, data, verbose=False)
+    err = capfd.readouterr().err
+    for notice in ("GPU available", "TPU available", "Tip:", "tensorboardX", "LeafSpec"):
+        assert notice not in err
+    assert not [str(w.message) for w in recwarn if any(re.match(p, str(w.message)) for p in NOISY_WARNINGS)]

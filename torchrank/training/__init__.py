@@ -2,8 +2,11 @@
 
 ``python -m torchrank.training fit --config configs/train/neural_ndcg.yaml`` trains :class:`MLPRanker` on
 :class:`LetorDataModule`'s data (by default the bundled LightGBM lambdarank example); see docs/training.md.
+Importing it hides Lightning's device probes, cloud-service tips and a few harmless warnings
+(:func:`torchrank.training._notices.hide_lightning_noise`), as the command line does.
 """
 
+from torchrank.training._notices import hide_lightning_noise
 from torchrank.training.data import LIGHTGBM_LAMBDARANK, LetorDataModule, read_letor, split_queries
 from torchrank.training.model import EVAL_K, MLPRanker, ndcg_metric
 
@@ -16,3 +19,5 @@ __all__ = [
     "read_letor",
     "split_queries",
 ]
+
+hide_lightning_noise()
