@@ -217,3 +217,48 @@ def test_a_zero_dimensional_tensor_cut_off():
     for k in (torch.tensor(2.0), torch.tensor(True)):
         with pytest.raises(TypeError, match="`k` must be a positive int"):
             F.ndcg(preds, target, k=k)
+
+
+# ------------------------------------------------------------------------------ torchmetrics' names
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: F.ndcg(P, T, top_k=10), r"ndcg got an unexpected keyword argument `top_k`: .* use `k=`"),
+        (lambda: F.average_precision(P, T, aggregation="mean"), r"`aggregation`: .* use `reduction=`"),
+        (lambda: F.precision(P, T, ignore_index=-1), r"use `mask=target != ignore_index`"),
+        (lambda: F.evaluate(P, T, ["ndcg@2"], top_k=2), r"the cut-off in each measure's name"),
+        (lambda: F.precision_recall_curve(P, T, top_k=2), r"use `max_k=`"),
+        (lambda: F.auroc(P, T, top_k=2), r"use `k=`"),
+        (lambda: F.recall(P, T, adaptive_k=True), r"`adaptive_k` has no counterpart in recall; torchrank\.compat"),
+        (lambda: F.ndcg(P, T, gian="linear"), r"`gian`: did you mean `gain`\?"),
+        (lambda: F.ndcg(P, T, colour=1), r"ndcg got an unexpected keyword argument `colour`\.$"),
+    ],
+)
+def test_a_keyword_the_function_does_not_take_says_what_to_write(call, match):
+    with pytest.raises(TypeError, match=match):
+        call()
+
+
+@pytest.mark.parametrize(
+    ("build", "match"),
+    [
+        (lambda M: M.NDCG(top_k=10), r"NDCG got an unexpected keyword argument `top_k`: .* use `k=`"),
+        (lambda M: M.MAP(k=5, ignore_index=-1), r"use `mask=target != ignore_index` where the labels are given"),
+        (lambda M: M.RankingMetrics(["map"], top_k=10), r"the cut-off in each measure's name"),
+        (lambda M: M.Recall(k=5, adaptive_k=True), r"`adaptive_k` has no counterpart in Recall; torchrank\.compat"),
+    ],
+)
+def test_a_torchmetrics_argument_of_a_class_says_what_to_write(build, match):
+    import torchrank.metrics as M
+
+    with pytest.raises(TypeError, match=match):
+        build(M)
+
+
+def test_functions_keep_their_signature_and_doctests():
+    """The keyword hints wrap the functions: signatures (the metric classes read them) and docs stay theirs."""
+    import inspect
+
+    assert "k" in inspect.signature(F.ndcg).parameters and F.ndcg.__module__ == "torchrank.functional.dcg"
+    assert F.ndcg.__doc__ is not None and ">>> ndcg(" in F.ndcg.__doc__
+    assert torch.equal(F.precision(P, T, k=2), torch.tensor(0.5))

@@ -21,6 +21,7 @@ from torch import Tensor
 
 from torchrank.functional._chunking import reduce_queries
 from torchrank.functional._inputs import REDUCTIONS, check_choice
+from torchrank.functional._keywords import with_keyword_hints
 from torchrank.functional._pipeline import finalize, per_query_values, prepare
 from torchrank.functional._ranking import apply_measure
 from torchrank.functional.judgments import judged_only_mask
@@ -95,6 +96,7 @@ def parse_measure(name: str) -> ParsedMeasure:
     return ParsedMeasure(name, spec.name, int(arg), ())
 
 
+@with_keyword_hints
 def evaluate(
     preds: Tensor,
     target: Tensor,
