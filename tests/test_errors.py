@@ -116,9 +116,15 @@ def test_measure_specific_arguments():
         F.kendall_tau(P, T, ties="dense")
 
 
-def test_unknown_measure_names_list_the_grammar():
-    with pytest.raises(ValueError, match=r"Unknown measure 'ndgc@10'.*Families: .*'ndcg'"):
+def test_unknown_measure_names_suggest_the_closest_or_list_the_grammar():
+    with pytest.raises(ValueError, match=r"^Unknown measure 'ndgc@10'; did you mean 'ndcg@10'\?$"):
         F.evaluate(P, T, ["ndcg@10", "ndgc@10"])
+    with pytest.raises(ValueError, match=r"'Precison_5'; did you mean 'precision_5' or "):
+        F.evaluate(P, T, ["Precison_5"])
+    with pytest.raises(ValueError, match=r"'ndcg@ten': a cut-off is '@k' with k a positive integer"):
+        F.evaluate(P, T, ["ndcg@ten"])
+    with pytest.raises(ValueError, match=r"Unknown measure 'qwerty': expected .*Families: .*'ndcg'"):
+        F.evaluate(P, T, ["qwerty"])
     with pytest.raises(ValueError, match="rprec takes no cut-off"):
         F.evaluate(P, T, ["rprec@5"])
     with pytest.raises(ValueError, match="at least one measure"):
