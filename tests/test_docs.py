@@ -258,3 +258,13 @@ def test_readme_names_every_declared_function_and_class():
     assert classes <= listed_classes
     for name in listed_classes:
         assert hasattr(torchrank.metrics, name) or hasattr(torchrank.metrics.classes, name), name
+
+
+def test_readme_lists_every_extra():
+    """README's table of extras names each extra of pyproject.toml, and nothing else."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| extra | installs | needed by |") :].split("\n\n")[0]
+    assert sorted(re.findall(r"^\| `([a-z]+)` \|", table, re.MULTILINE)) == sorted(extras)

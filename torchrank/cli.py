@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from torchrank import _compare_args
+from torchrank._extras import MissingExtra
 
 # torch and everything built on it are imported only once a command runs: `torchrank --help` and
 # `torchrank evaluate --help` answer without paying torch's start-up (over a second)
@@ -292,6 +293,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         from torchrank import compare
 
         return int(compare.run(args))
-    except (TrecFormatError, ValueError, OSError, RuntimeError) as error:
+    except (TrecFormatError, ValueError, OSError, RuntimeError, MissingExtra) as error:
         print(f"torchrank {args.command}: error: {error}", file=sys.stderr)
         return 2
