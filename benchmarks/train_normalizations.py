@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", default=str(RESULTS / "normalization_cpu.json"))
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    load_at_start = os.getloadavg()[0]
+    meta = {**metadata(args.threads), "seeds": args.seeds}  # the commit the fits run, not the one they end at
     runs, results, reference = Path(args.runs), [], []
     for dataset in args.datasets:
         for seed in args.large_seeds if dataset == "synthetic_large" else args.seeds:
@@ -141,8 +141,7 @@ def main(argv: list[str] | None = None) -> dict:
                 results.append({"dataset": dataset, "normalization": normalization, **record})
             if lightgbm_installed():
                 reference.append({"dataset": dataset, "seed": seed, **lightgbm_defaults(data_dir, seed)})
-    meta = {**metadata(args.threads), "load_average_1min_at_start": load_at_start, "seeds": args.seeds}
-    meta["synthetic_large_seeds"] = args.large_seeds
+    meta |= {"load_average_1min_at_end": os.getloadavg()[0], "synthetic_large_seeds": args.large_seeds}
     meta |= {"epochs": args.epochs, "datasets": {name: DATASETS[name] or "bundled" for name in args.datasets}}
     meta["lightgbm"] = "lambdarank, default parameters, training file only" if reference else "not installed"
     table = summary(results, reference)
