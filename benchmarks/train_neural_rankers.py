@@ -42,7 +42,8 @@ CONFIGS = ROOT / "configs" / "train"
 
 
 def run(name: str, root: Path, seed: int, threads: int, data: list[str]) -> dict:
-    """fit, then test the last checkpoint, of ``configs/train/<name>.yaml``; the logged figures."""
+    """fit, then test the last checkpoint, of ``configs/train/<name>.yaml``; the logged figures (test, validation
+    and the last epoch's training loss)."""
     config = str(CONFIGS / f"{name}.yaml")
     common = ["--config", config, f"--trainer.default_root_dir={root / name / f'seed{seed}'}", *data]
     common += [f"--seed_everything={seed}", f"--threads={threads}", "--trainer.enable_progress_bar=false"]
@@ -50,7 +51,8 @@ def run(name: str, root: Path, seed: int, threads: int, data: list[str]) -> dict
     fitted = cli(["fit", *common])
     seconds = time.perf_counter() - start
     checkpoint = fitted.trainer.checkpoint_callback.last_model_path
-    val = {key: float(value) for key, value in fitted.trainer.callback_metrics.items() if key.startswith("val_")}
+    logged = fitted.trainer.callback_metrics
+    fit = {key: float(value) for key, value in logged.items() if key.startswith("val_") or key == "train_loss"}
     tested = cli(["test", *common, f"--ckpt_path={checkpoint}"])
     test = {key: float(value) for key, value in tested.trainer.callback_metrics.items() if key.startswith("test_")}
     return {
@@ -60,7 +62,7 @@ def run(name: str, root: Path, seed: int, threads: int, data: list[str]) -> dict
         "epochs": fitted.trainer.current_epoch,
         "fit_seconds": round(seconds, 1),
         **{key: round(value, 4) for key, value in sorted(test.items())},
-        **{key: round(value, 4) for key, value in sorted(val.items())},
+        **{key: round(value, 4) for key, value in sorted(fit.items())},
     }
 
 

@@ -112,8 +112,9 @@ def markdown(table: dict, meta: dict) -> str:
             cells = [f"{s['mean']:.4f} +- {s['sd']:.4f} | {s['min']:.4f}-{s['max']:.4f}" for s in at.values()]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
-    seeds, large = meta["seeds"], meta["synthetic_large_seeds"]
-    lines.append(f"(seeds {seeds}, synthetic_large {large}; {meta['epochs']} epochs; sd: over the seeds)")
+    seeds = f"seeds {meta['seeds']}"
+    seeds += f", synthetic_large {meta['synthetic_large_seeds']}" if "synthetic_large" in table else ""
+    lines.append(f"({seeds}; {meta['epochs']} epochs; sd: over the seeds)")
     return "\n".join(lines)
 
 
