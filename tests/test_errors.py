@@ -319,6 +319,17 @@ def test_compare_plot_without_matplotlib_is_one_line_naming_the_extra(tmp_path, 
     assert err.count("\n") == 1 and "pip install 'torchrank[plot]'" in err
 
 
+def test_metric_plot_without_matplotlib_names_the_extra(monkeypatch):
+    from torchrank._extras import MissingExtra
+    from torchrank.metrics import NDCG
+
+    metric = NDCG(k=2)
+    metric.update(P, T)
+    _without(monkeypatch, "matplotlib")
+    with pytest.raises(MissingExtra, match=r"^NDCG\.plot\(\) needs matplotlib: pip install 'torchrank\[plot\]'"):
+        metric.plot()
+
+
 def test_to_dataframe_without_pandas_names_the_extra(monkeypatch):
     from torchrank._extras import MissingExtra
     from torchrank.io import SAMPLE_RUN, load_run, to_dataframe

@@ -21,6 +21,7 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 from torchmetrics.utilities.distributed import gather_all_tensors
 
+from torchrank._extras import require
 from torchrank.functional.backends import uses_numpy
 from torchrank.functional.checks import (
     TORCHMETRICS_NAMES,
@@ -351,7 +352,8 @@ class RankingMetric(KeepStateOnError, Metric):
         self._mode = None
 
     def plot(self, val: Any = None, ax: Any = None) -> Any:
-        """Plot a value (default: ``compute()``) or a sequence of values; needs matplotlib."""
+        """Plot a value (default: ``compute()``) or a sequence of values; needs matplotlib (the ``plot`` extra)."""
+        require("matplotlib", f"{type(self).__name__}.plot()")
         return self._plot(val, ax)
 
 
