@@ -205,8 +205,9 @@ def main(argv: list[str] | None = None) -> None:
         "--against", type=Path, metavar="DIR",
         help="another source tree (e.g. `git worktree add DIR COMMIT`) measured in the same rounds",
     )  # fmt: skip
+    parser.add_argument("--against-name", default="--against", help="what to call that tree in the results")
     args = parser.parse_args(argv)
-    trees = {"this tree": REPO_ROOT} | ({"--against": args.against.resolve()} if args.against else {})
+    trees = {"this tree": REPO_ROOT} | ({args.against_name: args.against.resolve()} if args.against else {})
     load_start = load_average()
     record = measure(args.rounds, not args.smoke, trees)
     meta = metadata(torch.device("cpu"), torch.get_num_threads())
