@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-F = TypeVar("F", bound=Callable[..., object])
+Fn = TypeVar("Fn", bound=Callable[..., object])
 
 
-def constant_when_compiled(fn: F) -> F:
+def constant_when_compiled(fn: Fn) -> Fn:
     """Mark ``fn`` as ``torch.compiler.assume_constant_result`` does, leaving the compiler unimported.
 
     Under ``torch.compile``, a call of ``fn`` is made once, at tracing, and its result is a constant of the graph

@@ -14,7 +14,7 @@ import inspect
 from collections.abc import Callable, Collection, Iterable
 from typing import TypeVar
 
-F = TypeVar("F", bound=Callable[..., object])
+Fn = TypeVar("Fn", bound=Callable[..., object])
 
 _CUTOFF_IN_NAMES = ("measures", "the cut-off in each measure's name, e.g. `['ndcg@10', 'P@5']`")
 #: torchmetrics' retrieval arguments that torchrank spells differently: name -> (torchrank's name, what to write),
@@ -64,7 +64,7 @@ def _hint(owner: str, name: str, accepted: Collection[str]) -> str:
     return f"{said}: did you mean {' or '.join(f'`{c}`' for c in close)}?" if close else f"{said}."
 
 
-def with_keyword_hints(fn: F) -> F:
+def with_keyword_hints(fn: Fn) -> Fn:
     """``fn``, whose call with a keyword argument it does not take raises :func:`keyword_error`'s ``TypeError``
     instead of Python's (which names the keyword only). Nothing is checked on a call that binds; a function that
     takes ``**kwargs`` is returned as it is."""
