@@ -11,6 +11,7 @@ Usage (from the repository root; 10-40 s per fit on one CPU thread):
 
     python -m benchmarks.train_neural_rankers [neural_ndcg approx_ndcg ...] [--seeds 0 1 2] [--threads 1]
     python -m benchmarks.train_neural_rankers --data_dir ~/data/MSLR-WEB10K --fold 1 --out mslr.json  # your folder
+    python -m benchmarks.train_neural_rankers --normalization quantile  # another feature scaling than the configs'
 
 On the same machine, torch build and thread count a seed's figures repeat exactly; another CPU (another BLAS
 code path) or thread count changes the rounding, which 40 epochs of training carry into the figures (see
@@ -41,7 +42,8 @@ CONFIGS = ROOT / "configs" / "train"
 
 
 def run(name: str, root: Path, seed: int, threads: int, data: list[str]) -> dict:
-    """fit, then test the last checkpoint, of ``configs/train/<name>.yaml``; the logged figures."""
+    """fit, then test the last checkpoint, of ``configs/train/<name>.yaml``; the logged figures (test, validation
+    and the last epoch's training loss)."""
     config = str(CONFIGS / f"{name}.yaml")
     common = ["--config", config, f"--trainer.default_root_dir={root / name / f'seed{seed}'}", *data]
     common += [f"--seed_everything={seed}", f"--threads={threads}", "--trainer.enable_progress_bar=false"]
@@ -49,7 +51,8 @@ def run(name: str, root: Path, seed: int, threads: int, data: list[str]) -> dict
     fitted = cli(["fit", *common])
     seconds = time.perf_counter() - start
     checkpoint = fitted.trainer.checkpoint_callback.last_model_path
-    val = {key: float(value) for key, value in fitted.trainer.callback_metrics.items() if key.startswith("val_")}
+    logged = fitted.trainer.callback_metrics
+    fit = {key: float(value) for key, value in logged.items() if key.startswith("val_") or key == "train_loss"}
     tested = cli(["test", *common, f"--ckpt_path={checkpoint}"])
     test = {key: float(value) for key, value in tested.trainer.callback_metrics.items() if key.startswith("test_")}
     return {
@@ -59,7 +62,7 @@ def run(name: str, root: Path, seed: int, threads: int, data: list[str]) -> dict
         "epochs": fitted.trainer.current_epoch,
         "fit_seconds": round(seconds, 1),
         **{key: round(value, 4) for key, value in sorted(test.items())},
-        **{key: round(value, 4) for key, value in sorted(val.items())},
+        **{key: round(value, 4) for key, value in sorted(fit.items())},
     }
 
 
@@ -92,6 +95,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--data_dir", help="a folder in a standard layout (MSLR-WEB, Yahoo, Istella, LETOR 4.0)")
     parser.add_argument("--fold", type=int, default=1, help="the fold (or Yahoo set) of --data_dir")
     parser.add_argument("--epochs", type=int, help="override the configs' max_epochs (40), e.g. for a quick check")
+    parser.add_argument("--normalization", help="override the configs' feature scaling (--data.normalization)")
     parser.add_argument("--runs", default="runs", help="folder for the logs and checkpoints")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "training_cpu.json"))
     args = parser.parse_args(argv)
@@ -100,10 +104,12 @@ def main(argv: list[str] | None = None) -> dict:
     names = args.names or sorted(p.stem for p in CONFIGS.glob("*.yaml"))
     data = [f"--data.data_dir={args.data_dir}", f"--data.fold={args.fold}"] if args.data_dir else []
     data += [f"--trainer.max_epochs={args.epochs}"] if args.epochs else []
+    data += [f"--data.normalization={args.normalization}"] if args.normalization else []
     results = [run(name, Path(args.runs), seed, args.threads, data) for name in names for seed in args.seeds]
     meta = {**metadata(args.threads), "load_average_1min_at_start": load_at_start, "seeds": args.seeds}
     meta["data"] = {"data_dir": args.data_dir, "fold": args.fold} if args.data_dir else "the bundled LightGBM data"
     meta["epochs"] = args.epochs or "the configs' (40)"
+    meta["normalization"] = args.normalization or "the configs'"
     record = {"metadata": meta, "results": results}
     Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
     print(markdown(results, args.seeds))

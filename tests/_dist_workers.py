@@ -36,6 +36,7 @@ def serve(rank: int, world_size: int, port: int, tasks: Any, results: Any) -> No
     """A pool worker: join the gloo group, then run ``(task_id, fn, args)`` items until ``None``."""
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore", message=r".*compute.*was called before the ``update``.*")
+    warnings.filterwarnings("ignore", message=r".*compute\(\) was called before any update\(\).*")  # torchrank's
     try:
         dist.init_process_group(
             "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,

@@ -351,7 +351,7 @@ def test_all_line_adds_queries_one_by_one_as_trec_eval():
     assert scores.summary()["map"] == sequential / len(values)
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["evaluate", "--help"]])
+@pytest.mark.parametrize("argv", [["--help"], ["evaluate", "--help"], ["compare", "--help"]])
 def test_help_answers_without_importing_torch(argv):
     """`torchrank --help` must not pay torch's start-up (over a second): -X importtime lists every module
     the process imported."""
@@ -370,9 +370,9 @@ def test_help_answers_without_importing_torch(argv):
     assert heavy == []
 
 
-def test_help_lists_compare_as_compare_itself_does():
-    """The top-level help's stand-in for `compare` (no torch import) reads as the real sub-parser."""
-    from torchrank import cli
+def test_compare_parser_names_the_corrections_that_stats_implements():
+    """`--correction`'s choices are listed apart from torchrank.stats (which imports torch): they must agree."""
+    from torchrank import _compare_args
+    from torchrank.stats import CORRECTIONS
 
-    assert cli._parser(None).format_help() == cli._parser("compare").format_help()
-    assert cli._command(["compare", "--help"]) == "compare" and cli._command(["-h"]) is None
+    assert _compare_args.CORRECTIONS == CORRECTIONS

@@ -1,7 +1,8 @@
 """The documentation runs and agrees with the code.
 
-Every ```python block of README.md and docs/*.md runs here, each file's blocks in order in one namespace (a
-block may use what an earlier one defined). A top-level expression whose comment (on its line, or the comment
+Every ```python block of README.md and docs/*.md runs here, each on its own, as a reader who copies it runs it.
+A block that goes on from the one before says so in its first line, ``# continues the block above (...)``, and
+runs in the namespace the blocks before it left. A top-level expression whose comment (on its line, or the comment
 line right after it) starts with a value — ``# tensor([0.5000, 0.6667])``, ``# (tensor(0.7222), tensor(0.5556))``,
 ``# ≈ [0.4167, 0.5]``, ``# {'map': tensor(0.9267)}`` — must evaluate to that value to the printed precision
 (``...`` in it matches anything); a comment that starts with words is prose and not checked.
@@ -25,6 +26,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SKIP = re.compile(r"<!--\s*skip-snippet:\s*(?P<why>\S.*?)\s*-->")
+CONTINUES = re.compile(r"# continues the blocks? above\b")  # a block's first line: it needs the one before it
 MAX_SKIPPED = 2
 TOLERANCE = 6e-5  # values are printed to 4 decimals
 
@@ -123,7 +125,7 @@ def _expected_values(code: str) -> dict[int, str]:
 
 def _run(path: Path, first_line: int, code: str, namespace: dict) -> int:
     """Run one block statement by statement; check stated values; return how many were checked."""
-    where = f"{path.relative_to(ROOT)}:{first_line}"
+    where = f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{first_line}"
     expected = _expected_values(code)
     tree = ast.parse(code)
     checked = 0
@@ -143,12 +145,29 @@ def _run(path: Path, first_line: int, code: str, namespace: dict) -> int:
 
 @pytest.mark.parametrize("path", DOCS, ids=[p.name for p in DOCS])
 def test_python_snippets_run_and_agree(path, capsys):
-    snippets = _snippets(path)
-    namespace: dict = {"__name__": f"docs_{path.stem}"}
-    for first_line, code, skip in snippets:
+    namespace: dict = {}
+    for first_line, code, skip in _snippets(path):
         if skip is None:
+            if not CONTINUES.match(code):  # a block of its own: nothing defined before it
+                namespace = {"__name__": f"docs_{path.stem}"}
             _run(path, first_line, code, namespace)
     capsys.readouterr()  # what the snippets print is not the test's output
+
+
+def test_a_block_runs_alone_unless_it_says_it_continues(tmp_path):
+    """A block that uses a name of an earlier block fails unless it says that it continues that block."""
+    page = tmp_path / "page.md"
+    first = "```python\nx = 2\n```\n"
+    page.write_text(first + "```python\nx + 1  # 3\n```\n", encoding="utf-8")
+    with pytest.raises(NameError, match="'x'"):
+        test_python_snippets_run_and_agree(page, _NoCapture())
+    page.write_text(first + "```python\n# continues the block above (x)\nx + 1  # 3\n```\n", encoding="utf-8")
+    test_python_snippets_run_and_agree(page, _NoCapture())
+
+
+class _NoCapture:
+    def readouterr(self) -> None:
+        return None
 
 
 def test_collector_sees_every_block_and_few_skips():
@@ -239,3 +258,13 @@ def test_readme_names_every_declared_function_and_class():
     assert classes <= listed_classes
     for name in listed_classes:
         assert hasattr(torchrank.metrics, name) or hasattr(torchrank.metrics.classes, name), name
+
+
+def test_readme_lists_every_extra():
+    """README's table of extras names each extra of pyproject.toml, and nothing else."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| extra | installs | needed by |") :].split("\n\n")[0]
+    assert sorted(re.findall(r"^\| `([a-z]+)` \|", table, re.MULTILINE)) == sorted(extras)

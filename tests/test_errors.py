@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -9,6 +12,7 @@ import torchrank.functional as F
 
 P = torch.tensor([[0.3, 0.2, 0.1]])
 T = torch.tensor([[1, 0, 1]])
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize(
@@ -116,9 +120,15 @@ def test_measure_specific_arguments():
         F.kendall_tau(P, T, ties="dense")
 
 
-def test_unknown_measure_names_list_the_grammar():
-    with pytest.raises(ValueError, match=r"Unknown measure 'ndgc@10'.*Families: .*'ndcg'"):
+def test_unknown_measure_names_suggest_the_closest_or_list_the_grammar():
+    with pytest.raises(ValueError, match=r"^Unknown measure 'ndgc@10'; did you mean 'ndcg@10'\?$"):
         F.evaluate(P, T, ["ndcg@10", "ndgc@10"])
+    with pytest.raises(ValueError, match=r"'Precison_5'; did you mean 'precision_5' or "):
+        F.evaluate(P, T, ["Precison_5"])
+    with pytest.raises(ValueError, match=r"'ndcg@ten': a cut-off is '@k' with k a positive integer"):
+        F.evaluate(P, T, ["ndcg@ten"])
+    with pytest.raises(ValueError, match=r"Unknown measure 'qwerty': expected .*Families: .*'ndcg'"):
+        F.evaluate(P, T, ["qwerty"])
     with pytest.raises(ValueError, match="rprec takes no cut-off"):
         F.evaluate(P, T, ["rprec@5"])
     with pytest.raises(ValueError, match="at least one measure"):
@@ -218,3 +228,133 @@ def test_a_zero_dimensional_tensor_cut_off():
     for k in (torch.tensor(2.0), torch.tensor(True)):
         with pytest.raises(TypeError, match="`k` must be a positive int"):
             F.ndcg(preds, target, k=k)
+
+
+# ------------------------------------------------------------------------------ torchmetrics' names
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: F.ndcg(P, T, top_k=10), r"ndcg got an unexpected keyword argument `top_k`: .* use `k=`"),
+        (lambda: F.average_precision(P, T, aggregation="mean"), r"`aggregation`: .* use `reduction=`"),
+        (lambda: F.precision(P, T, ignore_index=-1), r"use `mask=target != ignore_index`"),
+        (lambda: F.evaluate(P, T, ["ndcg@2"], top_k=2), r"the cut-off in each measure's name"),
+        (lambda: F.precision_recall_curve(P, T, top_k=2), r"use `max_k=`"),
+        (lambda: F.auroc(P, T, top_k=2), r"use `k=`"),
+        (lambda: F.recall(P, T, adaptive_k=True), r"`adaptive_k` has no counterpart in recall; torchrank\.compat"),
+        (lambda: F.ndcg(P, T, gian="linear"), r"`gian`: did you mean `gain`\?"),
+        (lambda: F.ndcg(P, T, colour=1), r"ndcg got an unexpected keyword argument `colour`\.$"),
+    ],
+)
+def test_a_keyword_the_function_does_not_take_says_what_to_write(call, match):
+    with pytest.raises(TypeError, match=match):
+        call()
+
+
+@pytest.mark.parametrize(
+    ("build", "match"),
+    [
+        (lambda M: M.NDCG(top_k=10), r"NDCG got an unexpected keyword argument `top_k`: .* use `k=`"),
+        (lambda M: M.MAP(k=5, ignore_index=-1), r"use `mask=target != ignore_index` where the labels are given"),
+        (lambda M: M.RankingMetrics(["map"], top_k=10), r"the cut-off in each measure's name"),
+        (lambda M: M.Recall(k=5, adaptive_k=True), r"`adaptive_k` has no counterpart in Recall; torchrank\.compat"),
+    ],
+)
+def test_a_torchmetrics_argument_of_a_class_says_what_to_write(build, match):
+    import torchrank.metrics as M
+
+    with pytest.raises(TypeError, match=match):
+        build(M)
+
+
+def test_functions_keep_their_signature_and_doctests():
+    """The keyword hints wrap the functions: signatures (the metric classes read them) and docs stay theirs."""
+    import inspect
+
+    assert "k" in inspect.signature(F.ndcg).parameters and F.ndcg.__module__ == "torchrank.functional.dcg"
+    assert F.ndcg.__doc__ is not None and ">>> ndcg(" in F.ndcg.__doc__
+    assert torch.equal(F.precision(P, T, k=2), torch.tensor(0.5))
+
+
+# ------------------------------------------------------------------------------ missing optional packages
+def _without(monkeypatch, *packages: str) -> None:
+    """Imports of ``packages`` fail from here to the end of the test, as where they are not installed."""
+    for name in packages:
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def test_every_optional_package_names_its_extra_as_pyproject_does():
+    import tomllib
+
+    from torchrank._extras import EXTRAS
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for package, (dist, extra) in EXTRAS.items():
+        assert any(req.startswith(dist) for req in extras[extra]), (package, extra)
+
+
+@pytest.mark.parametrize("where", ["run", "output"])
+def test_evaluate_parquet_without_pyarrow_is_one_line_naming_the_extra(where, tmp_path, monkeypatch, capsys):
+    from torchrank.cli import main
+    from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN
+
+    run = tmp_path / "run.parquet"
+    run.write_bytes(b"PAR1")  # never read: pyarrow is asked for first
+    argv = [str(SAMPLE_QRELS), str(run)] if where == "run" else [str(SAMPLE_QRELS), str(SAMPLE_RUN), "-o",
+                                                                 str(tmp_path / "out.parquet")]  # fmt: skip
+    _without(monkeypatch, "pyarrow", "pyarrow.parquet", "pyarrow.csv")
+    assert main(["evaluate", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("torchrank evaluate: error: ") and "pip install 'torchrank[parquet]'" in err
+
+
+def test_compare_plot_without_matplotlib_is_one_line_naming_the_extra(tmp_path, monkeypatch, capsys):
+    from torchrank.cli import main
+    from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN
+
+    _without(monkeypatch, "matplotlib", "matplotlib.figure")
+    argv = ["compare", str(SAMPLE_QRELS), str(SAMPLE_RUN), str(SAMPLE_RUN), "-m", "map", "--permutations", "0",
+            "--bootstrap", "0", "--plot", str(tmp_path / "plot.png")]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'torchrank[plot]'" in err
+
+
+def test_metric_plot_without_matplotlib_names_the_extra(monkeypatch):
+    from torchrank._extras import MissingExtra
+    from torchrank.metrics import NDCG
+
+    metric = NDCG(k=2)
+    metric.update(P, T)
+    _without(monkeypatch, "matplotlib")
+    with pytest.raises(MissingExtra, match=r"^NDCG\.plot\(\) needs matplotlib: pip install 'torchrank\[plot\]'"):
+        metric.plot()
+
+
+def test_to_dataframe_without_pandas_names_the_extra(monkeypatch):
+    from torchrank._extras import MissingExtra
+    from torchrank.io import SAMPLE_RUN, load_run, to_dataframe
+
+    run = load_run(SAMPLE_RUN)
+    _without(monkeypatch, "pandas")
+    with pytest.raises(MissingExtra, match=r"^to_dataframe needs pandas: pip install 'torchrank\[pandas\]'"):
+        to_dataframe(run)
+
+
+def test_training_without_lightning_is_one_line_naming_the_extra(monkeypatch):
+    """`python -m torchrank.training fit` exits with one line; the Python API raises the same words."""
+    import runpy
+
+    import torchrank.training
+    from torchrank._extras import MissingExtra
+
+    _without(monkeypatch, "lightning")
+    monkeypatch.setattr(sys, "argv", ["torchrank.training", "fit"])
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_module("torchrank.training", run_name="__main__")
+    message = str(exited.value.code)
+    assert "\n" not in message and message.startswith("python -m torchrank.training: error: ")
+    assert message.endswith("needs lightning: pip install 'torchrank[train]' (or lightning).")
+    monkeypatch.delitem(vars(torchrank.training), "MLPRanker", raising=False)  # as in a process that never used it
+    with pytest.raises(MissingExtra, match=r"torchrank\.training\.MLPRanker needs lightning: .*'torchrank\[train\]'"):
+        torchrank.training.MLPRanker  # noqa: B018

@@ -230,10 +230,28 @@ def test_constructor_errors():
         M.RPrecision(k=5)
     with pytest.raises(ValueError, match="`aggregation` must be one of"):
         M.NDCG(aggregation="mode")
-    with pytest.raises(ValueError, match="Unexpected keyword"):
+    with pytest.raises(TypeError, match="for torchmetrics' `top_k`, use `k=`"):
         M.NDCG(k=5, top_k=5)
+    with pytest.raises(ValueError, match="Unexpected keyword"):  # torchmetrics' own check of Metric's options
+        M.NDCG(k=5, sync_on_computation=True)
     with pytest.raises(ValueError, match="`gain` must be one of"):
         M.NDCG(gain="quadratic")
+
+
+def test_compute_before_any_update_warns_in_torchrank_words_and_gives_nan():
+    """NaN and one warning that says what happened (torchmetrics' own "may lead to errors" is not repeated)."""
+    import warnings
+
+    for metric in (M.NDCG(k=3), M.RankingMetrics(["map", "P@2"])):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            value = metric.compute()
+        assert [str(w.message).split(":")[0] for w in caught] == [
+            f"{type(metric).__name__}.compute() was called before any update() since the metric was created or reset"
+        ]
+        assert caught[0].filename == __file__  # the warning points at the caller's line
+        values = list(value.values()) if isinstance(value, dict) else [value]
+        assert all(torch.isnan(v) for v in values)
 
 
 def test_flat_input_with_a_mask_and_judged():

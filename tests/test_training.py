@@ -4,6 +4,7 @@ smoke test (each differentiable NDCG/ERR surrogate beats random scores on the bu
 from __future__ import annotations
 
 import functools
+import inspect
 import runpy
 import sys
 from pathlib import Path
@@ -309,6 +310,32 @@ def test_quantile_maps_to_the_training_cdf(tmp_path):
     assert (scaled[:, 2] == 0.5).all()  # a constant feature sits at its mid-rank
 
 
+def test_default_is_log1p_zscore_in_the_module_and_every_config():
+    # chosen on MSLR-like data (docs/training.md, "Feature scaling"; benchmarks/results/normalization_cpu.md)
+    default = inspect.signature(LetorDataModule).parameters["normalization"].default
+    assert default == "log1p_zscore" == LetorDataModule().normalization
+    assert {yaml.safe_load(p.read_text())["data"]["normalization"] for p in CONFIGS} == {default}
+
+
+def test_default_keeps_heavy_tailed_counts_within_a_few_units(tmp_path):
+    # a click-count-like column (tied zeros, a heavy tail up to 1e3) and a BM25-like one; the test file holds
+    # counts far beyond the training range, up to MSLR-WEB's largest raw value (2.3e8)
+    counts = [0, 0, 3, 17, 250, 0, 1, 0, 40, 1000, 0, 0, 0, 2, 9, 5, 0, 120, 0, 0]
+    train = [(i % 3, i // 5, [float(c), 0.5 + 1.3 * (i % 7)]) for i, c in enumerate(counts)]
+    test = [(d % 3, 0, [c, 2.0 * d]) for d, c in enumerate([0.0, 5.0, 1e3, 1e5, 2.3e8])]
+    write_letor(tmp_path / "train.txt", train)
+    write_letor(tmp_path / "test.txt", test)
+    files = {"train_file": "train.txt", "test_file": "test.txt", "val_fraction": 0.0}
+    default = LetorDataModule(str(tmp_path), **files)
+    scaled_train = default.scaled("train").tensors[0][default.train_set.tensors[2]]
+    scaled_test = default.scaled("test").tensors[0][0]
+    assert torch.isfinite(scaled_train).all() and scaled_train.abs().max() < 5
+    assert torch.isfinite(scaled_test).all() and scaled_test.abs().max() < 10  # 2.3e8 lands about 8.5
+    assert (scaled_test[:, 0].diff() > 0).all()  # the order of the counts is kept
+    plain = LetorDataModule(str(tmp_path), **files, normalization="zscore").scaled("test").tensors[0][0]
+    assert plain[:, 0].max() > 1e5  # what the default avoids: z-scored, 2.3e8 is ~1e6 standard deviations out
+
+
 def test_none_warns_on_wide_raw_features_only(tmp_path):
     folder = raw_web_files(tmp_path)
     wide = LetorDataModule(str(folder), train_file="train.txt", test_file="test.txt", normalization="none")
@@ -445,3 +472,26 @@ def test_cli_drops_lightnings_notices_and_keeps_real_warnings(tmp_path, capfd, r
     import re
 
     assert not [m for m in messages if any(re.match(p, m) for p in NOISY_WARNINGS)]
+
+
+def test_python_api_drops_the_same_notices_as_the_cli(tmp_path, capfd, recwarn):
+    """A script that imports torchrank.training and builds its own Trainer (docs/training.md's Python example) does
+    not print Lightning's device probes, tips or the known-harmless warnings either: the import hides them."""
+    import importlib
+    import re
+
+    import torchrank.training
+    from torchrank.training.cli import NOISY_WARNINGS
+
+    importlib.reload(torchrank.training)  # what `import torchrank.training` does, inside this test's warning filters
+    data = LetorDataModule(batch_size=16)
+    model = MLPRanker(losses.ListNetLoss(), num_features=data.num_features, hidden_sizes=[8])
+    trainer = L.Trainer(max_epochs=1, limit_train_batches=1, limit_val_batches=1, limit_test_batches=1,
+                        default_root_dir=tmp_path, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False)  # fmt: skip
+    trainer.fit(model, data)
+    trainer.test(model, data, verbose=False)
+    err = capfd.readouterr().err
+    for notice in ("GPU available", "TPU available", "Tip:", "tensorboardX", "LeafSpec"):
+        assert notice not in err
+    assert not [str(w.message) for w in recwarn if any(re.match(p, str(w.message)) for p in NOISY_WARNINGS)]

@@ -10,6 +10,7 @@ import torch
 from torch import Tensor
 
 from torchrank._compare_render import _letter, _lower_is_better
+from torchrank._extras import require
 
 _DPI = 100
 _PANEL = (3.6, 2.4)  # inches per measure (width) and per row of panels (height)
@@ -17,11 +18,7 @@ _BETTER, _WORSE, _EVEN = "#2e7d32", "#c62828", "#9e9e9e"
 
 
 def _figure_class() -> type:
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise ImportError("plots need matplotlib: pip install 'torchrank[plot]' (or matplotlib)") from None
-    return Figure
+    return require("matplotlib.figure", "Plots").Figure
 
 
 def _plot_inputs(scores: Tensor, names: Sequence[str], measures: Sequence[str]) -> Tensor:

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 from torch import Tensor
 
+from torchrank._compare_args import TESTS as _TESTS
 from torchrank.functional import MEASURES, parse_measure
 
 if TYPE_CHECKING:
     from torchrank.compare import _Result
 
-_FORMATS = ("table", "markdown", "latex", "csv", "json")
 _CSV_FIELDS = (
     "measure",
     "run",
@@ -36,12 +36,6 @@ _CSV_FIELDS = (
     "p_tukey",
 )
 #: ``--test`` choices and what the output calls them
-_TESTS = {
-    "t": "paired t-test",
-    "randomization": "randomisation test",
-    "wilcoxon": "Wilcoxon signed-rank test",
-    "tukey": "Tukey HSD",
-}
 _CORRECTION_NAMES = {"holm": "Holm", "bonferroni": "Bonferroni", "bh": "Benjamini-Hochberg"}
 
 

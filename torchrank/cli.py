@@ -23,6 +23,9 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
+from torchrank import _compare_args
+from torchrank._extras import MissingExtra
+
 # torch and everything built on it are imported only once a command runs: `torchrank --help` and
 # `torchrank evaluate --help` answer without paying torch's start-up (over a second)
 if TYPE_CHECKING:
@@ -32,9 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ProgressBar", "add_evaluate_parser", "main", "run_evaluate"]
 
-# `torchrank --help` lists `compare` with this line without importing torchrank.compare (which imports torch);
-# tests check it equals the help that torchrank.compare.add_parser gives
-COMPARE_HELP = "compare runs with paired significance tests"
 
 PROGRESS_MIN_BYTES = 32 << 20  # files smaller than this read in well under a second: no bar
 
@@ -183,24 +183,13 @@ def add_evaluate_parser(commands: argparse._SubParsersAction) -> argparse.Argume
     return ev
 
 
-def _parser(command: str | None = "compare") -> argparse.ArgumentParser:
-    """The ``torchrank`` parser; ``compare``'s own options (from :mod:`torchrank.compare`, which imports
-    torch) only when ``command`` is ``compare``, else a stand-in that only lists it in the help."""
+def _parser() -> argparse.ArgumentParser:
+    """The ``torchrank`` parser (no torch import: ``compare``'s options are in :mod:`torchrank._compare_args`)."""
     parser = argparse.ArgumentParser(prog="torchrank", description="GPU-accelerated ranking evaluation.")
     commands = parser.add_subparsers(dest="command", required=True)
     add_evaluate_parser(commands)
-    if command == "compare":
-        from torchrank import compare
-
-        compare.add_parser(commands)
-    else:
-        commands.add_parser("compare", help=COMPARE_HELP)
+    _compare_args.add_parser(commands)
     return parser
-
-
-def _command(argv: Sequence[str]) -> str | None:
-    """The sub-command named in ``argv``: its first word that is not an option (the top level has only -h)."""
-    return next((a for a in argv if not a.startswith("-")), None)
 
 
 def _device(name: str) -> torch.device:
@@ -318,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``torchrank <command>: error: ...`` line on stderr and returns 2; never a traceback.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = _parser(_command(argv)).parse_args(argv)
+    args = _parser().parse_args(argv)
     from torchrank.io import TrecFormatError  # a command runs: torch is imported from here on
 
     try:
@@ -328,6 +317,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         from torchrank import compare
 
         return int(compare.run(args))
-    except (TrecFormatError, ValueError, OSError, RuntimeError) as error:
+    except (TrecFormatError, ValueError, OSError, RuntimeError, MissingExtra) as error:
         print(f"torchrank {args.command}: error: {error}", file=sys.stderr)
         return 2

@@ -116,6 +116,7 @@ class _RetrievalCompat:
     _arguments: ClassVar[tuple[tuple[str, object], ...]] = _ARGUMENTS
     _argument_docs: ClassVar[dict[str, str]] = {}  # the class's own words for an argument, over _ARGUMENT_DOCS
     _fills_undefined: ClassVar[bool] = False  # whether the class scores undefined queries itself (AUROC)
+    _torchmetrics_words: ClassVar[bool] = True  # torchmetrics' warnings and argument errors, word for word
     _in_update: bool = False
     _scored: bool = False  # whether compute found stored items to score
     _per_query: Tensor | None = None  # the last compute's per-query values

@@ -21,6 +21,8 @@ from typing import TypeVar
 import torch
 from torch import Tensor
 
+from torchrank.functional._compile import constant_when_compiled
+
 # Working memory of one evaluation per list item beyond the input itself: the rank order (int64), the
 # ranked labels and scores, and the per-position float tensors the measures build (relevance, cumulative
 # sums, gains). Measured at about 55 bytes for NDCG@10 and for seven measures on CPU
@@ -59,7 +61,7 @@ def memory_budget(num_bytes: int | None) -> Iterator[None]:
         _BUDGET.reset(token)
 
 
-@torch.compiler.assume_constant_result  # torch.compile reads the setting once, at tracing, as a constant
+@constant_when_compiled  # torch.compile reads the setting once, at tracing, as a constant
 def _budget() -> int | None:
     return _BUDGET.get()
 

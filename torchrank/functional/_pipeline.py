@@ -28,6 +28,7 @@ from torchrank.functional._inputs import (
     unfused_value_problems,
     working_dtype,
 )
+from torchrank.functional._keywords import with_keyword_hints
 from torchrank.functional._ranking import Ranking, apply_measure, rank
 from torchrank.functional.backends import backend_for
 
@@ -63,7 +64,8 @@ COMMON_ARGS = {
 
 
 def with_common_args(fn: Callable) -> Callable:
-    """Document the shared arguments ``fn`` takes where its docstring says ``{common_args}``.
+    """Document the shared arguments ``fn`` takes where its docstring says ``{common_args}``, and answer a keyword
+    it does not take with what to write instead (torchmetrics' ``top_k``: ``k``; :func:`with_keyword_hints`).
 
     Only the arguments in ``fn``'s signature are listed, in signature order, so a function that takes no
     ``k`` documents none.
@@ -74,7 +76,7 @@ def with_common_args(fn: Callable) -> Callable:
         text = COMMON_ARGS[name].replace("\n", "\n        ")
         lines.append(f"        {name}: {text}")
     fn.__doc__ = (fn.__doc__ or "").replace("    {common_args}\n", "\n".join(lines) + "\n")
-    return fn
+    return with_keyword_hints(fn)
 
 
 def run_measure(

@@ -37,6 +37,8 @@ from collections.abc import Iterator
 
 import torch
 
+from torchrank.functional._compile import constant_when_compiled
+
 BACKENDS = ("auto", "numpy", "torch", "triton")
 # the longest list a fused kernel ranks in registers; longer lists run on the torch backend
 TRITON_MAX_ITEMS = 4096
@@ -81,7 +83,7 @@ def use_backend(name: str) -> Iterator[None]:
         _chosen.reset(token)
 
 
-@torch.compiler.assume_constant_result  # torch.compile reads the setting once, at tracing, as a constant
+@constant_when_compiled  # torch.compile reads the setting once, at tracing, as a constant
 def get_backend() -> str:
     """The backend in force: :func:`use_backend`'s, else :func:`set_backend`'s, else ``TORCHRANK_BACKEND`` (read at the
     first call), else ``"auto"``."""

@@ -32,11 +32,13 @@ from torchrank.functional._inputs import (
     working_dtype,
 )
 from torchrank.functional._inputs import _check_tensor as _tensor_check
+from torchrank.functional._keywords import TORCHMETRICS_NAMES, keyword_error
 
 __all__ = [
     "EMPTY_TARGET_ACTIONS",
     "REDUCTIONS",
     "TIES",
+    "TORCHMETRICS_NAMES",
     "VALUE_PROBLEMS",
     "check_choice",
     "check_k",
@@ -46,6 +48,7 @@ __all__ = [
     "deferred_value_checks",
     "is_finite",
     "is_integer_tensor",
+    "keyword_error",
     "normalize_k",
     "raise_value_problems",
     "value_problems",

@@ -11,6 +11,7 @@ The families, as declared:
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 import re
@@ -22,6 +23,7 @@ from torch import Tensor
 
 from torchrank.functional._chunking import reduce_queries
 from torchrank.functional._inputs import REDUCTIONS, check_choice
+from torchrank.functional._keywords import with_keyword_hints
 from torchrank.functional._pipeline import check_parameter_values, finalize, per_query_values, prepare
 from torchrank.functional._ranking import apply_measure
 from torchrank.functional.judgments import judged_only_mask, pooled_in_score_order
@@ -52,9 +54,11 @@ FAMILIES = MappingProxyType({spec.name: spec for spec in DECLARATIONS if spec.gr
 ALIASES = MappingProxyType({alias: spec.name for spec in DECLARATIONS if spec.grammar for alias in spec.aliases})
 _NAME = re.compile(r"^(?P<base>[a-z][a-z0-9_]*?)(?:(?P<sep>@|_cut_|_cut\.|_|\.)(?P<arg>\d+))?$")
 GRAMMAR = (
-    "a family name, optionally followed by '@k' (or trec_eval's '_k', '.k', '_cut_k'); 'rbp.95' sets "
-    f"RBP's persistence. Families: {sorted(FAMILIES)}; aliases: {sorted(ALIASES)}"
+    "a family name or alias, optionally followed by '@k' (or trec_eval's '_k', '.k', '_cut_k'); 'rbp.95' sets "
+    f"RBP's persistence. Families: {sorted(FAMILIES)} (their aliases: torchrank.functional.MEASURES, docs/measures.md)"
 )
+# a name split into what names the family and its cut-off or parameter (both possibly misspelt)
+_PARTS = re.compile(r"^(?P<base>.*?)(?P<cut>(?:@|_cut_|_cut\.|_|\.)\d+)?$")
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,7 @@ def parse_measure(name: str) -> ParsedMeasure:
     match = _NAME.match(name.strip().lower())
     spec = match and grammar_names().get(match["base"])
     if match is None or spec is None:
-        raise ValueError(f"Unknown measure {name!r}: expected {GRAMMAR}.")
+        raise _unknown_measure(name)
     arg = match["arg"]
     if arg is None and match["base"].endswith("_cut"):
         # trec_eval's -m ndcg_cut lists nine cut-offs; a whole-list value under that name would be misread
@@ -97,6 +101,29 @@ def parse_measure(name: str) -> ParsedMeasure:
     return ParsedMeasure(name, spec.name, int(arg), ())
 
 
+def _unknown_measure(name: str) -> ValueError:
+    """The error for a name the grammar does not know: the closest known names with the same cut-off, where some
+    are close (``ndgc@10``: ``ndcg@10``), else the grammar and the families.
+
+    Example:
+        >>> print(_unknown_measure("ndgc@10"))
+        Unknown measure 'ndgc@10'; did you mean 'ndcg@10'?
+        >>> print(_unknown_measure("ndcg@ten"))
+        Unknown measure 'ndcg@ten': a cut-off is '@k' with k a positive integer, as in 'ndcg@10'.
+    """
+    parts = _PARTS.match(name.strip().lower())
+    base, cut = (parts["base"], parts["cut"] or "") if parts else (name, "")
+    names = grammar_names()
+    head = re.split(r"[@.]", base, maxsplit=1)[0]
+    if head != base and head in names:
+        return ValueError(f"Unknown measure {name!r}: a cut-off is '@k' with k a positive integer, as in '{head}@10'.")
+    close = difflib.get_close_matches(base, list(names), n=3, cutoff=0.6)
+    if close:
+        return ValueError(f"Unknown measure {name!r}; did you mean {' or '.join(repr(c + cut) for c in close)}?")
+    return ValueError(f"Unknown measure {name!r}: expected {GRAMMAR}.")
+
+
+@with_keyword_hints
 def evaluate(
     preds: Tensor,
     target: Tensor,

@@ -19,9 +19,11 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._inputs import format_inputs, normalize_k, working_dtype
+from torchrank.functional._keywords import with_keyword_hints
 from torchrank.functional._pipeline import check_options, finalize
 
 
+@with_keyword_hints
 def auroc(
     preds: Tensor,
     target: Tensor,
@@ -145,6 +147,7 @@ def _standardised_partial_auroc(preds: Tensor, relevant: Tensor, mask: Tensor, m
     return 0.5 * (1 + (area - min_area) / (max_fpr - min_area))
 
 
+@with_keyword_hints
 def gauc(
     preds: Tensor,
     target: Tensor,

@@ -11,9 +11,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from torchrank.functional._keywords import with_keyword_hints
 from torchrank.functional.precision import precision, recall
 
 
+@with_keyword_hints
 def precision_recall_curve(
     preds: Tensor,
     target: Tensor,

@@ -42,6 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from torchrank._extras import require
+
 from . import _scan
 from ._errors import TrecFormatError
 from .trec import ProgressCallback, TrecBatch, TrecFile, read_trec
@@ -104,10 +106,7 @@ def _pyarrow() -> Any:
 
 
 def _need_pyarrow(what: str) -> Any:
-    pa = _pyarrow()
-    if pa is None:
-        raise ImportError(f"{what} needs pyarrow: pip install 'torchrank[parquet]' (or pyarrow).")
-    return pa
+    return require("pyarrow", what)
 
 
 class _Table:
@@ -554,7 +553,7 @@ def to_dataframe(file: TrecFile | TrecBatch) -> pd.DataFrame:
         >>> list(frame.columns), len(frame)
         (['qid', 'docno', 'score'], 1500)
     """
-    import pandas as pd
+    pd = require("pandas", "to_dataframe")
 
     if isinstance(file, TrecBatch):
         mask = file.mask.cpu().numpy()

@@ -9,9 +9,11 @@ Flat input with ``indexes`` (a query may span updates and ranks): the items are 
 
 from __future__ import annotations
 
+import functools
 import hashlib
-from collections.abc import Callable, Sequence
-from typing import Any
+import warnings
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
@@ -19,11 +21,24 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 from torchmetrics.utilities.distributed import gather_all_tensors
 
+from torchrank._extras import require
 from torchrank.functional.backends import uses_numpy
-from torchrank.functional.checks import VALUE_PROBLEMS, check_choice, deferred_value_checks, value_problems
+from torchrank.functional.checks import (
+    TORCHMETRICS_NAMES,
+    VALUE_PROBLEMS,
+    check_choice,
+    deferred_value_checks,
+    keyword_error,
+    value_problems,
+)
 from torchrank.functional.ids import ids_to_dense
 
 AGGREGATIONS = ("mean", "median", "min", "max")
+_NOTHING_TO_COMPUTE = (
+    "{name}.compute() was called before any update() since the metric was created or reset: no query has been "
+    "scored, so its value is NaN (under DDP, a process without data of its own gets the others' synced value)."
+)
+_TORCHMETRICS_NOTHING_TO_COMPUTE = r"The ``compute`` method of metric \w+ was called before the ``update`` method"
 
 
 class KeepStateOnError:
@@ -60,6 +75,8 @@ class RankingMetric(KeepStateOnError, Metric):
         keep_per_query: Also keep every query's values (memory grows with the number of queries).
         aggregation: ``"mean"`` over queries, or ``"median"``, ``"min"``, ``"max"`` (these keep the
             per-query values).
+        options: The options the subclass's constructor took from its caller, for the error that a
+            torchmetrics argument left in ``kwargs`` gets (``top_k``: use ``k``, where ``k`` is one of them).
         kwargs: torchmetrics' ``Metric`` options (``sync_on_compute``, ``dist_sync_on_step``,
             ``process_group``, ``compute_on_cpu``, ...).
     """
@@ -69,6 +86,9 @@ class RankingMetric(KeepStateOnError, Metric):
     full_state_update = False
     plot_lower_bound: float | None = 0.0
     plot_upper_bound: float | None = 1.0
+
+    # True: torchmetrics' own errors and warnings, word for word (torchrank.compat's drop-ins); else torchrank's
+    _torchmetrics_words: ClassVar[bool] = False
 
     # [2 * num_outputs + len(VALUE_PROBLEMS)]: value sums, value counts, 1 / the first update with each of
     # VALUE_PROBLEMS (0: none; device backends)
@@ -80,8 +100,13 @@ class RankingMetric(KeepStateOnError, Metric):
         config: str,
         keep_per_query: bool = False,
         aggregation: str = "mean",
+        *,
+        options: Collection[str] = (),
         **kwargs: Any,
     ) -> None:
+        misnamed = [name for name in kwargs if name in TORCHMETRICS_NAMES]  # torchmetrics' Metric: "Unexpected ..."
+        if misnamed and not self._torchmetrics_words:
+            raise keyword_error(type(self).__name__, misnamed, {*options, "keep_per_query", "aggregation", "mask"})
         super().__init__(**kwargs)
         check_choice("aggregation", aggregation, AGGREGATIONS)
         if not isinstance(keep_per_query, bool):
@@ -114,6 +139,24 @@ class RankingMetric(KeepStateOnError, Metric):
     def count(self) -> Tensor:
         """Number of (not skipped) queries behind :attr:`total` ``[num_outputs]``."""
         return self.sums[self.num_outputs : 2 * self.num_outputs]
+
+    def _wrap_compute(self, compute: Callable[..., Any]) -> Callable[..., Any]:
+        """torchmetrics' wrapper of ``compute`` (sync, cache), saying in torchrank's words what a ``compute`` before
+        any ``update`` gives: torchmetrics warns that it "may lead to errors"."""
+        wrapped = super()._wrap_compute(compute)
+        if self._torchmetrics_words:
+            return wrapped
+
+        @functools.wraps(compute)
+        def compute_or_warn(*args: Any, **kwargs: Any) -> Any:
+            if self.update_called:
+                return wrapped(*args, **kwargs)
+            warnings.warn(_NOTHING_TO_COMPUTE.format(name=type(self).__name__), UserWarning, stacklevel=2)
+            with warnings.catch_warnings():  # the same news once, in torchrank's words
+                warnings.filterwarnings("ignore", message=_TORCHMETRICS_NOTHING_TO_COMPUTE, category=UserWarning)
+                return wrapped(*args, **kwargs)
+
+        return compute_or_warn
 
     # ------------------------------------------------------------------ what subclasses provide
     def _values(self, preds: Tensor, target: Tensor, **inputs: Tensor | None) -> Tensor:
@@ -325,7 +368,8 @@ class RankingMetric(KeepStateOnError, Metric):
         self._mode = None
 
     def plot(self, val: Any = None, ax: Any = None) -> Any:
-        """Plot a value (default: ``compute()``) or a sequence of values; needs matplotlib."""
+        """Plot a value (default: ``compute()``) or a sequence of values; needs matplotlib (the ``plot`` extra)."""
+        require("matplotlib", f"{type(self).__name__}.plot()")
         return self._plot(val, ax)
 
 

@@ -82,7 +82,7 @@ class FunctionalMetric(RankingMetric):
         super().__init__(  # _identity: more settings that tell configurations apart (subclasses' own)
             num_outputs=len(ks),
             config=metric_config(type(self).__name__, {**params, **(_identity or {}), **judged_only}),
-            keep_per_query=keep_per_query, aggregation=aggregation, **kwargs,
+            keep_per_query=keep_per_query, aggregation=aggregation, options=accepted, **kwargs,
         )
         self.k = list(k) if k_is_sequence else k
 
@@ -191,7 +191,7 @@ class RankingMetrics(RankingMetric):
         self.measures = measures
         super().__init__(
             num_outputs=len(measures), config=metric_config("RankingMetrics", {"measures": measures, **self._params}),
-            keep_per_query=keep_per_query, aggregation=aggregation, **kwargs,
+            keep_per_query=keep_per_query, aggregation=aggregation, options={*accepted, "measures"}, **kwargs,
         )
 
     def _values(self, preds: Tensor, target: Tensor, **inputs: Tensor | None) -> Tensor:

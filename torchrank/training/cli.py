@@ -3,16 +3,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import torch
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
+from torchrank.training._notices import NOISY_NOTICES, NOISY_WARNINGS, hide_lightning_noise
 from torchrank.training.data import LetorDataModule
 from torchrank.training.model import MLPRanker
 
@@ -21,23 +18,10 @@ __all__ = [
     "NOISY_WARNINGS",
     "RankingCLI",
     "default_threads",
+    "hide_lightning_noise",
     "last_checkpoint",
     "main",
-    "quiet_lightning",
 ]
-
-#: Lightning's info lines that the CLI drops (message prefixes): device probes that say nothing on a CPU run, and
-#: advertisements for Lightning's cloud services.
-NOISY_NOTICES = ("GPU available:", "TPU available:", "HPU available:", "💡 Tip:")
-#: Lightning's warnings that the CLI drops (regular expressions matched at the message's start), each harmless here:
-#: the CSV logger is the intended one; a deprecation inside Lightning itself; a test of a fit's checkpoint writes
-#: to a new run folder; the data are tensors in memory, so loader worker processes would only add start-up time.
-NOISY_WARNINGS = (
-    r"Starting from v1\.9\.0, `tensorboardX` has been removed",
-    r"`isinstance\(treespec, LeafSpec\)` is deprecated",
-    r"The dirpath has changed from",
-    r"The '\w+_dataloader' does not have many workers",
-)
 
 
 class RankingCLI(LightningCLI):
@@ -92,34 +76,6 @@ def default_threads() -> int:
     return int(value) if value.isdigit() and int(value) > 0 else 1
 
 
-@contextlib.contextmanager
-def quiet_lightning() -> Iterator[None]:
-    """Within it, Lightning's :data:`NOISY_NOTICES` and :data:`NOISY_WARNINGS` are not shown; its other messages,
-    and every warning of torchrank, torch or the user's code, are.
-
-    Example:
-        >>> with quiet_lightning():
-        ...     logging.getLogger("lightning.pytorch.utilities.rank_zero").info("GPU available: False, used: False")
-    """
-    loggers = [logging.getLogger(f"lightning.{part}.utilities.rank_zero") for part in ("pytorch", "fabric")]
-    drop = _DropNotices()
-    for logger in loggers:
-        logger.addFilter(drop)
-    try:
-        with warnings.catch_warnings():
-            for pattern in NOISY_WARNINGS:
-                warnings.filterwarnings("ignore", message=pattern)
-            yield
-    finally:
-        for logger in loggers:
-            logger.removeFilter(drop)
-
-
-class _DropNotices(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(NOISY_NOTICES)
-
-
 def last_checkpoint(root: Path) -> Path:
     """``last.ckpt`` of the newest run under ``root`` (``lightning_logs/version_<n>/checkpoints/``, highest ``n``).
 
@@ -150,15 +106,16 @@ def main(args: list[str] | None = None, *, run: bool = True) -> RankingCLI:
 
     With ``run=False`` nothing runs and ``args`` take no subcommand: the returned CLI holds the instantiated
     ``model``, ``datamodule`` and ``trainer``. Sets torch's CPU threads (``--threads``, :func:`default_threads`)
-    and hides Lightning's :data:`NOISY_NOTICES` and :data:`NOISY_WARNINGS` while it runs (:func:`quiet_lightning`).
+    and hides Lightning's :data:`NOISY_NOTICES` and :data:`NOISY_WARNINGS` (:func:`hide_lightning_noise`, as
+    ``import torchrank.training`` does for the Python API).
     """
-    with quiet_lightning():
-        return RankingCLI(
-            MLPRanker,
-            LetorDataModule,
-            subclass_mode_model=False,
-            seed_everything_default=0,
-            args=args,
-            run=run,
-            save_config_kwargs={"overwrite": True},
-        )
+    hide_lightning_noise()
+    return RankingCLI(
+        MLPRanker,
+        LetorDataModule,
+        subclass_mode_model=False,
+        seed_everything_default=0,
+        args=args,
+        run=run,
+        save_config_kwargs={"overwrite": True},
+    )
