@@ -85,8 +85,11 @@ def generate(seed: int) -> tuple[str, str]:
         pool = [_docno(rng) for _ in range(rng.randint(1, 80))]
         pool = list(dict.fromkeys(pool))
         if q == long_query:
-            pool = list(dict.fromkeys(pool + [f"L{j}" for j in range(rng.randint(999, 1500))]))
+            long_list = [f"L{j}" for j in range(rng.randint(999, 1500))]
+            pool = list(dict.fromkeys(pool + long_list))
         retrieved = [d for d in pool if rng.random() < 0.7] or pool[:1]
+        if q == long_query:  # every document of the long list retrieved: 999-1,500 of them and a few more
+            retrieved = list(dict.fromkeys(retrieved + long_list))
         judged = [d for d in pool if rng.random() < 0.6]
         judged += [f"u{q}-{j}" for j in range(rng.randrange(4))]  # judged, never retrieved
         if shape < 0.12:
