@@ -12,6 +12,7 @@ Run from the repository root with a binary built from usnistgov/trec_eval's sour
 
     python -m benchmarks.trec_eval_fuzz --binary PATH/trec_eval --seeds 200            # trec_eval 10.0
     python -m benchmarks.trec_eval_fuzz --binary PATH/v9/trec_eval --trec-eval 9 --seeds 200
+    python -m benchmarks.trec_eval_fuzz --binary PATH/trec_eval --flags='-q -M1000 -J -m all_trec' --flags=-c
 
 Each seed is evaluated under every flag set by the binary and by ``torchrank evaluate`` in this process, and the
 outputs compared byte for byte (a file both programs refuse counts as agreement). For each disagreement the qrels
@@ -85,8 +86,11 @@ def generate(seed: int) -> tuple[str, str]:
         pool = [_docno(rng) for _ in range(rng.randint(1, 80))]
         pool = list(dict.fromkeys(pool))
         if q == long_query:
-            pool = list(dict.fromkeys(pool + [f"L{j}" for j in range(rng.randint(999, 1500))]))
+            long_list = [f"L{j}" for j in range(rng.randint(999, 1500))]
+            pool = list(dict.fromkeys(pool + long_list))
         retrieved = [d for d in pool if rng.random() < 0.7] or pool[:1]
+        if q == long_query:  # every document of the long list retrieved: 999-1,500 of them and a few more
+            retrieved = list(dict.fromkeys(retrieved + long_list))
         judged = [d for d in pool if rng.random() < 0.6]
         judged += [f"u{q}-{j}" for j in range(rng.randrange(4))]  # judged, never retrieved
         if shape < 0.12:
@@ -311,6 +315,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--record", type=Path, help="write the parity test data here instead of fuzzing")
     parser.add_argument("--binary9", help="with --record: the trec_eval 9.x binary")
     parser.add_argument("--seed-list", help="comma-separated seeds instead of --start/--seeds")
+    parser.add_argument("--flags", action="append", metavar="FLAGS",
+                        help="a flag set to compare instead of FLAG_SETS (repeatable), e.g. "
+                        "--flags='-q -c -M1000 -J -m all_trec'")
     args = parser.parse_args(argv)
     seeds = range(args.start, args.start + args.seeds)
     if args.seed_list:
@@ -318,7 +325,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.record:
         record(args.record, args.binary, args.binary9, seeds)
         return 0
-    counts, by_measure = fuzz(args.binary, seeds, args.trec_eval, repro=not args.no_repro)
+    flag_sets = tuple(tuple(flags.split()) for flags in args.flags) if args.flags else FLAG_SETS
+    counts, by_measure = fuzz(args.binary, seeds, args.trec_eval, flag_sets, repro=not args.no_repro)
     print(json.dumps({"seeds": [seeds[0], seeds[-1]], **counts, "first_difference_by_measure": by_measure}))
     return 1 if counts["disagree"] else 0
 

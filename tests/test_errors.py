@@ -207,7 +207,7 @@ def test_nan_scores_are_refused_in_every_layout(dtype, layout):
 def test_bpref_num_judged_is_one_integer_count_per_query():
     """A 0-d count for one query works; a count for another number of queries, a float or a negative count is
     refused (one count was silently broadcast to every query, and -5 or 2.5 gave a value). A negative count is
-    below R, which the value checks refuse (test_bpref_counts_below_r_and_ideal_labels_missing_are_refused)."""
+    below R, which the value checks refuse (test_judged_inputs.py: test_a_judged_count_below_r_is_refused)."""
     preds, target = torch.tensor([0.9, 0.8, 0.7, 0.6]), torch.tensor([1, 0, 1, 0])
     assert F.bpref(preds, target, num_judged=torch.tensor(4)).item() == F.bpref(preds, target).item() == 0.75
     two = {"preds": torch.stack([preds, preds]), "target": torch.stack([target, target])}

@@ -9,12 +9,11 @@ on numpy, on the device for the others (read once by a functional, kept by a met
 
 from __future__ import annotations
 
-import contextlib
 import random
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from test_backends import counting
 
 import torchrank
 import torchrank.functional as F
@@ -197,35 +196,6 @@ def test_an_ideal_target_missing_labels_of_target_is_refused(backend):
         assert 0 < got["ndcg"].item() < 1 and got["recall"].item() == pytest.approx(2 / 3)
 
 
-class _HostReads(TorchDispatchMode):
-    """The aten operations that read a tensor's value on the host (a GPU synchronisation)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.reads: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func._overloadpacket.__name__ in ("_local_scalar_dense", "nonzero", "masked_select", "is_nonzero", "item"):
-            self.reads.append(func._overloadpacket.__name__)
-        return func(*args, **(kwargs or {}))
-
-
-@contextlib.contextmanager
-def _counting(monkeypatch):
-    mode = _HostReads()
-    for method in ("tolist", "numpy", "item", "__bool__"):
-        real = getattr(torch.Tensor, method)
-
-        def read(self, *a, _real=real, _method=method, **k):
-            mode.reads.append(_method)
-            return _real(self, *a, **k)
-
-        monkeypatch.setattr(torch.Tensor, method, read)
-    with mode:
-        yield mode
-    monkeypatch.undo()
-
-
 def test_the_new_checks_read_nothing_in_a_device_update(monkeypatch):
     g = torch.Generator().manual_seed(0)
     preds, target = torch.rand(6, 10, generator=g), torch.randint(0, 3, (6, 10), generator=g)
@@ -234,7 +204,7 @@ def test_the_new_checks_read_nothing_in_a_device_update(monkeypatch):
     metric = RankingMetrics(["bpref", "ndcg@5", "recall@5"], ties="first")
     with torchrank.use_backend("torch"):
         metric.update(preds, target, ideal_target=ideal, num_judged=num_judged)
-        with _counting(monkeypatch) as mode:
+        with counting(monkeypatch) as mode:
             metric.update(preds, target, ideal_target=ideal, num_judged=num_judged)
         assert mode.reads == []
         got = metric.compute()

@@ -20,8 +20,8 @@ from conftest import DATA
 
 from benchmarks.trec_eval_fuzz import Outcome, first_difference, generate, run_torchrank
 from torchrank.functional import evaluate
-from torchrank.io import read_qrels, read_run, trec_to_dense
-from torchrank.io.trec_eval import evaluate_batch, score_run
+from torchrank.io import read_qrels, read_run, read_trec, trec_to_dense
+from torchrank.io.trec_eval import evaluate_batch, format_trec_eval, score_run
 
 TREC = DATA / "trec_eval"
 SUPPORTED = re.compile(
@@ -169,3 +169,21 @@ def test_output_equals_the_recorded_trec_eval_output(case, version, recorded):
         assert ours.out == theirs.out and theirs.out.count("\n") >= 20
     else:
         assert ours.rc == 2  # torchrank refuses the duplicate docno with a one-line error
+
+
+def test_evaluate_batch_follows_c_and_j_as_the_batch_was_read(tmp_path):
+    """A batch read with all_queries (-c) and judged_only (-J) carries them to evaluate_batch: num_rel's all line
+    counts every qrels label above 0 whatever -l, and query 2, missing from the run, is an empty list (-nan).
+    Expected: the trec_eval 10.0 binary's output for ``-q -c -J -l2 -m num_rel -m iprec_at_recall.0``."""
+    (tmp_path / "qrels").write_text("1 0 a 1\n1 0 b 2\n2 0 c 1\n")
+    (tmp_path / "run").write_text("1 Q0 a 1 1 r\n")
+    batch = read_trec(tmp_path / "qrels", tmp_path / "run", all_queries=True, judged_only=True)
+    scores = evaluate_batch(batch, ["num_rel", "iprec_at_recall.0"], relevance_threshold=2)
+    assert format_trec_eval(scores, per_query=True).splitlines() == [
+        "num_rel               \t1\t1",
+        "iprec_at_recall_0.00  \t1\t0.0000",
+        "num_rel               \t2\t0",
+        "iprec_at_recall_0.00  \t2\t  -nan",
+        "num_rel               \tall\t3",
+        "iprec_at_recall_0.00  \tall\t  -nan",
+    ]

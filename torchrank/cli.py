@@ -240,8 +240,6 @@ def run_evaluate(args: argparse.Namespace, stream: TextIO | None = None) -> list
                     relevance_threshold=args.level,
                     ties=args.ties,
                     path=run.path,
-                    complete=args.complete,
-                    judged_only=args.judged_only,
                     trec_eval=args.trec_eval,
                 )
             )

@@ -399,8 +399,6 @@ def evaluate_batch(
     relevance_threshold: float = 1,
     ties: str = "first",
     path: str | None = None,
-    complete: bool = False,
-    judged_only: bool = False,
     trec_eval: str = "10",
 ) -> RunScores:
     """Per-query values of ``measures`` (``-m`` options, see :func:`parse_measures`) on a :class:`TrecBatch`.
@@ -413,16 +411,15 @@ def evaluate_batch(
     ``rbp_resid`` nor ``unj``.
 
     Args:
-        batch: The run against the qrels, as read by :func:`torchrank.io.read_trec`.
+        batch: The run against the qrels, as read by :func:`torchrank.io.read_trec`. Read with ``all_queries``
+            (trec_eval ``-c``), ``num_rel``'s ``all`` line counts every qrels label above 0, as trec_eval does,
+            whatever ``relevance_threshold`` is; read with ``judged_only`` (``-J``), trec_eval 10.0 evaluates a
+            query missing from the run as a list of one unjudged document, which ``-J`` empties, so its
+            ``iprec_at_recall`` prints ``-nan`` as for any empty list.
         measures: ``-m`` options; None: trec_eval's official measures.
         relevance_threshold: trec_eval ``-l``.
         ties: ``"first"`` keeps the batch's order (trec_eval's).
         path: The run file, for the record.
-        complete: The batch was read with ``all_queries=True`` (trec_eval ``-c``): ``num_rel``'s ``all`` line
-            then counts every qrels label above 0, as trec_eval does, whatever ``relevance_threshold`` is.
-        judged_only: The batch was read with ``judged_only=True`` (trec_eval ``-J``): trec_eval evaluates a
-            query missing from the run as a list of one unjudged document, which ``-J`` then empties, so its
-            ``iprec_at_recall`` prints ``-nan`` as for any empty list.
         trec_eval: ``"10"`` (default) or ``"9"``: the version whose semantics to follow.
 
     Example:
@@ -438,7 +435,7 @@ def evaluate_batch(
     kinds: dict[str, str] = {}
     texts: dict[str, list[str]] = {}
     meta: list[str] = []
-    empty = _empty_lists(ctx, relevance_threshold, trec_eval, judged_only)
+    empty = _empty_lists(ctx, relevance_threshold, trec_eval, batch.judged_only)
     for item in items:
         if item.kind == "meta":
             meta.append(item.name)
@@ -456,7 +453,7 @@ def evaluate_batch(
             v = torch.where(empty(item.levels), math.nan, v)
         values[item.name] = v.cpu()
     totals = {}
-    if complete and "num_rel" in values:
+    if batch.all_queries and "num_rel" in values:
         totals["num_rel"] = float((batch.ideal_target > 0).sum())
     unprinted = frozenset()
     if trec_eval == "9":  # 9.x's -c evaluates the missing queries only in the means
@@ -523,7 +520,7 @@ def score_run(
                       score_dtype=score_dtype)
     path = run.path if isinstance(run, TrecFile) else os.fspath(run)
     return evaluate_batch(batch.to(device), measures, relevance_threshold=relevance_threshold, ties=ties, path=path,
-                          complete=all_queries, judged_only=judged_only, trec_eval=trec_eval)
+                          trec_eval=trec_eval)
 
 
 def score_runs(

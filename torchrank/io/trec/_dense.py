@@ -39,6 +39,8 @@ class TrecBatch:
             judgment pool but not judged (trec_eval's infAP reads it; other measures see it as unjudged).
         in_run: ``[Q]`` bool, True for the queries the run has lines for (False: a qrels query added by
             ``all_queries``, trec_eval ``-c``; a query whose lines ``judged_only`` all dropped stays True).
+        all_queries: Read with ``all_queries=True`` (trec_eval ``-c``): every qrels query is a row.
+        judged_only: Read with ``judged_only=True`` (trec_eval ``-J``): the unjudged documents were dropped.
     """
 
     qids: list[str]
@@ -52,6 +54,8 @@ class TrecBatch:
     runid: str | None = None
     pooled_unjudged: Tensor | None = None
     in_run: Tensor | None = None
+    all_queries: bool = False
+    judged_only: bool = False
 
     def to(self, device: torch.device | str) -> TrecBatch:
         """Return a copy with every tensor moved to ``device``."""
@@ -295,4 +299,6 @@ def trec_to_dense(
         num_judged=icounts,
         pooled_unjudged=pooled_unjudged,
         in_run=in_run,
+        all_queries=all_queries,
+        judged_only=judged_only,
     )

@@ -398,6 +398,8 @@ def _dense(
         runid=run.runid,
         pooled_unjudged=pooled_t,
         in_run=torch.from_numpy(in_run),
+        all_queries=all_queries,
+        judged_only=judged_only,
     )
 
 
