@@ -17,12 +17,13 @@ from torchrank.functional.measures import evaluate, parse_measure
 from torchrank.functional.per_query_auc import auroc, gauc
 from torchrank.functional.pr_curve import precision_recall_curve, recall_at_fixed_precision
 from torchrank.functional.registry import MEASURES, public_functions
+from torchrank.functional.corpus_search import merge_top_k, search
 
 # every declared measure's public function under its own name: declaring a measure exports it
 globals().update(public_functions())
 
 __all__ = [
-    "MEASURES", "auroc", "catalogue_to_dense", "evaluate", "gauc", "ids_to_dense", "memory_budget", "parse_measure",
-    "precision_recall_curve", "recall_at_fixed_precision", "top_k_ids",
+    "MEASURES", "auroc", "catalogue_to_dense", "evaluate", "gauc", "ids_to_dense", "memory_budget", "merge_top_k",
+    "parse_measure", "precision_recall_curve", "recall_at_fixed_precision", "search", "top_k_ids",
 ]
 __all__ += sorted(public_functions())
