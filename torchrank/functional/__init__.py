@@ -12,12 +12,12 @@ Example:
 """
 
 from torchrank.functional._chunking import memory_budget
+from torchrank.functional.corpus_search import merge_top_k, search
 from torchrank.functional.ids import catalogue_to_dense, ids_to_dense, top_k_ids
 from torchrank.functional.measures import evaluate, parse_measure
 from torchrank.functional.per_query_auc import auroc, gauc
 from torchrank.functional.pr_curve import precision_recall_curve, recall_at_fixed_precision
 from torchrank.functional.registry import MEASURES, public_functions
-from torchrank.functional.corpus_search import merge_top_k, search
 
 # every declared measure's public function under its own name: declaring a measure exports it
 globals().update(public_functions())

@@ -225,7 +225,8 @@ def _check_search(
     if similarity not in SIMILARITIES:
         raise ValueError(f"Argument `similarity` must be one of {SIMILARITIES}, got {similarity!r}.")
     if corpus_ids is not None:
-        if not is_integer_tensor(corpus_ids) or corpus_ids.shape != corpus.shape[:1] or corpus_ids.dtype == torch.uint64:
+        wrong = not is_integer_tensor(corpus_ids) or corpus_ids.shape != corpus.shape[:1]
+        if wrong or corpus_ids.dtype == torch.uint64:
             raise ValueError(f"Argument `corpus_ids` must be a [{corpus.shape[0]}] integer tensor (one id per corpus "
                              f"row, int64 or narrower), got {_describe(corpus_ids)}.")
         if corpus_ids.device != corpus.device:
@@ -242,7 +243,7 @@ def _check_merge(scores: Sequence[Tensor], ids: Sequence[Tensor], k: int) -> Non
         raise ValueError(f"Arguments `scores` and `ids` must be non-empty sequences of equal length, got "
                          f"{len(scores)} and {len(ids)}.")
     first = scores[0]
-    for s, i in zip(scores, ids):
+    for s, i in zip(scores, ids, strict=True):
         if not isinstance(s, Tensor) or s.ndim != 2 or not s.is_floating_point() or s.dtype != first.dtype:
             raise ValueError(f"Argument `scores` must hold [queries, k] float tensors of one dtype, got "
                              f"{_describe(s)}.")
