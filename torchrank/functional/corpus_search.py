@@ -1,15 +1,19 @@
 """Exact top-k search of a corpus by embeddings, in chunks of the corpus: never a ``[queries, corpus]`` matrix.
 
-:func:`search` scores the queries against one chunk of corpus rows at a time (one matrix product), keeps each
-chunk's top ``k`` and merges it into a running top ``k``; :func:`merge_top_k` is that merge, for the top ``k``
-of several corpus shards (one per process) searched apart. Both order the results by score, highest first, and
-equal scores by id, lowest first, so the result depends neither on how the corpus is chunked or sharded nor on
-the order of its rows.
+:func:`search` scores the queries against one chunk of corpus rows at a time (one matrix product into a buffer
+reused by every chunk), keeps each chunk's top ``k`` and merges it into a running top ``k``; :func:`merge_top_k`
+is that merge, for the top ``k`` of several corpus shards (one per process) searched apart. Both order the results
+by score, highest first, and equal scores by id, lowest first, so the result depends neither on how the corpus is
+chunked or sharded nor on the order of its rows.
 
-Ties at a chunk's ``k``-th score: ``topk`` keeps an arbitrary subset of the items tied there, so each chunk is
-searched for ``k + 1`` items; where the ``(k + 1)``-th equals the ``k``-th, the tied items of those rows are
-chosen again by id (:func:`_lowest_ids_at_threshold`), which reads the chunk's scores once more. That check is
-one host read per chunk.
+Where the time goes: the matrix product is the floor. A ``topk`` over every score of the chunk would add about a
+third to it on CPU, so a chunk's candidates are found from the maxima of groups of its columns
+(:func:`_candidates`): one reduction over the scores, then ``topk`` over ``k`` groups' worth of them.
+
+Ties: ``topk`` keeps an arbitrary subset of the items tied at its ``k``-th score, so every selection takes
+``k + 1`` and, in rows where the ``(k + 1)``-th equals the ``k``-th, chooses the tied items again by id
+(:func:`_lowest_ids_at_threshold`). Whether any row needs that is one host read per chunk (on CUDA, a
+synchronisation per chunk; the GPU has the chunk's product queued before it).
 """
 
 from __future__ import annotations
@@ -100,33 +104,31 @@ def search(
     ids_of_rows = None if corpus_ids is None else corpus_ids.to(torch.int64)
     if similarity == "cosine":
         queries = tnf.normalize(queries, dim=1)
-    best_scores = queries.new_full((num_queries, k), float("-inf"))
-    best_ids = torch.full((num_queries, k), PAD_ID, dtype=torch.int64, device=queries.device)
     if num_queries == 0 or num_rows == 0:
-        return best_scores, best_ids
+        return _padded(queries.new_empty((num_queries, 0)), queries.new_empty((num_queries, 0), dtype=torch.int64), k)
     rows, query_rows = _chunk_shape(num_queries, num_rows, k, queries.element_size(), chunk_size)
-    query_sq = queries.square().sum(1, keepdim=True) if similarity == "euclidean" else None
-    nan_seen = torch.zeros((), dtype=torch.bool, device=queries.device)
-    for start in range(0, num_rows, rows):
-        chunk = corpus[start:start + rows]
-        chunk_ids = (torch.arange(start, start + chunk.shape[0], device=corpus.device) if ids_of_rows is None
-                     else ids_of_rows[start:start + chunk.shape[0]])
-        if similarity == "cosine":
-            chunk = tnf.normalize(chunk, dim=1)
-        chunk_sq = chunk.square().sum(1) if similarity == "euclidean" else None
-        for q in range(0, num_queries, query_rows):
-            block = slice(q, q + query_rows)
-            scores = _score(queries[block], chunk, query_sq, chunk_sq, block)
-            top_scores, top_ids = _chunk_top_k(scores, chunk_ids, k)
-            nan_seen |= torch.isnan(top_scores).any()
-            best_scores[block], best_ids[block] = merge_top_k([best_scores[block], top_scores],
-                                                              [best_ids[block], top_ids], k)
-        if progress is not None:
-            progress(start + chunk.shape[0], num_rows)
-    if bool(nan_seen):
+    blocks = range(0, num_queries, query_rows)
+    buffer = queries.new_empty(min(query_rows, num_queries) * min(rows, num_rows))  # every chunk's scores, reused
+    results = []
+    for block_number, q in enumerate(blocks):
+        block = queries[q:q + query_rows]
+        block_sq = block.square().sum(1, keepdim=True) if similarity == "euclidean" else None
+        best: tuple[Tensor, Tensor] | None = None
+        for start in range(0, num_rows, rows):
+            chunk = corpus[start:start + rows]
+            if similarity == "cosine":
+                chunk = tnf.normalize(chunk, dim=1)
+            out = buffer[:block.shape[0] * chunk.shape[0]].view(block.shape[0], chunk.shape[0])
+            scores = _score(block, chunk, block_sq, out)
+            best = _merge_chunk(best, scores, _RowIds(ids_of_rows, start), k)
+            if progress is not None:
+                progress(block_number * num_rows + start + chunk.shape[0], len(blocks) * num_rows)
+        results.append(best)
+    best_scores, best_ids = torch.cat([r[0] for r in results]), torch.cat([r[1] for r in results])
+    if bool(torch.isnan(best_scores).any()):  # topk ranks NaN first: a NaN score anywhere is in the top k
         raise ValueError("Arguments `queries` and `corpus` must hold no NaN, but their scores hold NaN (a NaN in "
                          "an embedding, or infinities whose product is NaN).")
-    return best_scores, best_ids
+    return _padded(*_in_order(best_scores, best_ids), k)
 
 
 def merge_top_k(scores: Sequence[Tensor], ids: Sequence[Tensor], k: int) -> tuple[Tensor, Tensor]:
@@ -152,46 +154,139 @@ def merge_top_k(scores: Sequence[Tensor], ids: Sequence[Tensor], k: int) -> tupl
     """
     _check_merge(scores, ids, k)
     all_scores, all_ids = torch.cat(list(scores), 1), torch.cat([i.to(torch.int64) for i in ids], 1)
-    if all_scores.shape[1] < k:  # pad first, so that the one selection below also orders the padding last
-        fill = k - all_scores.shape[1]
-        all_scores = torch.cat([all_scores, all_scores.new_full((all_scores.shape[0], fill), float("-inf"))], 1)
-        all_ids = torch.cat([all_ids, all_ids.new_full((all_ids.shape[0], fill), PAD_ID)], 1)
-    # two stable sorts: by id (padding as the largest), then by score, highest first; equal scores keep id order
-    by_id = torch.where(all_ids == PAD_ID, _INT64_MAX, all_ids).argsort(dim=1, stable=True)
-    all_scores, all_ids = all_scores.gather(1, by_id), all_ids.gather(1, by_id)
-    by_score = all_scores.argsort(dim=1, descending=True, stable=True)[:, :k]
-    return all_scores.gather(1, by_score), all_ids.gather(1, by_score)
+    return _padded(*_in_order(*_select(all_scores, all_ids, k)), k)
 
 
-def _score(queries: Tensor, chunk: Tensor, query_sq: Tensor | None, chunk_sq: Tensor | None, block: slice) -> Tensor:
-    """``[q, c]`` similarities of a block of queries to a chunk of corpus rows."""
+def _score(queries: Tensor, chunk: Tensor, query_sq: Tensor | None, out: Tensor) -> Tensor:
+    """``[q, c]`` similarities of a block of queries to a chunk of corpus rows, written into ``out``."""
     if query_sq is None:
-        return queries @ chunk.T
-    squared = torch.addmm(query_sq[block] + chunk_sq, queries, chunk.T, alpha=-2)  # ||q||^2 + ||c||^2 - 2 q.c
+        return torch.matmul(queries, chunk.T, out=out)
+    torch.add(query_sq, chunk.square().sum(1), out=out)
+    squared = out.addmm_(queries, chunk.T, alpha=-2)  # ||q||^2 + ||c||^2 - 2 q.c
     return squared.clamp_min_(0).sqrt_().neg_()
 
 
-def _chunk_top_k(scores: Tensor, chunk_ids: Tensor, k: int) -> tuple[Tensor, Tensor]:
-    """The top ``min(k, c)`` of a ``[q, c]`` chunk, exact at ties: ``(scores, ids)`` in no particular order."""
-    num_cols = scores.shape[1]
-    if num_cols <= k:
-        return scores, chunk_ids.expand(scores.shape[0], -1)
+class _RowIds:
+    """The ids of a chunk's columns: the corpus row numbers from ``start``, or the caller's ids of those rows."""
+
+    def __init__(self, ids_of_rows: Tensor | None, start: int) -> None:
+        self.ids_of_rows, self.start = ids_of_rows, start
+
+    def __getitem__(self, cols: Tensor) -> Tensor:
+        rows = cols + self.start
+        return rows if self.ids_of_rows is None else self.ids_of_rows[rows]
+
+    def of_all(self, num_queries: int, num_cols: int, device: torch.device) -> Tensor:
+        return self[torch.arange(num_cols, device=device)].expand(num_queries, -1)
+
+
+def _merge_chunk(best: tuple[Tensor, Tensor] | None, scores: Tensor, chunk_ids: _RowIds, k: int
+                 ) -> tuple[Tensor, Tensor]:
+    """The running top ``k`` (scores, ids; None before the first chunk) merged with a chunk's ``[q, c]`` scores."""
+    cols, unsure = _candidates(scores, k)
+    if cols is None:
+        candidates, ids = scores, chunk_ids.of_all(*scores.shape, scores.device)
+    else:
+        candidates, ids = scores.gather(1, cols), chunk_ids[cols]
+    if best is not None:
+        candidates, ids = torch.cat([best[0], candidates], 1), torch.cat([best[1], ids], 1)
+    merged = _select(candidates, ids, k)
+    if merged[0] is scores:  # the whole chunk kept (k or fewer columns): out of the buffer the next chunk reuses
+        merged = scores.clone(), ids.clone()
+    if unsure is not None and bool(unsure.any()):  # rows whose candidates may miss a tied item: the whole row
+        rows = unsure.nonzero().squeeze(1)
+        whole, whole_ids = scores[rows], chunk_ids.of_all(len(rows), scores.shape[1], scores.device)
+        if best is not None:
+            whole, whole_ids = torch.cat([best[0][rows], whole], 1), torch.cat([best[1][rows], whole_ids], 1)
+        merged[0][rows], merged[1][rows] = _select(whole, whole_ids, k)
+    return merged
+
+
+def _candidates(scores: Tensor, k: int) -> tuple[Tensor | None, Tensor | None]:
+    """``(cols, unsure)``: the columns of each row's candidates, a subset of the chunk that holds its top ``k``
+    under any order of ties, and the rows (bool ``[q]``) where that is not certain; ``(None, None)``: every column
+    is a candidate.
+
+    The columns fall into ``g`` strided groups; a row's top ``k`` lies in the ``k`` groups with the highest maxima
+    unless the ``(k + 1)``-th maximum equals the ``k``-th (every item outside those groups scores at most the
+    ``(k + 1)``-th maximum, and the ``k`` groups hold ``k`` items that score at least the ``k``-th). One reduction
+    over the chunk and a ``topk`` over ``c / g`` maxima replace a ``topk`` over ``c`` scores.
+    """
+    num_queries, num_cols = scores.shape
+    size = _group_size(num_cols, k)
+    if size < 2:
+        return None, None
+    groups = num_cols // size
+    maxima = scores[:, :groups * size].view(num_queries, size, groups).amax(1)  # group j: columns j + groups * m
+    top, which = maxima.topk(k + 1, dim=1)
+    unsure = top[:, k] == top[:, k - 1]
+    members = torch.arange(0, groups * size, groups, device=scores.device)
+    cols = (which[:, :k, None] + members).view(num_queries, k * size)
+    if groups * size < num_cols:  # the last columns, in no group: candidates all
+        rest = torch.arange(groups * size, num_cols, device=scores.device).expand(num_queries, -1)
+        cols = torch.cat([cols, rest], 1)
+    return cols, unsure
+
+
+def _group_size(num_cols: int, k: int) -> int:
+    """Columns per group: about sqrt(c / k) (a power of two, at most 64), which balances the ``topk`` over the
+    ``c / g`` maxima against the one over the ``k g`` candidates; 1 (no groups) for chunks too small to gain."""
+    size = 1
+    while size < 64 and (2 * size) ** 2 * k <= num_cols:
+        size *= 2
+    return size if num_cols // size >= 4 * (k + 1) else 1
+
+
+def _select(scores: Tensor, ids: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """The top ``k`` of each row of ``[q, n]`` scores by score, then lowest id (padding, id -1, last), in no
+    particular order; every column when ``n <= k``."""
+    if scores.shape[1] <= k:
+        return scores, ids
     values, cols = scores.topk(k + 1, dim=1)
     tied = values[:, k] == values[:, k - 1]  # the k-th score is shared with an item topk left out: choose by id
-    values, cols = values[:, :k], cols[:, :k]
+    cols = cols[:, :k]
     if bool(tied.any()):
         rows = tied.nonzero().squeeze(1)
-        cols[rows] = _lowest_ids_at_threshold(scores[rows], chunk_ids, values[rows, k - 1:k], k)
-        values[rows] = scores[rows].gather(1, cols[rows])
-    return values, chunk_ids[cols]
+        cols[rows] = _lowest_ids_at_threshold(scores[rows], ids[rows], values[rows, k - 1:k], k)
+    return scores.gather(1, cols), ids.gather(1, cols)
 
 
-def _lowest_ids_at_threshold(scores: Tensor, chunk_ids: Tensor, threshold: Tensor, k: int) -> Tensor:
+def _lowest_ids_at_threshold(scores: Tensor, ids: Tensor, threshold: Tensor, k: int) -> Tensor:
     """Columns of the top ``k`` of each row whose ``k``-th score is ``threshold``: every column above it, then the
-    tied columns with the lowest ids."""
-    key = torch.where(scores == threshold, chunk_ids, _INT64_MAX)
+    tied columns with the lowest ids (padding last)."""
+    tied_key = torch.where(ids < 0, _INT64_MAX - 1, ids)
+    key = torch.where(scores == threshold, tied_key, _INT64_MAX)
     key = torch.where(scores > threshold, -1, key)  # above the threshold: always kept (fewer than k of them)
     return key.topk(k, dim=1, largest=False).indices
+
+
+def _in_order(scores: Tensor, ids: Tensor) -> tuple[Tensor, Tensor]:
+    """Each row sorted by score, highest first, then by id, lowest first (padding last)."""
+    if scores.shape[1] == 0:
+        return scores, ids
+    id_key = torch.where(ids < 0, _INT64_MAX, ids)
+    if scores.dtype == torch.float64:  # no room to pack: two sorts, the second stable
+        by_id = id_key.argsort(dim=1)
+        scores, ids = scores.gather(1, by_id), ids.gather(1, by_id)
+        order = scores.argsort(dim=1, descending=True, stable=True)
+        return scores.gather(1, order), ids.gather(1, order)
+    # one sort of packed keys: the score's order-preserving 32 bits, then the id's rank within the row, inverted
+    width = scores.shape[1]
+    id_rank = torch.empty_like(id_key).scatter_(
+        1, id_key.argsort(dim=1), torch.arange(width, device=ids.device).expand(ids.shape[0], -1))
+    bits = (scores.float() + 0.0).view(torch.int32)  # + 0.0: -0.0 becomes +0.0, equal scores get equal bits
+    ordered = torch.where(bits < 0, bits ^ 0x7FFFFFFF, bits).to(torch.int64)
+    order = ((ordered << 32) + (width - 1 - id_rank)).argsort(dim=1, descending=True)
+    return scores.gather(1, order), ids.gather(1, order)
+
+
+def _padded(scores: Tensor, ids: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """``[Q, k]``: columns past the results filled with score -inf and id -1."""
+    missing = k - scores.shape[1]
+    if missing <= 0:
+        return scores, ids
+    fill = scores.new_full((scores.shape[0], missing), float("-inf"))
+    return torch.cat([scores, fill], 1), torch.cat([ids, ids.new_full((ids.shape[0], missing), PAD_ID)], 1)
 
 
 def _chunk_shape(num_queries: int, num_rows: int, k: int, score_bytes: int, chunk_size: int | None) -> tuple[int, int]:
