@@ -213,3 +213,19 @@ def test_reset_forgets_the_corpus():
     metric.reset()
     metric.update_queries(torch.eye(2), torch.tensor([[0], [1]]))
     assert metric.compute()["recall@2"].item() == 0.0
+
+
+def test_device_path_updates_read_nothing_on_the_host(monkeypatch):
+    """Under the torch backend (the GPU path, on CPU tensors) the updates and their value checks queue device work
+    only: a validation step never waits for the metric."""
+    from test_backends import counting
+
+    docs, ids, q, relevant, labels = _data(seed=5)
+    with use_backend("torch"):
+        metric = CorpusRetrieval(["ndcg@10"], k=10)
+        with counting(monkeypatch) as mode:
+            metric.update_corpus(docs[:80], ids[:80])
+            metric.update_corpus(docs[80:], ids[80:])
+            metric.update_queries(q, relevant, labels)
+            metric.update_queries(q[:3], relevant[:3])
+        assert mode.reads == []
