@@ -32,6 +32,7 @@ TRICKY = [
     {"title": "key order", "text": 'a text that quotes "_id": "fake" and \\"_id\\"', "_id": "d\"q\\x"},
     {"_id": "tab\tand\\u00e9", "text": "escapes in the id"},
     {"_id": "n", "metadata": {"url": "x"}, "text": "nested object"},
+    {"title": "_id", "_id": "v", "text": "the bytes of the key as a value"},
 ]
 
 
@@ -52,8 +53,8 @@ def test_jsonl_ids_over_block_boundaries_blank_lines_crlf_and_bom(tmp_path, monk
 
 def test_jsonl_number_id_is_its_text(tmp_path):
     path = tmp_path / "q.jsonl"
-    path.write_text('{"_id": 17, "text": "a"}\n{"_id": "17b"}\n')
-    assert read_jsonl_ids(path) == ["17", "17b"]
+    path.write_text('{"_id": 17, "text": "a"}\n{"_id": "17b"}\n{"_id": 18, "text": "_id"}\n')
+    assert read_jsonl_ids(path) == ["17", "17b", "18"]
 
 
 @pytest.mark.parametrize(

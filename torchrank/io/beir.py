@@ -141,18 +141,21 @@ def read_jsonl_ids(path: str | os.PathLike[str]) -> list[str]:
         ['007', 'café']
     """
     ids: list[str] = []
-    first_line: dict[str, int] = {}
-    for lineno, id_ in _jsonl_ids(path):
-        seen = first_line.setdefault(id_, lineno)
-        if seen != lineno:
-            raise TrecFormatError(path, lineno, f"each _id once (also on line {seen})", id_)
-        ids.append(id_)
+    for block, lineno in _blocks(path):
+        ids += _block_ids(path, block, lineno)
+    if len(set(ids)) != len(ids):  # the lines of the first repeated id, read again only then
+        first_line: dict[str, int] = {}
+        for block, lineno in _blocks(path):
+            for line, id_ in _careful_ids(path, block, lineno):
+                seen = first_line.setdefault(id_, line)
+                if seen != line:
+                    raise TrecFormatError(path, line, f"each _id once (also on line {seen})", id_)
     return ids
 
 
-def _jsonl_ids(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
-    """``(line number, id)`` of each non-blank line."""
-    lineno = 0  # lines before the block
+def _blocks(path: str | os.PathLike[str]) -> Iterator[tuple[bytes, int]]:
+    """Blocks of whole lines (each ending in a newline) and the number of lines before each."""
+    lineno = 0
     with open(path, "rb") as file:
         rest = b""
         first = True
@@ -164,36 +167,48 @@ def _jsonl_ids(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
             first = False
             if not block:  # the last line, without its newline
                 if data:
-                    yield from _block_ids(path, data + b"\n", lineno)
+                    yield data + b"\n", lineno
                 return
             end = data.rfind(b"\n") + 1
             rest = data[end:]
             if end:
-                yield from _block_ids(path, data[:end], lineno)
+                yield data[:end], lineno
                 lineno += data.count(b"\n", 0, end)
 
 
-def _block_ids(path: str | os.PathLike[str], block: bytes, lineno: int) -> Iterator[tuple[int, str]]:
-    """The ids of a block of whole lines (each ending in a newline), the first of them line ``lineno + 1``."""
-    newlines = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
-    matches = list(_ID.finditer(block))
-    starts = np.fromiter((m.start() for m in matches), dtype=np.int64, count=len(matches))
-    line_of_match = np.searchsorted(newlines, starts)
-    per_line = np.bincount(line_of_match, minlength=newlines.size)
-    clear = per_line == 1
-    if clear.all():  # every line has one `"_id"` key: no JSON decoding (a blank line has no match)
-        for j, match in enumerate(matches):
-            yield lineno + 1 + j, _string(match.group(1), path, lineno + 1 + j)
-        return
-    line_starts = np.concatenate([[0], newlines[:-1] + 1])
-    match_of_line = dict(zip(line_of_match.tolist(), matches, strict=False))  # the last match of a line: unused
-    for j in range(newlines.size):
-        if clear[j]:
-            yield lineno + 1 + j, _string(match_of_line[j].group(1), path, lineno + 1 + j)
+def _block_ids(path: str | os.PathLike[str], block: bytes, lineno: int) -> list[str]:
+    """The ids of a block of whole lines, the first of them line ``lineno + 1``.
+
+    The block is clear when each line holds the bytes ``"_id"`` exactly once (found with numpy) and every one of
+    them is a key with a string value (one regex pass): in valid JSON those bytes followed by a colon are always a
+    key, since a quote inside a string is escaped. Then no line needs decoding; otherwise each line is read with
+    :func:`_careful_ids`.
+    """
+    data = np.frombuffer(block, dtype=np.uint8)
+    newlines = np.flatnonzero(data == 10)
+    key = data[:-4] == 34  # the five bytes `"_id"`
+    for shift, byte in enumerate(b'_id"', 1):
+        key &= data[shift : data.size - 4 + shift] == byte
+    per_line = np.bincount(np.searchsorted(newlines, np.flatnonzero(key)), minlength=newlines.size)
+    if (per_line == 1).all():
+        found = _ID.findall(block)
+        if len(found) == newlines.size:
+            try:
+                return [raw.decode("utf-8") if b"\\" not in raw else json.loads(b'"' + raw + b'"') for raw in found]
+            except ValueError:  # a bad escape or bad UTF-8: found, with its line, below
+                pass
+    return [id_ for _, id_ in _careful_ids(path, block, lineno)]
+
+
+def _careful_ids(path: str | os.PathLike[str], block: bytes, lineno: int) -> Iterator[tuple[int, str]]:
+    """``(line number, id)`` of each non-blank line of a block, by the regex where a line has one ``"_id"`` key,
+    else by ``json``."""
+    for j, line in enumerate(block.split(b"\n")[:-1]):
+        if not line.strip():
             continue
-        line = block[line_starts[j] : newlines[j]]
-        if line.strip():  # blank lines are skipped
-            yield lineno + 1 + j, _decoded_id(line, path, lineno + 1 + j)
+        match = _ID.search(line) if line.count(b'"_id"') == 1 else None
+        yield lineno + 1 + j, (_string(match.group(1), path, lineno + 1 + j) if match
+                               else _decoded_id(line, path, lineno + 1 + j))
 
 
 def _string(raw: bytes, path: str | os.PathLike[str], lineno: int) -> str:
