@@ -6,14 +6,18 @@ is that merge, for the top ``k`` of several corpus shards (one per process) sear
 by score, highest first, and equal scores by id, lowest first, so the result depends neither on how the corpus is
 chunked or sharded nor on the order of its rows.
 
-Where the time goes: the matrix product is the floor. A ``topk`` over every score of the chunk would add about a
-third to it on CPU, so a chunk's candidates are found from the maxima of groups of its columns
-(:func:`_candidates`): one reduction over the scores, then ``topk`` over ``k`` groups' worth of them.
+Where the time goes: the matrix product is the floor. A ``topk`` over every score of a chunk would add about a
+third to it on CPU, so a chunk's candidates come from the maxima of groups of its columns (:func:`_candidates`):
+one reduction over the scores, then only the groups whose maximum reaches the ``k``-th score held so far, which
+are few once the first chunk is done.
 
 Ties: ``topk`` keeps an arbitrary subset of the items tied at its ``k``-th score, so every selection takes
 ``k + 1`` and, in rows where the ``(k + 1)``-th equals the ``k``-th, chooses the tied items again by id
-(:func:`_lowest_ids_at_threshold`). Whether any row needs that is one host read per chunk (on CUDA, a
-synchronisation per chunk; the GPU has the chunk's product queued before it).
+(:func:`_lowest_ids_at_threshold`).
+
+Host reads: a chunk's candidate count (how many groups the fullest row needs) and whether any row is tied at its
+``k``-th score are read on the host, two or three reads per chunk; on CUDA each is a synchronisation, after which
+the next chunk's product is queued. NaN is looked for once, after the loop.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ PAD_ID = -1
 _EXTRA_BYTES_PER_SCORE = 4
 # Without a memory budget: score blocks of this many bytes. Large enough that the matrix product runs at full
 # speed and the per-chunk merge is a small share of the work; small enough to stay far below any device's memory.
-_DEFAULT_BLOCK_BYTES = 2**27
+_DEFAULT_BLOCK_BYTES = 2**29
 # The fewest corpus rows per chunk when the queries are split into blocks to honour the budget.
 _MIN_CHUNK_ROWS = 1024
 _INT64_MAX = torch.iinfo(torch.int64).max
@@ -68,7 +72,7 @@ def search(
         corpus_ids: ``[C]`` integer ids of the corpus rows (returned as int64); None: the row numbers. Ids are
             expected to be unique and >= 0 (-1 marks padding).
         chunk_size: Corpus rows per matrix product; None: as many as the memory budget allows
-            (:func:`torchrank.functional.memory_budget`, else blocks of 128 MiB of scores), the queries split into
+            (:func:`torchrank.functional.memory_budget`, else blocks of 512 MiB of scores), the queries split into
             blocks too when even 1,024 rows would not fit.
         progress: Called after each chunk as ``progress(rows_done, rows_total)`` (corpus rows; on CUDA, rows whose
             work has been queued).
@@ -183,7 +187,9 @@ class _RowIds:
 def _merge_chunk(best: tuple[Tensor, Tensor] | None, scores: Tensor, chunk_ids: _RowIds, k: int
                  ) -> tuple[Tensor, Tensor]:
     """The running top ``k`` (scores, ids; None before the first chunk) merged with a chunk's ``[q, c]`` scores."""
-    cols, unsure = _candidates(scores, k)
+    # once k items are held, only chunk items scoring at least the k-th of them can enter (ties with a lower id)
+    floor = None if best is None or best[0].shape[1] < k else best[0].amin(1, keepdim=True)
+    cols, unsure = _candidates(scores, k, floor)
     if cols is None:
         candidates, ids = scores, chunk_ids.of_all(*scores.shape, scores.device)
     else:
@@ -202,26 +208,33 @@ def _merge_chunk(best: tuple[Tensor, Tensor] | None, scores: Tensor, chunk_ids: 
     return merged
 
 
-def _candidates(scores: Tensor, k: int) -> tuple[Tensor | None, Tensor | None]:
-    """``(cols, unsure)``: the columns of each row's candidates, a subset of the chunk that holds its top ``k``
-    under any order of ties, and the rows (bool ``[q]``) where that is not certain; ``(None, None)``: every column
-    is a candidate.
+def _candidates(scores: Tensor, k: int, floor: Tensor | None) -> tuple[Tensor | None, Tensor | None]:
+    """``(cols, unsure)``: the columns of each row's candidates, a subset of the chunk that holds every item that
+    can enter the row's top ``k`` (under any order of ties), and the rows (bool ``[q]``) where that is not certain;
+    ``(None, None)``: every column is a candidate.
 
-    The columns fall into ``g`` strided groups; a row's top ``k`` lies in the ``k`` groups with the highest maxima
-    unless the ``(k + 1)``-th maximum equals the ``k``-th (every item outside those groups scores at most the
-    ``(k + 1)``-th maximum, and the ``k`` groups hold ``k`` items that score at least the ``k``-th). One reduction
-    over the chunk and a ``topk`` over ``c / g`` maxima replace a ``topk`` over ``c`` scores.
+    The columns fall into ``g`` strided groups (group ``j``: columns ``j``, ``j + c / g``, ...), and one reduction
+    over the chunk gives each group's maximum. With a ``floor`` (``[q, 1]``, the ``k``-th score held so far), the
+    candidates are the groups whose maximum reaches it: a ``topk`` over the ``c / g`` maxima for as many groups as
+    the fullest row has (a host read), few once a few chunks are done. Before that, a row's top ``k`` lies in the
+    ``k`` groups with the highest maxima unless the ``(k + 1)``-th maximum equals the ``k``-th (every item outside
+    them scores at most the ``(k + 1)``-th maximum; the ``k`` groups hold ``k`` items scoring at least the
+    ``k``-th): those rows are ``unsure``.
     """
     num_queries, num_cols = scores.shape
     size = _group_size(num_cols, k)
     if size < 2:
         return None, None
     groups = num_cols // size
-    maxima = scores[:, :groups * size].view(num_queries, size, groups).amax(1)  # group j: columns j + groups * m
-    top, which = maxima.topk(k + 1, dim=1)
-    unsure = top[:, k] == top[:, k - 1]
+    maxima = scores[:, :groups * size].view(num_queries, size, groups).amax(1)
+    if floor is None:
+        top, which = maxima.topk(k + 1, dim=1)
+        unsure, which = top[:, k] == top[:, k - 1], which[:, :k]
+    else:
+        reaching = int((~(maxima < floor)).sum(1).amax())  # NaN maxima count too: NaN must reach the top k
+        which, unsure = maxima.topk(reaching, dim=1, sorted=False).indices, None
     members = torch.arange(0, groups * size, groups, device=scores.device)
-    cols = (which[:, :k, None] + members).view(num_queries, k * size)
+    cols = (which[:, :, None] + members).view(num_queries, -1)
     if groups * size < num_cols:  # the last columns, in no group: candidates all
         rest = torch.arange(groups * size, num_cols, device=scores.device).expand(num_queries, -1)
         cols = torch.cat([cols, rest], 1)
@@ -229,12 +242,12 @@ def _candidates(scores: Tensor, k: int) -> tuple[Tensor | None, Tensor | None]:
 
 
 def _group_size(num_cols: int, k: int) -> int:
-    """Columns per group: about sqrt(c / k) (a power of two, at most 64), which balances the ``topk`` over the
-    ``c / g`` maxima against the one over the ``k g`` candidates; 1 (no groups) for chunks too small to gain."""
-    size = 1
-    while size < 64 and (2 * size) ** 2 * k <= num_cols:
-        size *= 2
-    return size if num_cols // size >= 4 * (k + 1) else 1
+    """Columns per group: the largest power of two up to 16 that leaves at least ``4 (k + 1)`` groups; 1 (no
+    groups) for chunks too small to gain."""
+    size = 16
+    while size > 1 and num_cols // size < 4 * (k + 1):
+        size //= 2
+    return size
 
 
 def _select(scores: Tensor, ids: Tensor, k: int) -> tuple[Tensor, Tensor]:
