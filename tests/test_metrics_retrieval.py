@@ -138,10 +138,10 @@ def test_k_larger_than_the_corpus_pads_the_lists():
 
 def test_bad_input_is_refused_and_nothing_is_lost():
     docs, ids, q, relevant, labels = _data(seed=3)
-    metric = CorpusRetrieval(["ndcg@10"], k=10)
-    metric.update_corpus(docs[:100], ids[:100])
-    metric.update_queries(q, relevant, labels)
-    expected = metric.compute()
+    metric, twin = CorpusRetrieval(["ndcg@10"], k=10), CorpusRetrieval(["ndcg@10"], k=10)  # twin: valid calls only
+    for m in (metric, twin):
+        m.update_corpus(docs[:100], ids[:100])
+        m.update_queries(q, relevant, labels)
     bad_calls = [
         (lambda: metric.update_corpus(docs[:5], ids[:5].float()), "`ids` must be a \\[5\\] integer tensor"),
         (lambda: metric.update_corpus(docs[:5], ids[:4]), "`ids` must be a \\[5\\] integer"),
@@ -162,7 +162,9 @@ def test_bad_input_is_refused_and_nothing_is_lost():
     for call, match in bad_calls:
         with pytest.raises((ValueError, TypeError), match=match):
             call()
-        assert metric.compute() == expected  # nothing stored, nothing lost
+        for m in (metric, twin):  # a valid update after the refused call (and a new compute, not the cached one)
+            m.update_queries(q[2:4], relevant[2:4], labels[2:4])
+        assert metric.compute() == twin.compute()  # nothing stored, nothing lost
 
 
 def test_configuration_errors():
