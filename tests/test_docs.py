@@ -160,8 +160,9 @@ def _import_block(name: str, code: str, folder: Path, monkeypatch: pytest.Monkey
 
     (folder / f"{name}.py").write_text(code, encoding="utf-8")
     monkeypatch.syspath_prepend(str(folder))
-    monkeypatch.delitem(sys.modules, name, raising=False)  # and removed again after the test
+    monkeypatch.delitem(sys.modules, name, raising=False)  # not a stale copy
     module = importlib.import_module(name)
+    monkeypatch.setitem(sys.modules, name, module)  # removed again after the test
     namespace.update({key: value for key, value in vars(module).items() if not key.startswith("__")})
 
 
