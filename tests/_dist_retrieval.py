@@ -110,3 +110,32 @@ def task_mismatched_dims_raise_on_both(seed: int) -> str:
         assert "share one dimension and dtype" in str(err), err
         return str(err)
     raise AssertionError("compute did not raise")
+
+
+def task_search_failing_on_one_rank_raises_on_both(seed: int) -> str:
+    """A search that raises on rank 1 only (as a float16 product that overflows to NaN would): rank 1 raises its
+    error, rank 0 learns of it from the gathered scores instead of waiting in the gather."""
+    import torchrank.functional as F
+
+    rank = dist.get_rank()
+    docs, ids, queries, relevant, labels = data(seed)
+    metric = CorpusRetrieval(MEASURES, k=K)
+    metric.update_corpus(docs[rank::2], ids[rank::2])
+    metric.update_queries(queries[rank::2], relevant[rank::2], labels[rank::2])
+    real = F.search
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("the search failed here")
+
+    F.search = failing if rank == 1 else real
+    try:
+        metric.compute()
+    except ValueError as err:
+        message = str(err)
+    else:
+        raise AssertionError("compute did not raise")
+    finally:
+        F.search = real
+    expected = "the search failed here" if rank == 1 else "The search of another process's corpus shard failed"
+    assert expected in message, message
+    return message

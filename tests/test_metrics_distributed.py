@@ -258,3 +258,4 @@ def test_corpus_retrieval_device_path_and_errors_raise_on_both_ranks(pool):
     run_on_both(pool, R.task_problem_on_one_rank_raises_on_both, SEED)
     messages = run_on_both(pool, R.task_mismatched_dims_raise_on_both, SEED)
     assert messages[0] == messages[1]
+    run_on_both(pool, R.task_search_failing_on_one_rank_raises_on_both, SEED)

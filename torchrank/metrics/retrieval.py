@@ -246,10 +246,16 @@ class CorpusRetrieval(KeepStateOnError, Metric):
         queries = _cat_rows(self.query_embeddings)
         relevant_ids = _padded_rows(self.query_relevant_ids, PAD_ID, torch.int64)
         labels = _padded_rows(self.query_relevant_labels, 0.0, torch.float64)
-        scores, ids = self._search_shard(queries)
-        if self._is_synced:  # every process holds every query: merge the shards' top k
+        if not self._is_synced:
+            scores, ids = self._search_shard(queries)
+        else:  # every process holds every query: merge the shards' top k
+            scores, ids, failure = self._search_shard_or_nan(queries)
             gather = self.dist_sync_fn or gather_all_tensors
-            scores, ids = F.merge_top_k(gather(scores, self.process_group), gather(ids, self.process_group), self.k)
+            every_scores, every_ids = gather(scores, self.process_group), gather(ids, self.process_group)
+            if any(bool(torch.isnan(part).any()) for part in every_scores):  # a search failed: raise everywhere
+                raise failure or ValueError("The search of another process's corpus shard failed (its error is "
+                                            "raised there): no value.")
+            scores, ids = F.merge_top_k(every_scores, every_ids, self.k)
         self._raise_for_repeated_ids(ids)
         self.measures.reset()
         if queries is not None and queries.shape[0]:
@@ -278,6 +284,19 @@ class CorpusRetrieval(KeepStateOnError, Metric):
                              chunk_size=self.chunk_size)
             scores, ids = F.merge_top_k([scores, found[0]], [ids, found[1]], self.k)
         return scores, ids
+
+    def _search_shard_or_nan(self, queries: Tensor | None) -> tuple[Tensor, Tensor, ValueError | None]:
+        """:meth:`_search_shard`, or NaN scores and the error where it raised (scores otherwise hold no NaN: search
+        refuses them): the other processes learn of the failure from the gathered scores, not by waiting forever
+        in the gather."""
+        try:
+            return (*self._search_shard(queries), None)
+        except ValueError as err:
+            rows = 0 if queries is None else queries.shape[0]
+            device = self._corpus[0].device if self._corpus else self.device
+            nan = torch.full((rows, self.k), torch.nan, device=device,
+                             dtype=queries.dtype if queries is not None else torch.float32)
+            return nan, torch.full((rows, self.k), PAD_ID, dtype=torch.int64, device=device), err
 
     def _corpus_groups(self) -> Any:
         """The shard's blocks, consecutive small ones concatenated up to ``_GROUP_BYTES`` (or the memory budget)."""
