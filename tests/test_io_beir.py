@@ -64,6 +64,7 @@ def test_jsonl_number_id_is_its_text(tmp_path):
         ('{"_id": "a"}\nnot json\n', 2, "JSON object"),
         ('{"_id": "a"}\n\n{"_id": "a"}\n', 3, "once"),
         ('{"_id": null}\n', 1, "string or number"),
+        ('{"_id": "a", "m": {"_id": "b"}}\n{"text": "no id"}\n', 2, "_id"),  # two keys on a line, none on the next
     ],
 )
 def test_jsonl_errors_name_file_and_line(tmp_path, text, line, match):

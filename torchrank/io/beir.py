@@ -29,7 +29,6 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from torch import Tensor
 
@@ -39,7 +38,8 @@ __all__ = ["BeirQrels", "IdMap", "read_beir_qrels", "read_jsonl_ids"]
 
 # a JSON string value of the key "_id": in valid JSON the bytes `"_id"` followed by a colon are always a key (a
 # quote inside a string is escaped), so a line with exactly one such match holds its id there
-_ID = re.compile(rb'"_id"[ \t]*:[ \t]*"((?:[^"\\\n]|\\.)*)"')
+_ID = re.compile(rb'"_id"[ \t]*:[ \t]*"([^"\\\n]*(?:\\.[^"\\\n]*)*)"')
+_ID_TO_LINE_END = re.compile(_ID.pattern + rb"[^\n]*\n")
 _CHUNK_BYTES = 1 << 23  # whole lines per regex pass: a few MiB of text at a time, whatever the corpus size
 QRELS_HEADER = ("query-id", "corpus-id", "score")
 
@@ -179,24 +179,22 @@ def _blocks(path: str | os.PathLike[str]) -> Iterator[tuple[bytes, int]]:
 def _block_ids(path: str | os.PathLike[str], block: bytes, lineno: int) -> list[str]:
     """The ids of a block of whole lines, the first of them line ``lineno + 1``.
 
-    The block is clear when each line holds the bytes ``"_id"`` exactly once (found with numpy) and every one of
-    them is a key with a string value (one regex pass): in valid JSON those bytes followed by a colon are always a
-    key, since a quote inside a string is escaped. Then no line needs decoding; otherwise each line is read with
+    One regex pass finds the first ``"_id"`` key with a string value of each line (a match runs to the end of its
+    line, so no line gives two). The block is clear when every line gives one and the block holds the bytes
+    ``"_id"`` no more often than it has lines: in valid JSON those bytes followed by a colon are always a key, since
+    a quote inside a string is escaped, so no line needs decoding. Otherwise each line is read with
     :func:`_careful_ids`.
     """
-    data = np.frombuffer(block, dtype=np.uint8)
-    newlines = np.flatnonzero(data == 10)
-    key = data[:-4] == 34  # the five bytes `"_id"`
-    for shift, byte in enumerate(b'_id"', 1):
-        key &= data[shift : data.size - 4 + shift] == byte
-    per_line = np.bincount(np.searchsorted(newlines, np.flatnonzero(key)), minlength=newlines.size)
-    if (per_line == 1).all():
-        found = _ID.findall(block)
-        if len(found) == newlines.size:
-            try:
-                return [raw.decode("utf-8") if b"\\" not in raw else json.loads(b'"' + raw + b'"') for raw in found]
-            except ValueError:  # a bad escape or bad UTF-8: found, with its line, below
-                pass
+    found = _ID_TO_LINE_END.findall(block)
+    if len(found) == block.count(b"\n") == block.count(b'"_id"'):
+        try:
+            ids = [raw.decode("utf-8") for raw in found]
+            if b"\\" in b"".join(found):  # escapes: those ids decoded as JSON strings
+                ids = [json.loads(b'"' + raw + b'"') if b"\\" in raw else id_ for raw, id_ in zip(found, ids,
+                                                                                               strict=True)]
+            return ids
+        except ValueError:  # a bad escape or bad UTF-8: found, with its line, below
+            pass
     return [id_ for _, id_ in _careful_ids(path, block, lineno)]
 
 
