@@ -258,6 +258,7 @@ class CorpusRetrieval(KeepStateOnError, Metric):
             scores, ids = F.merge_top_k(every_scores, every_ids, self.k)
         self._raise_for_repeated_ids(ids)
         self.measures.reset()
+        self.measures.to(ids.device)  # where the search ran: the corpus's device, whatever this metric's
         if queries is not None and queries.shape[0]:
             labels = labels.to(ids.device)
             integral = bool((labels == labels.round()).all())  # integer labels take the exact integer matching
