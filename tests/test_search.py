@@ -106,6 +106,13 @@ def test_k_beyond_the_corpus_is_padded() -> None:
     assert (ids == -1).all() and (scores == float("-inf")).all() and ids.shape == (4, 2)
 
 
+def test_embeddings_that_require_grad() -> None:
+    queries, corpus = integer_data(3, 40)
+    got = F.search(queries.requires_grad_(), corpus, 4, chunk_size=16)
+    assert not got[0].requires_grad
+    assert_matches(got, brute_force(queries.detach(), corpus, 4), 4)
+
+
 def test_no_queries() -> None:
     scores, ids = F.search(torch.empty(0, 3), torch.randn(10, 3), 4)
     assert scores.shape == ids.shape == (0, 4) and ids.dtype == torch.int64

@@ -44,6 +44,7 @@ _MIN_CHUNK_ROWS = 1024
 _INT64_MAX = torch.iinfo(torch.int64).max
 
 
+@torch.no_grad()
 def search(
     queries: Tensor,
     corpus: Tensor,
@@ -85,6 +86,9 @@ def search(
     float16 and bfloat16 scores are accumulated in float32 by the product and rounded once; with fewer bits,
     more scores tie, and ties go to the lowest id). ``"cosine"`` normalises each chunk as it is scored;
     ``"euclidean"`` expands ``||q||^2 + ||c||^2 - 2 q . c`` (what ``torch.cdist`` does for large inputs).
+
+    No gradient flows through the search (it runs under ``torch.no_grad()``: an evaluation, whose scores are written
+    into a reused buffer); embeddings that require grad are read as they are.
 
     Raises:
         ValueError: bad shapes, dtypes, devices or arguments; and NaN among the scores (a NaN in either
