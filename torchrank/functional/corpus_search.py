@@ -193,11 +193,14 @@ def _merge_chunk(best: tuple[Tensor, Tensor] | None, scores: Tensor, chunk_ids: 
     """The running top ``k`` (scores, ids; None before the first chunk) merged with a chunk's ``[q, c]`` scores."""
     # once k items are held, only chunk items scoring at least the k-th of them can enter (ties with a lower id)
     floor = None if best is None or best[0].shape[1] < k else best[0].amin(1, keepdim=True)
-    cols, unsure = _candidates(scores, k, floor)
+    cols, unsure, padding = _candidates(scores, k, floor)
     if cols is None:
         candidates, ids = scores, chunk_ids.of_all(*scores.shape, scores.device)
     else:
         candidates, ids = scores.gather(1, cols), chunk_ids[cols]
+        if padding is not None:  # rows with fewer candidates than the fullest: score -inf, id -1
+            candidates.masked_fill_(padding, float("-inf"))
+            ids.masked_fill_(padding, PAD_ID)
     if best is not None:
         candidates, ids = torch.cat([best[0], candidates], 1), torch.cat([best[1], ids], 1)
     merged = _select(candidates, ids, k)
@@ -212,37 +215,55 @@ def _merge_chunk(best: tuple[Tensor, Tensor] | None, scores: Tensor, chunk_ids: 
     return merged
 
 
-def _candidates(scores: Tensor, k: int, floor: Tensor | None) -> tuple[Tensor | None, Tensor | None]:
-    """``(cols, unsure)``: the columns of each row's candidates, a subset of the chunk that holds every item that
-    can enter the row's top ``k`` (under any order of ties), and the rows (bool ``[q]``) where that is not certain;
-    ``(None, None)``: every column is a candidate.
+def _candidates(scores: Tensor, k: int, floor: Tensor | None
+                ) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    """``(cols, unsure, padding)``: the columns of each row's candidates, a subset of the chunk that holds every
+    item that can enter the row's top ``k`` (under any order of ties); the rows (bool ``[q]``) where that is not
+    certain; and the padding of ``cols`` (bool, None if none). ``cols`` None: every column is a candidate.
 
     The columns fall into ``g`` strided groups (group ``j``: columns ``j``, ``j + c / g``, ...), and one reduction
     over the chunk gives each group's maximum. With a ``floor`` (``[q, 1]``, the ``k``-th score held so far), the
-    candidates are the groups whose maximum reaches it: a ``topk`` over the ``c / g`` maxima for as many groups as
-    the fullest row has (a host read), few once a few chunks are done. Before that, a row's top ``k`` lies in the
-    ``k`` groups with the highest maxima unless the ``(k + 1)``-th maximum equals the ``k``-th (every item outside
-    them scores at most the ``(k + 1)``-th maximum; the ``k`` groups hold ``k`` items scoring at least the
+    candidates are the groups whose maximum reaches it, few once a chunk is done: found with ``nonzero`` and laid
+    out one row per query, as wide as the fullest row (a host read), no sort. Before that, a row's top ``k`` lies in
+    the ``k`` groups with the highest maxima unless the ``(k + 1)``-th maximum equals the ``k``-th (every item
+    outside them scores at most the ``(k + 1)``-th maximum; the ``k`` groups hold ``k`` items scoring at least the
     ``k``-th): those rows are ``unsure``.
     """
     num_queries, num_cols = scores.shape
     size = _group_size(num_cols, k)
     if size < 2:
-        return None, None
+        return None, None, None
     groups = num_cols // size
     maxima = scores[:, :groups * size].view(num_queries, size, groups).amax(1)
+    unsure = padding = None
     if floor is None:
         top, which = maxima.topk(k + 1, dim=1)
         unsure, which = top[:, k] == top[:, k - 1], which[:, :k]
     else:
-        reaching = int((~(maxima < floor)).sum(1).amax())  # NaN maxima count too: NaN must reach the top k
-        which, unsure = maxima.topk(reaching, dim=1, sorted=False).indices, None
+        which, padding = _reaching(maxima, floor)
     members = torch.arange(0, groups * size, groups, device=scores.device)
-    cols = (which[:, :, None] + members).view(num_queries, -1)
+    width = which.shape[1] * size  # explicit: a chunk no row can gain from has none
+    cols = (which[:, :, None] + members).view(num_queries, width)
+    if padding is not None:
+        padding = padding[:, :, None].expand(-1, -1, size).reshape(num_queries, width)
     if groups * size < num_cols:  # the last columns, in no group: candidates all
         rest = torch.arange(groups * size, num_cols, device=scores.device).expand(num_queries, -1)
         cols = torch.cat([cols, rest], 1)
-    return cols, unsure
+        if padding is not None:
+            padding = torch.cat([padding, torch.zeros_like(rest, dtype=torch.bool)], 1)
+    return cols, unsure, padding
+
+
+def _reaching(maxima: Tensor, floor: Tensor) -> tuple[Tensor, Tensor]:
+    """``(groups [q, w], padding [q, w])``: each row's groups whose maximum is not below ``floor`` (NaN included:
+    NaN must reach the top k), left-aligned in a row as wide as the fullest row's count, padded with group 0."""
+    rows, which = torch.nonzero(~(maxima < floor), as_tuple=True)  # row-major: each row's groups in order
+    counts = torch.bincount(rows, minlength=maxima.shape[0])
+    width = int(counts.max()) if rows.numel() else 0
+    slot = torch.arange(rows.numel(), device=maxima.device) - (counts.cumsum(0) - counts)[rows]
+    groups = torch.zeros((maxima.shape[0], width), dtype=torch.int64, device=maxima.device)
+    groups[rows, slot] = which
+    return groups, torch.arange(width, device=maxima.device) >= counts[:, None]
 
 
 def _group_size(num_cols: int, k: int) -> int:
@@ -314,7 +335,8 @@ def _chunk_shape(num_queries: int, num_rows: int, k: int, score_bytes: int, chun
     budget = _budget() or _DEFAULT_BLOCK_BYTES
     rows = budget // (num_queries * per_score)
     if rows >= min(_MIN_CHUNK_ROWS, num_rows, k + 1):
-        return max(1, min(rows, num_rows)), num_queries
+        rows = min(rows, num_rows)
+        return max(1, rows - rows % 16 if rows > 16 else rows), num_queries
     rows = min(_MIN_CHUNK_ROWS, num_rows)
     return rows, max(1, budget // (rows * per_score))
 
