@@ -6,10 +6,10 @@ is that merge, for the top ``k`` of several corpus shards (one per process) sear
 by score, highest first, and equal scores by id, lowest first, so the result depends neither on how the corpus is
 chunked or sharded nor on the order of its rows.
 
-Where the time goes: the matrix product is the floor. A ``topk`` over every score of a chunk would add about a
-third to it on CPU, so a chunk's candidates come from the maxima of groups of its columns (:func:`_candidates`):
-one reduction over the scores, then only the groups whose maximum reaches the ``k``-th score held so far, which
-are few once the first chunk is done.
+Where the time goes: the matrix product is the floor. A ``topk`` over every score of a chunk would add half again
+to it on CPU (benchmarks/results/search_cpu.md, the plain loop), so a chunk's candidates come from the maxima of
+groups of its columns (:func:`_candidates`): one reduction over the scores, then only the groups whose maximum
+reaches the ``k``-th score held so far, which are few once the first chunk is done.
 
 Ties: ``topk`` keeps an arbitrary subset of the items tied at its ``k``-th score, so every selection takes
 ``k + 1`` and, in rows where the ``(k + 1)``-th equals the ``k``-th, chooses the tied items again by id
@@ -76,7 +76,8 @@ def search(
             (:func:`torchrank.functional.memory_budget`, else blocks of 512 MiB of scores), the queries split into
             blocks too when even 1,024 rows would not fit.
         progress: Called after each chunk as ``progress(rows_done, rows_total)`` (corpus rows; on CUDA, rows whose
-            work has been queued).
+            work has been queued). Where the queries are split into blocks, each block searches the corpus in turn
+            and the counts run over all of them (``rows_total`` = blocks x corpus rows).
 
     Returns:
         ``scores [Q, k]`` in the embeddings' dtype, highest first, equal scores ordered by id, lowest first; and
