@@ -125,6 +125,16 @@ def test_progress_reports_every_chunk() -> None:
     assert calls == [(10, 25), (20, 25), (25, 25)]
 
 
+def test_query_blocks_under_a_small_budget() -> None:
+    """A budget too small for even min(1,024, C, k + 1) corpus rows per chunk: the queries go in blocks."""
+    queries, corpus = integer_data(40, 2500, seed=9)
+    calls: list[tuple[int, int]] = []
+    with F.memory_budget(1600):
+        got = F.search(queries, corpus, 5, progress=lambda done, total: calls.append((done, total)))
+    assert_matches(got, brute_force(queries, corpus, 5), 5)
+    assert calls[-1][0] == calls[-1][1] and calls[-1][1] % 2500 == 0 and calls[-1][1] > 2500
+
+
 def test_merge_of_shards_equals_the_whole_search() -> None:
     queries, corpus = integer_data(8, 200, seed=5)
     ids = torch.randperm(200, generator=torch.Generator().manual_seed(6))
