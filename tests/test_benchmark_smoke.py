@@ -167,7 +167,7 @@ def test_missing_incumbent_is_skipped_not_failed(monkeypatch: pytest.MonkeyPatch
 def test_all_config_includes_every_grid() -> None:
     config = load_config(REPO_ROOT / "configs" / "bench" / "all.yaml")
     kinds = [s["kind"] for s in resolve_sections(config, "cpu", 1, smoke=False)]
-    assert kinds == ["kernels", "metrics", "losses", "cli", "ids", "recommenders", "training_epoch"]
+    assert kinds == ["kernels", "metrics", "losses", "cli", "ids", "recommenders", "training_epoch", "search"]
     assert set(kinds) == set(KINDS)  # every workload kind the harness knows
 
 
