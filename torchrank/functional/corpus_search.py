@@ -13,11 +13,12 @@ reaches the ``k``-th score held so far, which are few once the first chunk is do
 
 Ties: ``topk`` keeps an arbitrary subset of the items tied at its ``k``-th score, so every selection takes
 ``k + 1`` and, in rows where the ``(k + 1)``-th equals the ``k``-th, chooses the tied items again by id
-(:func:`_lowest_ids_at_threshold`).
+(:func:`_lowest_ids_at_threshold`). The candidates hold every group whose maximum ties with the floor, so ties
+(frequent in float16 and bfloat16 scores) cost only wider candidate rows.
 
-Host reads: a chunk's candidate count (how many groups the fullest row needs) and whether any row is tied at its
-``k``-th score are read on the host, two or three reads per chunk; on CUDA each is a synchronisation, after which
-the next chunk's product is queued. NaN is looked for once, after the loop.
+Host reads: a chunk's candidate layout (``nonzero``, and how many groups the fullest row needs) and whether any row
+is tied at its ``k``-th score are read on the host, two or three reads per chunk; on CUDA each is a
+synchronisation, after which the next chunk's product is queued. NaN is looked for once, after the loop.
 """
 
 from __future__ import annotations
@@ -194,7 +195,7 @@ def _merge_chunk(best: tuple[Tensor, Tensor] | None, scores: Tensor, chunk_ids: 
     """The running top ``k`` (scores, ids; None before the first chunk) merged with a chunk's ``[q, c]`` scores."""
     # once k items are held, only chunk items scoring at least the k-th of them can enter (ties with a lower id)
     floor = None if best is None or best[0].shape[1] < k else best[0].amin(1, keepdim=True)
-    cols, unsure, padding = _candidates(scores, k, floor)
+    cols, padding = _candidates(scores, k, floor)
     if cols is None:
         candidates, ids = scores, chunk_ids.of_all(*scores.shape, scores.device)
     else:
@@ -207,52 +208,39 @@ def _merge_chunk(best: tuple[Tensor, Tensor] | None, scores: Tensor, chunk_ids: 
     merged = _select(candidates, ids, k)
     if merged[0] is scores:  # the whole chunk kept (k or fewer columns): out of the buffer the next chunk reuses
         merged = scores.clone(), ids.clone()
-    if unsure is not None and bool(unsure.any()):  # rows whose candidates may miss a tied item: the whole row
-        rows = unsure.nonzero().squeeze(1)
-        whole, whole_ids = scores[rows], chunk_ids.of_all(len(rows), scores.shape[1], scores.device)
-        if best is not None:
-            whole, whole_ids = torch.cat([best[0][rows], whole], 1), torch.cat([best[1][rows], whole_ids], 1)
-        merged[0][rows], merged[1][rows] = _select(whole, whole_ids, k)
     return merged
 
 
-def _candidates(scores: Tensor, k: int, floor: Tensor | None
-                ) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
-    """``(cols, unsure, padding)``: the columns of each row's candidates, a subset of the chunk that holds every
-    item that can enter the row's top ``k`` (under any order of ties); the rows (bool ``[q]``) where that is not
-    certain; and the padding of ``cols`` (bool, None if none). ``cols`` None: every column is a candidate.
+def _candidates(scores: Tensor, k: int, floor: Tensor | None) -> tuple[Tensor | None, Tensor | None]:
+    """``(cols, padding)``: the columns of each row's candidates, a subset of the chunk that holds every item that
+    can enter the row's top ``k`` (under any order of ties), and their padding (bool, None if none); ``cols`` None:
+    every column is a candidate.
 
     The columns fall into ``g`` strided groups (group ``j``: columns ``j``, ``j + c / g``, ...), and one reduction
-    over the chunk gives each group's maximum. With a ``floor`` (``[q, 1]``, the ``k``-th score held so far), the
-    candidates are the groups whose maximum reaches it, few once a chunk is done: found with ``nonzero`` and laid
-    out one row per query, as wide as the fullest row (a host read), no sort. Before that, a row's top ``k`` lies in
-    the ``k`` groups with the highest maxima unless the ``(k + 1)``-th maximum equals the ``k``-th (every item
-    outside them scores at most the ``(k + 1)``-th maximum; the ``k`` groups hold ``k`` items scoring at least the
-    ``k``-th): those rows are ``unsure``.
+    over the chunk gives each group's maximum. An item enters the top ``k`` only if it scores at least the
+    ``floor`` (``[q, 1]``: the ``k``-th score held so far), and at least the chunk's own ``k``-th score, which the
+    ``k``-th highest group maximum bounds from below (``k`` groups hold an item scoring that much): the first
+    chunk's floor. The candidates are the groups whose maximum reaches the floor, ties included, found with
+    ``nonzero`` and laid out one row per query, as wide as the fullest row (a host read), no sort.
     """
     num_queries, num_cols = scores.shape
     size = _group_size(num_cols, k)
     if size < 2:
-        return None, None, None
+        return None, None
     groups = num_cols // size
     maxima = scores[:, :groups * size].view(num_queries, size, groups).amax(1)
-    unsure = padding = None
     if floor is None:
-        top, which = maxima.topk(k + 1, dim=1)
-        unsure, which = top[:, k] == top[:, k - 1], which[:, :k]
-    else:
-        which, padding = _reaching(maxima, floor)
+        floor = maxima.topk(k, dim=1, sorted=False).values.amin(1, keepdim=True)
+    which, padding = _reaching(maxima, floor)
     members = torch.arange(0, groups * size, groups, device=scores.device)
     width = which.shape[1] * size  # explicit: a chunk no row can gain from has none
     cols = (which[:, :, None] + members).view(num_queries, width)
-    if padding is not None:
-        padding = padding[:, :, None].expand(-1, -1, size).reshape(num_queries, width)
+    padding = padding[:, :, None].expand(-1, -1, size).reshape(num_queries, width)
     if groups * size < num_cols:  # the last columns, in no group: candidates all
         rest = torch.arange(groups * size, num_cols, device=scores.device).expand(num_queries, -1)
         cols = torch.cat([cols, rest], 1)
-        if padding is not None:
-            padding = torch.cat([padding, torch.zeros_like(rest, dtype=torch.bool)], 1)
-    return cols, unsure, padding
+        padding = torch.cat([padding, torch.zeros_like(rest, dtype=torch.bool)], 1)
+    return cols, padding
 
 
 def _reaching(maxima: Tensor, floor: Tensor) -> tuple[Tensor, Tensor]:
