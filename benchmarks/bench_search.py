@@ -25,6 +25,10 @@ every contender alike. Per call: wall time, the process' CPU time, and the peak 
 worker held before the call (Linux: ``VmHWM`` after resetting it through ``/proc/self/clear_refs``). Records give
 the median and the minimum of the wall times; on a shared machine the minimum is the least disturbed call.
 
+On a GPU (``configs/bench/search_gpu.yaml``, ``--device cuda``: MS MARCO-sized, float16) the contenders run in this
+process (:func:`on_device`): ``F.search`` against the same products in chunks into one buffer with no top-k (its
+floor: the ``[Q, C]`` matrix does not fit), on a synchronising clock, with CUDA's peak allocation per call.
+
 Guards, on the warm-up calls: every search contender's top ``k`` against ``F.search``'s (the same ids, scores within
 ``1e-4``: chunked products may round the last bit differently), and the evaluator's values against torchrank's where
 the definitions agree (NDCG@10, recall@100, MRR@10, P@10) and, for MAP@100, against torchrank's AP@100 rescaled to
@@ -49,7 +53,7 @@ import numpy as np
 import torch
 
 from benchmarks._records import REPO_ROOT, record
-from benchmarks._timing import summarize
+from benchmarks._timing import peak_memory_mb, single_call, summarize
 
 KIND = "search"
 MEASURES = ["ndcg@10", "recall@100", "mrr@10", "map@100", "P@10"]
@@ -299,10 +303,8 @@ def measure(config: dict[str, Any]) -> list[dict[str, Any]]:
     """Time one ``kind: search`` config section; records for :mod:`benchmarks.run`."""
     config = {**DEFAULTS, **config}
     q, c, d = (int(config[n]) for n in ("queries", "corpus", "dim"))
-    if config["device"] != "cpu":  # skipped, not refused: all.yaml runs every grid on a GPU
-        return [{"workload": f"search {q}x{c}x{d} float32 k={config['k']}", "library": "torchrank",
-                 "name": CONTENDERS["search"][0], "kind": KIND,
-                 "skipped": "CPU only for now (the GPU figures in docs/retrieval.md are predictions)"}]
+    if config["device"] != "cpu":
+        return on_device(config, torch.device(config["device"]))
     names = [n for n in config["contenders"] if _available(n)]
     skipped = [n for n in config["contenders"] if n not in names]
     with tempfile.TemporaryDirectory(prefix="torchrank-search-") as folder:
@@ -361,4 +363,55 @@ def _records(config: dict[str, Any], workers: list[_Worker], skipped: list[str])
         label, library, _, _ = CONTENDERS[name]
         out.append({"workload": f"search {q}x{c}x{d} float32 k={k}", "library": library, "name": label,
                     "kind": KIND, "skipped": f"{_NEEDS[name]} is not installed"})
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- on a GPU
+def on_device(config: dict[str, Any], device: torch.device) -> list[dict[str, Any]]:
+    """``F.search`` against its floor on ``device`` (a GPU; any device runs it), in this process: the same chunked
+    products into one buffer with no top-k (the ``[Q, C]`` matrix of an MS MARCO-sized search does not fit), each
+    call on a synchronising clock, interleaved, ``repeats`` times after a warm-up; the peak device memory one call
+    allocates beyond what was allocated before it (CUDA's allocator statistics; None elsewhere). ``dtype`` and
+    ``floor_chunk`` (corpus rows per product of the floor) come from the config."""
+    import torchrank.functional as F
+
+    q, c, d, k = (int(config[n]) for n in ("queries", "corpus", "dim", "k"))
+    dtype = getattr(torch, str(config.get("dtype", "float32")))
+    g = torch.Generator(device=device).manual_seed(int(config["seed"]))
+    corpus = torch.empty(c, d, dtype=dtype, device=device)
+    for start in range(0, c, 65_536):  # a block at a time: no float32 temporary of the corpus' size
+        block = torch.randn(min(65_536, c - start), d, generator=g, device=device)
+        corpus[start:start + len(block)] = torch.nn.functional.normalize(block, dim=1).to(dtype)
+    queries = torch.nn.functional.normalize(torch.randn(q, d, generator=g, device=device), dim=1).to(dtype)
+    chunk = min(int(config.get("floor_chunk", 262_144)), c)
+    buffer = torch.empty(q * chunk, dtype=dtype, device=device)
+
+    def floor() -> torch.Tensor:
+        for start in range(0, c, chunk):
+            rows = corpus[start:start + chunk]
+            torch.matmul(queries, rows.T, out=buffer[:q * len(rows)].view(q, len(rows)))
+        return buffer
+
+    calls = {"floor": floor, "search": lambda: F.search(queries, corpus, k)}
+    for call in calls.values():
+        single_call(call)  # warm-up: kernels chosen, caches filled
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for r in range(int(config["repeats"])):
+        for name in list(calls)[r % 2:] + list(calls)[:r % 2]:
+            times[name].append(single_call(calls[name])[0])
+    params = {"queries": q, "corpus": c, "dim": d, "k": k, "dtype": str(config.get("dtype", "float32")),
+              "similarity": "dot", "device": device.type}
+    workload = f"search {q}x{c}x{d} {params['dtype']} k={k} ({device.type})"
+    floor_median = summarize(times["floor"])["median_s"]
+    out = []
+    for name, label, library, role, description in (
+            ("floor", f"matmul in chunks of {chunk} rows into a buffer", "torch", "partial",
+             "the products alone, no top-k: the floor"),
+            ("search", CONTENDERS["search"][0], "torchrank", "primary", CONTENDERS["search"][3])):
+        timing = summarize(times[name]) | {"method": "single calls, interleaved, synchronising clock"}
+        extra = {"min_s": min(times[name]), "times_s": times[name],
+                 "median_over_floor": timing["median_s"] / floor_median,
+                 "peak_extra_allocated_mb": peak_memory_mb(calls[name], device)}
+        out.append(record(workload, library, label, params, timing, role=role, kind=KIND, group="search on device",
+                          description=description, extra=extra))
     return out

@@ -210,3 +210,17 @@ def test_search_benchmark_contenders_agree(tmp_path: Path) -> None:
     shifted = {"scores": [[s + 0.01 for s in row] for row in found["search"]["scores"]], "ids": found["search"]["ids"]}
     with pytest.raises(AssertionError, match="disagrees"):
         bench_search._check_top_k("shifted", shifted, found["search"], 1e-4)
+
+
+def test_search_benchmark_on_device_path_runs_on_cpu() -> None:
+    """The GPU grid's in-process path (configs/bench/search_gpu.yaml), run here on CPU with tiny sizes: a floor and a
+    search record, each with its ratio to the floor."""
+    import torch
+
+    from benchmarks import bench_search
+
+    config = {**bench_search.DEFAULTS, "queries": 8, "corpus": 3000, "dim": 8, "k": 10, "repeats": 1,
+              "dtype": "float16", "floor_chunk": 1000}
+    records = bench_search.on_device(config, torch.device("cpu"))
+    assert [r["role"] for r in records] == ["partial", "primary"]
+    assert records[0]["extra"]["median_over_floor"] == 1.0 and records[1]["median_s"] > 0
