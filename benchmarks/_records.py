@@ -50,6 +50,8 @@ DISTRIBUTIONS = {
     "allrank": "allRank",
     "ir_measures": "ir-measures",
     "lightning": "lightning",
+    "faiss": "faiss-cpu",
+    "sentence_transformers": "sentence-transformers",
 }
 
 

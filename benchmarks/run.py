@@ -51,6 +51,7 @@ KINDS = {
     "cli": "benchmarks.bench_cli",
     "ids": "benchmarks.bench_ids",
     "recommenders": "benchmarks.bench_recommenders",
+    "search": "benchmarks.bench_search",
 }
 GLOBAL_KEYS = ("device", "threads", "seed")
 

@@ -167,7 +167,7 @@ def test_missing_incumbent_is_skipped_not_failed(monkeypatch: pytest.MonkeyPatch
 def test_all_config_includes_every_grid() -> None:
     config = load_config(REPO_ROOT / "configs" / "bench" / "all.yaml")
     kinds = [s["kind"] for s in resolve_sections(config, "cpu", 1, smoke=False)]
-    assert kinds == ["kernels", "metrics", "losses", "cli", "ids", "recommenders", "training_epoch"]
+    assert kinds == ["kernels", "metrics", "losses", "cli", "ids", "recommenders", "training_epoch", "search"]
     assert set(kinds) == set(KINDS)  # every workload kind the harness knows
 
 
@@ -185,3 +185,42 @@ def test_compare_commits_times_both_trees_cell_by_cell() -> None:
         old, new, ratio = (cell.strip() for cell in row.strip("|").split("|")[1:])
         assert float(ratio) == pytest.approx(float(new.split()[0]) / float(old.split()[0]), rel=0.02)
     assert "4 cells: geometric mean" in done.stdout
+
+
+def test_search_benchmark_contenders_agree(tmp_path: Path) -> None:
+    """bench_search's contenders on tiny data, in this process (its worker processes cost a torch import each): every
+    top k passes the guard against F.search's, and a guard that should fail does."""
+    import numpy as np
+
+    from benchmarks import bench_search
+
+    for name, tensor in zip(("queries", "corpus", "relevant"), bench_search.make_data(20, 3000, 16, 5, seed=0),
+                            strict=True):
+        np.save(tmp_path / f"{name}.npy", tensor.numpy())
+    spec = {"folder": str(tmp_path), "k": 10, "threads": 1, "loop_chunk": 1000}
+    found = {}
+    for name in [*bench_search.SEARCH_CONTENDERS, "search_measures"]:
+        if bench_search._available(name):
+            call, summarise = bench_search._build(name, spec)
+            found[name] = summarise(call())
+    for name in set(found) - {"search", "search_measures"}:
+        guard = bench_search._check_top_k(name, found[name], found["search"], 1e-4)
+        assert guard["same_ids"] == 1.0
+    assert set(found["search_measures"]) >= set(bench_search.MEASURES)
+    shifted = {"scores": [[s + 0.01 for s in row] for row in found["search"]["scores"]], "ids": found["search"]["ids"]}
+    with pytest.raises(AssertionError, match="disagrees"):
+        bench_search._check_top_k("shifted", shifted, found["search"], 1e-4)
+
+
+def test_search_benchmark_on_device_path_runs_on_cpu() -> None:
+    """The GPU grid's in-process path (configs/bench/search_gpu.yaml), run here on CPU with tiny sizes: a floor and a
+    search record, each with its ratio to the floor."""
+    import torch
+
+    from benchmarks import bench_search
+
+    config = {**bench_search.DEFAULTS, "queries": 8, "corpus": 3000, "dim": 8, "k": 10, "repeats": 1,
+              "dtype": "float16", "floor_chunk": 1000}
+    records = bench_search.on_device(config, torch.device("cpu"))
+    assert [r["role"] for r in records] == ["partial", "primary"]
+    assert records[0]["extra"]["median_over_floor"] == 1.0 and records[1]["median_s"] > 0

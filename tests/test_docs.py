@@ -9,6 +9,10 @@ line right after it) starts with a value — ``# tensor([0.5000, 0.6667])``, ``#
 
 A block that needs what the suite cannot give (a GPU, the network, minutes of training) is marked on the line
 before its fence with ``<!-- skip-snippet: why -->``; such marks stay rare (``MAX_SKIPPED``).
+
+A block marked ``<!-- module: name -->`` is saved as ``name.py`` in a temporary folder on ``sys.path`` and imported,
+its names then given to the later blocks: its classes are importable by reference, so that a later block can run
+them in spawned processes (a Lightning ``Trainer(devices=2, strategy="ddp_spawn")``), which unpickle them there.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SKIP = re.compile(r"<!--\s*skip-snippet:\s*(?P<why>\S.*?)\s*-->")
 CONTINUES = re.compile(r"# continues the blocks? above\b")  # a block's first line: it needs the one before it
+MODULE = re.compile(r"<!--\s*module:\s*(?P<name>[A-Za-z_]\w*)\s*-->")
 MAX_SKIPPED = 2
 TOLERANCE = 6e-5  # values are printed to 4 decimals
 
@@ -143,13 +148,38 @@ def _run(path: Path, first_line: int, code: str, namespace: dict) -> int:
     return checked
 
 
+def _module_name(path: Path, first_line: int) -> str | None:
+    """The name a block is imported as (``<!-- module: name -->`` on the line before its fence), or None."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    marker = MODULE.search(lines[first_line - 3]) if first_line >= 3 else None
+    return marker["name"] if marker else None
+
+
+def _import_block(name: str, code: str, folder: Path, monkeypatch: pytest.MonkeyPatch, namespace: dict) -> None:
+    """Import a block as module ``name`` from ``folder`` (put on ``sys.path``, which spawned processes inherit)."""
+    import importlib
+    import sys
+
+    (folder / f"{name}.py").write_text(code, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.delitem(sys.modules, name, raising=False)  # not a stale copy
+    module = importlib.import_module(name)
+    monkeypatch.setitem(sys.modules, name, module)  # removed again after the test
+    namespace.update({key: value for key, value in vars(module).items() if not key.startswith("__")})
+
+
 @pytest.mark.parametrize("path", DOCS, ids=[p.name for p in DOCS])
-def test_python_snippets_run_and_agree(path, capsys):
+def test_python_snippets_run_and_agree(path, capsys, tmp_path, monkeypatch):
     namespace: dict = {}
     for first_line, code, skip in _snippets(path):
-        if skip is None:
-            if not CONTINUES.match(code):  # a block of its own: nothing defined before it
-                namespace = {"__name__": f"docs_{path.stem}"}
+        if skip is not None:
+            continue
+        if not CONTINUES.match(code):  # a block of its own: nothing defined before it
+            namespace = {"__name__": f"docs_{path.stem}"}
+        module = _module_name(path, first_line)
+        if module is not None:
+            _import_block(module, code, tmp_path, monkeypatch, namespace)
+        else:
             _run(path, first_line, code, namespace)
     capsys.readouterr()  # what the snippets print is not the test's output
 
@@ -178,10 +208,10 @@ def test_collector_sees_every_block_and_few_skips():
     assert stated >= 20  # the value check has not gone blind
     skipped = [(p.name, line, why) for p, snips in every.items() for line, _, why in snips if why]
     assert len(skipped) <= MAX_SKIPPED, skipped
-    for p in DOCS:  # a skip mark must sit right before a ```python fence, or it marks nothing
+    for p in DOCS:  # a skip or module mark must sit right before a ```python fence, or it marks nothing
         lines = p.read_text(encoding="utf-8").splitlines()
         for i, text in enumerate(lines):
-            if SKIP.search(text):
+            if SKIP.search(text) or MODULE.search(text):
                 assert i + 1 < len(lines) and lines[i + 1].strip() == "```python", f"{p.name}:{i + 1}"
 
 

@@ -14,6 +14,7 @@ import socket
 import time
 from typing import Any
 
+import _dist_retrieval as R
 import _dist_workers as W
 import pytest
 import torch.multiprocessing as mp
@@ -233,3 +234,28 @@ def test_flat_rank_without_data(pool):
 def test_keep_per_query_rank_without_data(pool):
     factory = functools.partial(NDCG, k=10, keep_per_query=True, dist_sync_fn=W.checked_gather)
     run_on_both(pool, W.task_dense_synced, SEED, factory, ONE_RANK, functools.partial(F.ndcg, k=10))
+
+
+# CorpusRetrieval: the queries are gathered, each rank searches its own corpus shard, the shards' top k are merged
+CORPUS_PLANS = {
+    "uneven-shards": {"corpus": {0: [(0, 15), (15, 16), (16, 60)], 1: [(60, 160)]},
+                      "queries": {0: [(0, 4), (4, 11)], 1: [(11, 30)]}},
+    "rank-without-corpus": {"corpus": {0: [(0, 100), (100, 160)], 1: []},
+                            "queries": {0: [(0, 12)], 1: [(12, 30)]}},
+    "rank-without-queries": {"corpus": {0: [(0, 70)], 1: [(70, 160)]},
+                             "queries": {0: [], 1: [(0, 10), (10, 30)]}},
+}
+
+
+@pytest.mark.parametrize("plan", CORPUS_PLANS.values(), ids=CORPUS_PLANS)
+def test_corpus_retrieval_synced_equals_one_process(pool, plan):
+    values = run_on_both(pool, R.task_synced_equals_one_process, SEED, plan)
+    assert values[0] == values[1]
+
+
+def test_corpus_retrieval_device_path_and_errors_raise_on_both_ranks(pool):
+    run_on_both(pool, R.task_synced_equals_one_process, SEED, CORPUS_PLANS["uneven-shards"], "torch")
+    run_on_both(pool, R.task_problem_on_one_rank_raises_on_both, SEED)
+    messages = run_on_both(pool, R.task_mismatched_dims_raise_on_both, SEED)
+    assert messages[0] == messages[1]
+    run_on_both(pool, R.task_search_failing_on_one_rank_raises_on_both, SEED)

@@ -1,4 +1,4 @@
-"""Readers for ranking data: TREC qrels/runs (``trec_eval`` semantics) and SVMlight/LETOR files.
+"""Readers for ranking data: TREC qrels/runs (``trec_eval`` semantics), SVMlight/LETOR files and BEIR ids/qrels.
 
 Example:
     >>> from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN, read_qrels, read_run, trec_to_dense
@@ -8,6 +8,7 @@ Example:
 """
 
 from ._errors import TrecFormatError
+from .beir import BeirQrels, IdMap, read_beir_qrels, read_jsonl_ids
 from .frames import (
     from_dataframe,
     qrels_from_dataframe,
@@ -35,6 +36,8 @@ from .trec import (
 __all__ = [
     "SAMPLE_QRELS",
     "SAMPLE_RUN",
+    "BeirQrels",
+    "IdMap",
     "ProgressCallback",
     "SvmlightData",
     "TrecBatch",
@@ -45,6 +48,8 @@ __all__ = [
     "load_qrels",
     "load_run",
     "qrels_from_dataframe",
+    "read_beir_qrels",
+    "read_jsonl_ids",
     "read_qrels",
     "read_run",
     "read_svmlight",

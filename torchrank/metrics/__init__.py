@@ -24,6 +24,7 @@ from torchrank.metrics.recommenders import (
     Novelty,
     Personalization,
 )
+from torchrank.metrics.retrieval import CorpusRetrieval
 
 # every derived class under its own name (as torchrank.functional exports the declared functions)
 globals().update({name: getattr(_classes, name) for name in _classes.__all__})
@@ -32,6 +33,7 @@ __all__ = [  # a literal list first: linters see these
     "AUROC",
     "GAUC",
     "AveragePopularity",
+    "CorpusRetrieval",
     "Coverage",
     "ExposureEntropy",
     "FunctionalMetric",

@@ -1,0 +1,384 @@
+"""Exact top-k search of a corpus by embeddings, in chunks of the corpus: never a ``[queries, corpus]`` matrix.
+
+:func:`search` scores the queries against one chunk of corpus rows at a time (one matrix product into a buffer
+reused by every chunk), keeps each chunk's top ``k`` and merges it into a running top ``k``; :func:`merge_top_k`
+is that merge, for the top ``k`` of several corpus shards (one per process) searched apart. Both order the results
+by score, highest first, and equal scores by id, lowest first, so the result depends neither on how the corpus is
+chunked or sharded nor on the order of its rows.
+
+Where the time goes: the matrix product is the floor. A ``topk`` over every score of a chunk would add half again
+to it on CPU (benchmarks/results/search_cpu.md, the plain loop), so a chunk's candidates come from the maxima of
+groups of its columns (:func:`_candidates`): one reduction over the scores, then only the groups whose maximum
+reaches the ``k``-th score held so far, which are few once the first chunk is done.
+
+Ties: ``topk`` keeps an arbitrary subset of the items tied at its ``k``-th score, so every selection takes
+``k + 1`` and, in rows where the ``(k + 1)``-th equals the ``k``-th, chooses the tied items again by id
+(:func:`_lowest_ids_at_threshold`). The candidates hold every group whose maximum ties with the floor, so ties
+(frequent in float16 and bfloat16 scores) cost only wider candidate rows.
+
+Host reads: a chunk's candidate layout (``nonzero``, and how many groups the fullest row needs) and whether any row
+is tied at its ``k``-th score are read on the host, two or three reads per chunk; on CUDA each is a
+synchronisation, after which the next chunk's product is queued. NaN is looked for once, after the loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+import torch.nn.functional as tnf
+from torch import Tensor
+
+from torchrank.functional._chunking import _budget
+from torchrank.functional._inputs import is_integer_tensor
+
+SIMILARITIES = ("dot", "cosine", "euclidean")
+PAD_ID = -1
+# Working memory per score of a chunk, in bytes beyond the score itself: the (k + 1) selection's copy of a row
+# (per thread) and, for "euclidean", the norms' sum the product accumulates into; the round figure leaves headroom.
+_EXTRA_BYTES_PER_SCORE = 4
+# Without a memory budget: score blocks of this many bytes. Large enough that the matrix product runs at full
+# speed and the per-chunk merge is a small share of the work; small enough to stay far below any device's memory.
+_DEFAULT_BLOCK_BYTES = 2**29
+# The fewest corpus rows per chunk when the queries are split into blocks to honour the budget.
+_MIN_CHUNK_ROWS = 1024
+_INT64_MAX = torch.iinfo(torch.int64).max
+
+
+@torch.no_grad()
+def search(
+    queries: Tensor,
+    corpus: Tensor,
+    k: int,
+    *,
+    similarity: str = "dot",
+    corpus_ids: Tensor | None = None,
+    chunk_size: int | None = None,
+    progress: Callable[[int, int], object] | None = None,
+) -> tuple[Tensor, Tensor]:
+    """The ``k`` corpus items most similar to each query: ``(scores [Q, k], ids [Q, k])``, best first.
+
+    Exact: every query is scored against every corpus row, by matrix products over chunks of ``chunk_size``
+    corpus rows, each chunk's top ``k`` merged into a running top ``k``. The ``[Q, C]`` score matrix never
+    exists: the extra memory is about ``Q x (k + chunk_size)`` scores.
+
+    Args:
+        queries: ``[Q, D]`` float embeddings (float32, float16, bfloat16 or float64).
+        corpus: ``[C, D]`` float embeddings, same dtype and device as ``queries``.
+        k: How many items to return per query (>= 1). With fewer than ``k`` corpus rows, every row is
+            returned and the rest of each row is padding: score ``-inf``, id ``-1``.
+        similarity: ``"dot"`` (``q . c``), ``"cosine"`` (the dot product of the L2-normalised embeddings, as
+            sentence-transformers' ``cos_sim``) or ``"euclidean"`` (the negative Euclidean distance
+            ``-||q - c||``, as sentence-transformers' ``euclidean_sim``: higher is closer; faiss' ``IndexFlatL2``
+            returns the squared distance, ``scores ** 2``, in the same order).
+        corpus_ids: ``[C]`` integer ids of the corpus rows (returned as int64); None: the row numbers. Ids are
+            expected to be unique and >= 0 (-1 marks padding).
+        chunk_size: Corpus rows per matrix product; None: as many as the memory budget allows
+            (:func:`torchrank.functional.memory_budget`, else blocks of 512 MiB of scores), the queries split into
+            blocks too when even 1,024 rows would not fit.
+        progress: Called after each chunk as ``progress(rows_done, rows_total)`` (corpus rows; on CUDA, rows whose
+            work has been queued). Where the queries are split into blocks, each block searches the corpus in turn
+            and the counts run over all of them (``rows_total`` = blocks x corpus rows).
+
+    Returns:
+        ``scores [Q, k]`` in the embeddings' dtype, highest first, equal scores ordered by id, lowest first; and
+        ``ids [Q, k]`` (int64).
+
+    Scores are those of the matrix product in the embeddings' dtype (as ``queries @ corpus.T`` gives them, so
+    float16 and bfloat16 scores are accumulated in float32 by the product and rounded once; with fewer bits,
+    more scores tie, and ties go to the lowest id). ``"cosine"`` normalises each chunk as it is scored;
+    ``"euclidean"`` expands ``||q||^2 + ||c||^2 - 2 q . c`` (what ``torch.cdist`` does for large inputs).
+
+    No gradient flows through the search (it runs under ``torch.no_grad()``: an evaluation, whose scores are written
+    into a reused buffer); embeddings that require grad are read as they are.
+
+    Raises:
+        ValueError: bad shapes, dtypes, devices or arguments; and NaN among the scores (a NaN in either
+            embedding; found on the device as the search runs and raised after it, with one host read).
+
+    Example:
+        >>> import torch
+        >>> from torchrank.functional import search
+        >>> queries = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+        >>> corpus = torch.tensor([[0.9, 0.1], [0.2, 0.8], [0.9, 0.1], [0.5, 0.5]])
+        >>> scores, ids = search(queries, corpus, k=2)
+        >>> ids  # rows 0 and 2 tie for the first query: the lower id first
+        tensor([[0, 2],
+                [1, 3]])
+        >>> search(queries, corpus, k=2, corpus_ids=torch.tensor([40, 30, 20, 10]))[1]
+        tensor([[20, 40],
+                [30, 10]])
+    """
+    _check_search(queries, corpus, k, similarity, corpus_ids, chunk_size, progress)
+    num_queries, num_rows = queries.shape[0], corpus.shape[0]
+    ids_of_rows = None if corpus_ids is None else corpus_ids.to(torch.int64)
+    if similarity == "cosine":
+        queries = tnf.normalize(queries, dim=1)
+    if num_queries == 0 or num_rows == 0:
+        return _padded(queries.new_empty((num_queries, 0)), queries.new_empty((num_queries, 0), dtype=torch.int64), k)
+    rows, query_rows = _chunk_shape(num_queries, num_rows, k, queries.element_size(), chunk_size)
+    blocks = range(0, num_queries, query_rows)
+    buffer = queries.new_empty(min(query_rows, num_queries) * min(rows, num_rows))  # every chunk's scores, reused
+    results = []
+    for block_number, q in enumerate(blocks):
+        block = queries[q:q + query_rows]
+        block_sq = block.square().sum(1, keepdim=True) if similarity == "euclidean" else None
+        best: tuple[Tensor, Tensor] | None = None
+        for start in range(0, num_rows, rows):
+            chunk = corpus[start:start + rows]
+            if similarity == "cosine":
+                chunk = tnf.normalize(chunk, dim=1)
+            out = buffer[:block.shape[0] * chunk.shape[0]].view(block.shape[0], chunk.shape[0])
+            scores = _score(block, chunk, block_sq, out)
+            best = _merge_chunk(best, scores, _RowIds(ids_of_rows, start), k)
+            if progress is not None:
+                progress(block_number * num_rows + start + chunk.shape[0], len(blocks) * num_rows)
+        results.append(best)
+    best_scores, best_ids = torch.cat([r[0] for r in results]), torch.cat([r[1] for r in results])
+    if bool(torch.isnan(best_scores).any()):  # topk ranks NaN first: a NaN score anywhere is in the top k
+        raise ValueError("Arguments `queries` and `corpus` must hold no NaN, but their scores hold NaN (a NaN in "
+                         "an embedding, or infinities whose product is NaN).")
+    return _padded(*_in_order(best_scores, best_ids), k)
+
+
+def merge_top_k(scores: Sequence[Tensor], ids: Sequence[Tensor], k: int) -> tuple[Tensor, Tensor]:
+    """The top ``k`` of several top-k lists of the same queries (one per corpus shard or chunk), exactly.
+
+    The same order as :func:`search`: highest score first, equal scores by id, lowest first, padding (id ``-1``)
+    after every real item; so merging the results of :func:`search` over disjoint shards of a corpus gives the
+    result of searching the whole corpus, however it was split. Lists shorter than ``k`` in total are padded
+    with score ``-inf`` and id ``-1``.
+
+    Args:
+        scores: ``[Q, k_i]`` float tensors, one per list, all of one dtype and device.
+        ids: ``[Q, k_i]`` integer ids of those scores, ``-1`` at padding.
+        k: How many to keep (>= 1).
+
+    Example:
+        >>> import torch
+        >>> from torchrank.functional import merge_top_k
+        >>> shard_a = torch.tensor([[0.9, 0.5]]), torch.tensor([[4, 7]])
+        >>> shard_b = torch.tensor([[0.7, 0.5]]), torch.tensor([[2, 3]])
+        >>> merge_top_k([shard_a[0], shard_b[0]], [shard_a[1], shard_b[1]], k=3)
+        (tensor([[0.9000, 0.7000, 0.5000]]), tensor([[4, 2, 3]]))
+    """
+    _check_merge(scores, ids, k)
+    all_scores, all_ids = torch.cat(list(scores), 1), torch.cat([i.to(torch.int64) for i in ids], 1)
+    return _padded(*_in_order(*_select(all_scores, all_ids, k)), k)
+
+
+def _score(queries: Tensor, chunk: Tensor, query_sq: Tensor | None, out: Tensor) -> Tensor:
+    """``[q, c]`` similarities of a block of queries to a chunk of corpus rows, written into ``out``."""
+    if query_sq is None:
+        return torch.matmul(queries, chunk.T, out=out)
+    torch.add(query_sq, chunk.square().sum(1), out=out)
+    squared = out.addmm_(queries, chunk.T, alpha=-2)  # ||q||^2 + ||c||^2 - 2 q.c
+    return squared.clamp_min_(0).sqrt_().neg_()
+
+
+class _RowIds:
+    """The ids of a chunk's columns: the corpus row numbers from ``start``, or the caller's ids of those rows."""
+
+    def __init__(self, ids_of_rows: Tensor | None, start: int) -> None:
+        self.ids_of_rows, self.start = ids_of_rows, start
+
+    def __getitem__(self, cols: Tensor) -> Tensor:
+        rows = cols + self.start
+        return rows if self.ids_of_rows is None else self.ids_of_rows[rows]
+
+    def of_all(self, num_queries: int, num_cols: int, device: torch.device) -> Tensor:
+        return self[torch.arange(num_cols, device=device)].expand(num_queries, -1)
+
+
+def _merge_chunk(best: tuple[Tensor, Tensor] | None, scores: Tensor, chunk_ids: _RowIds, k: int
+                 ) -> tuple[Tensor, Tensor]:
+    """The running top ``k`` (scores, ids; None before the first chunk) merged with a chunk's ``[q, c]`` scores."""
+    # once k items are held, only chunk items scoring at least the k-th of them can enter (ties with a lower id)
+    floor = None if best is None or best[0].shape[1] < k else best[0].amin(1, keepdim=True)
+    cols, padding = _candidates(scores, k, floor)
+    if cols is None:
+        candidates, ids = scores, chunk_ids.of_all(*scores.shape, scores.device)
+    else:
+        candidates, ids = scores.gather(1, cols), chunk_ids[cols]
+        if padding is not None:  # rows with fewer candidates than the fullest: score -inf, id -1
+            candidates.masked_fill_(padding, float("-inf"))
+            ids.masked_fill_(padding, PAD_ID)
+    if best is not None:
+        candidates, ids = torch.cat([best[0], candidates], 1), torch.cat([best[1], ids], 1)
+    merged = _select(candidates, ids, k)
+    if merged[0] is scores:  # the whole chunk kept (k or fewer columns): out of the buffer the next chunk reuses
+        merged = scores.clone(), ids.clone()
+    return merged
+
+
+def _candidates(scores: Tensor, k: int, floor: Tensor | None) -> tuple[Tensor | None, Tensor | None]:
+    """``(cols, padding)``: the columns of each row's candidates, a subset of the chunk that holds every item that
+    can enter the row's top ``k`` (under any order of ties), and their padding (bool, None if none); ``cols`` None:
+    every column is a candidate.
+
+    The columns fall into ``g`` strided groups (group ``j``: columns ``j``, ``j + c / g``, ...), and one reduction
+    over the chunk gives each group's maximum. An item enters the top ``k`` only if it scores at least the
+    ``floor`` (``[q, 1]``: the ``k``-th score held so far), and at least the chunk's own ``k``-th score, which the
+    ``k``-th highest group maximum bounds from below (``k`` groups hold an item scoring that much): the first
+    chunk's floor. The candidates are the groups whose maximum reaches the floor, ties included, found with
+    ``nonzero`` and laid out one row per query, as wide as the fullest row (a host read), no sort.
+    """
+    num_queries, num_cols = scores.shape
+    size = _group_size(num_cols, k)
+    if size < 2:
+        return None, None
+    groups = num_cols // size
+    maxima = scores[:, :groups * size].view(num_queries, size, groups).amax(1)
+    if floor is None:
+        floor = maxima.topk(k, dim=1, sorted=False).values.amin(1, keepdim=True)
+    which, padding = _reaching(maxima, floor)
+    members = torch.arange(0, groups * size, groups, device=scores.device)
+    width = which.shape[1] * size  # explicit: a chunk no row can gain from has none
+    cols = (which[:, :, None] + members).view(num_queries, width)
+    padding = padding[:, :, None].expand(-1, -1, size).reshape(num_queries, width)
+    if groups * size < num_cols:  # the last columns, in no group: candidates all
+        rest = torch.arange(groups * size, num_cols, device=scores.device).expand(num_queries, -1)
+        cols = torch.cat([cols, rest], 1)
+        padding = torch.cat([padding, torch.zeros_like(rest, dtype=torch.bool)], 1)
+    return cols, padding
+
+
+def _reaching(maxima: Tensor, floor: Tensor) -> tuple[Tensor, Tensor]:
+    """``(groups [q, w], padding [q, w])``: each row's groups whose maximum is not below ``floor`` (NaN included:
+    NaN must reach the top k), left-aligned in a row as wide as the fullest row's count, padded with group 0."""
+    rows, which = torch.nonzero(~(maxima < floor), as_tuple=True)  # row-major: each row's groups in order
+    counts = torch.bincount(rows, minlength=maxima.shape[0])
+    width = int(counts.max()) if rows.numel() else 0
+    slot = torch.arange(rows.numel(), device=maxima.device) - (counts.cumsum(0) - counts)[rows]
+    groups = torch.zeros((maxima.shape[0], width), dtype=torch.int64, device=maxima.device)
+    groups[rows, slot] = which
+    return groups, torch.arange(width, device=maxima.device) >= counts[:, None]
+
+
+def _group_size(num_cols: int, k: int) -> int:
+    """Columns per group: the largest power of two up to 16 that leaves at least ``4 (k + 1)`` groups; 1 (no
+    groups) for chunks too small to gain."""
+    size = 16
+    while size > 1 and num_cols // size < 4 * (k + 1):
+        size //= 2
+    return size
+
+
+def _select(scores: Tensor, ids: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """The top ``k`` of each row of ``[q, n]`` scores by score, then lowest id (padding, id -1, last), in no
+    particular order; every column when ``n <= k``."""
+    if scores.shape[1] <= k:
+        return scores, ids
+    values, cols = scores.topk(k + 1, dim=1)
+    tied = values[:, k] == values[:, k - 1]  # the k-th score is shared with an item topk left out: choose by id
+    cols = cols[:, :k]
+    if bool(tied.any()):
+        rows = tied.nonzero().squeeze(1)
+        cols[rows] = _lowest_ids_at_threshold(scores[rows], ids[rows], values[rows, k - 1:k], k)
+    return scores.gather(1, cols), ids.gather(1, cols)
+
+
+def _lowest_ids_at_threshold(scores: Tensor, ids: Tensor, threshold: Tensor, k: int) -> Tensor:
+    """Columns of the top ``k`` of each row whose ``k``-th score is ``threshold``: every column above it, then the
+    tied columns with the lowest ids (padding last)."""
+    tied_key = torch.where(ids < 0, _INT64_MAX - 1, ids)
+    key = torch.where(scores == threshold, tied_key, _INT64_MAX)
+    key = torch.where(scores > threshold, -1, key)  # above the threshold: always kept (fewer than k of them)
+    return key.topk(k, dim=1, largest=False).indices
+
+
+def _in_order(scores: Tensor, ids: Tensor) -> tuple[Tensor, Tensor]:
+    """Each row sorted by score, highest first, then by id, lowest first (padding last)."""
+    if scores.shape[1] == 0:
+        return scores, ids
+    id_key = torch.where(ids < 0, _INT64_MAX, ids)
+    if scores.dtype == torch.float64:  # no room to pack: two sorts, the second stable
+        by_id = id_key.argsort(dim=1)
+        scores, ids = scores.gather(1, by_id), ids.gather(1, by_id)
+        order = scores.argsort(dim=1, descending=True, stable=True)
+        return scores.gather(1, order), ids.gather(1, order)
+    # one sort of packed keys: the score's order-preserving 32 bits, then the id's rank within the row, inverted
+    width = scores.shape[1]
+    id_rank = torch.empty_like(id_key).scatter_(
+        1, id_key.argsort(dim=1), torch.arange(width, device=ids.device).expand(ids.shape[0], -1))
+    bits = (scores.float() + 0.0).view(torch.int32)  # + 0.0: -0.0 becomes +0.0, equal scores get equal bits
+    ordered = torch.where(bits < 0, bits ^ 0x7FFFFFFF, bits).to(torch.int64)
+    order = ((ordered << 32) + (width - 1 - id_rank)).argsort(dim=1, descending=True)
+    return scores.gather(1, order), ids.gather(1, order)
+
+
+def _padded(scores: Tensor, ids: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """``[Q, k]``: columns past the results filled with score -inf and id -1."""
+    missing = k - scores.shape[1]
+    if missing <= 0:
+        return scores, ids
+    fill = scores.new_full((scores.shape[0], missing), float("-inf"))
+    return torch.cat([scores, fill], 1), torch.cat([ids, ids.new_full((ids.shape[0], missing), PAD_ID)], 1)
+
+
+def _chunk_shape(num_queries: int, num_rows: int, k: int, score_bytes: int, chunk_size: int | None) -> tuple[int, int]:
+    """``(corpus rows per chunk, queries per block)``: the score block within the memory budget."""
+    per_score = score_bytes + _EXTRA_BYTES_PER_SCORE
+    if chunk_size is not None:
+        return chunk_size, num_queries
+    budget = _budget() or _DEFAULT_BLOCK_BYTES
+    rows = budget // (num_queries * per_score)
+    if rows >= min(_MIN_CHUNK_ROWS, num_rows, k + 1):
+        rows = min(rows, num_rows)
+        return max(1, rows - rows % 16 if rows > 16 else rows), num_queries
+    rows = min(_MIN_CHUNK_ROWS, num_rows)
+    return rows, max(1, budget // (rows * per_score))
+
+
+def _check_search(
+    queries: Tensor, corpus: Tensor, k: int, similarity: str, corpus_ids: Tensor | None, chunk_size: int | None,
+    progress: object,
+) -> None:
+    """Types, shapes, dtypes, devices and arguments (no value is read)."""
+    for name, x in (("queries", queries), ("corpus", corpus)):
+        if not isinstance(x, Tensor) or x.ndim != 2 or not x.is_floating_point():
+            raise ValueError(f"Argument `{name}` must be a 2-D float tensor of embeddings, got {_describe(x)}.")
+    if queries.shape[1] != corpus.shape[1]:
+        raise ValueError(f"Arguments `queries` and `corpus` must have the same embedding dimension, got "
+                         f"{tuple(queries.shape)} and {tuple(corpus.shape)}.")
+    if queries.dtype != corpus.dtype or queries.device != corpus.device:
+        raise ValueError(f"Arguments `queries` and `corpus` must have the same dtype and device, got "
+                         f"{queries.dtype} on {queries.device} and {corpus.dtype} on {corpus.device}.")
+    _check_k(k)
+    if similarity not in SIMILARITIES:
+        raise ValueError(f"Argument `similarity` must be one of {SIMILARITIES}, got {similarity!r}.")
+    if corpus_ids is not None:
+        wrong = not is_integer_tensor(corpus_ids) or corpus_ids.shape != corpus.shape[:1]
+        if wrong or corpus_ids.dtype == torch.uint64:
+            raise ValueError(f"Argument `corpus_ids` must be a [{corpus.shape[0]}] integer tensor (one id per corpus "
+                             f"row, int64 or narrower), got {_describe(corpus_ids)}.")
+        if corpus_ids.device != corpus.device:
+            raise ValueError(f"Argument `corpus_ids` must be on {corpus.device}, got {corpus_ids.device}.")
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"Argument `chunk_size` must be a positive int or None, got {chunk_size!r}.")
+    if progress is not None and not callable(progress):
+        raise ValueError(f"Argument `progress` must be a callable (rows_done, rows_total) or None, got {progress!r}.")
+
+
+def _check_merge(scores: Sequence[Tensor], ids: Sequence[Tensor], k: int) -> None:
+    _check_k(k)
+    if len(scores) == 0 or len(scores) != len(ids):
+        raise ValueError(f"Arguments `scores` and `ids` must be non-empty sequences of equal length, got "
+                         f"{len(scores)} and {len(ids)}.")
+    first = scores[0]
+    for s, i in zip(scores, ids, strict=True):
+        if not isinstance(s, Tensor) or s.ndim != 2 or not s.is_floating_point() or s.dtype != first.dtype:
+            raise ValueError(f"Argument `scores` must hold [queries, k] float tensors of one dtype, got "
+                             f"{_describe(s)}.")
+        if not is_integer_tensor(i) or i.shape != s.shape or i.device != s.device or s.shape[0] != first.shape[0]:
+            raise ValueError(f"Argument `ids` must hold integer tensors shaped and placed as their scores "
+                             f"{tuple(s.shape)}, got {_describe(i)}.")
+
+
+def _check_k(k: int) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"Argument `k` must be a positive int, got {k!r}.")
+
+
+def _describe(x: object) -> str:
+    return f"shape {tuple(x.shape)} dtype {x.dtype}" if isinstance(x, Tensor) else type(x).__name__
