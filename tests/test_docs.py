@@ -184,15 +184,15 @@ def test_python_snippets_run_and_agree(path, capsys, tmp_path, monkeypatch):
     capsys.readouterr()  # what the snippets print is not the test's output
 
 
-def test_a_block_runs_alone_unless_it_says_it_continues(tmp_path):
+def test_a_block_runs_alone_unless_it_says_it_continues(tmp_path, monkeypatch):
     """A block that uses a name of an earlier block fails unless it says that it continues that block."""
     page = tmp_path / "page.md"
     first = "```python\nx = 2\n```\n"
     page.write_text(first + "```python\nx + 1  # 3\n```\n", encoding="utf-8")
     with pytest.raises(NameError, match="'x'"):
-        test_python_snippets_run_and_agree(page, _NoCapture())
+        test_python_snippets_run_and_agree(page, _NoCapture(), tmp_path, monkeypatch)
     page.write_text(first + "```python\n# continues the block above (x)\nx + 1  # 3\n```\n", encoding="utf-8")
-    test_python_snippets_run_and_agree(page, _NoCapture())
+    test_python_snippets_run_and_agree(page, _NoCapture(), tmp_path, monkeypatch)
 
 
 class _NoCapture:
