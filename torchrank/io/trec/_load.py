@@ -83,7 +83,7 @@ def read_trec(
     """Read qrels and a run into a :class:`TrecBatch` ranked exactly as ``trec_eval`` 10.0 ranks the files.
 
     Same result as ``trec_to_dense(read_qrels(qrels), read_run(run), ...)`` (same rows, columns, tie order and
-    errors), several times faster on large files: the files are scanned with numpy, documents are matched to
+    errors), faster on large files: the files are scanned with numpy, documents are matched to
     judgments through a hash table of exact docno bytes, and runs already written in rank order (the usual case)
     are not sorted again. ``docnos`` are decoded on first access.
 
