@@ -14,7 +14,8 @@ __all__ = ["TrecFile", "first_duplicate"]
 
 
 class TrecFile:
-    """A qrels or run file read by :func:`load_qrels` / :func:`load_run`, kept as columns for fast joins.
+    """A qrels or run file read by :func:`~torchrank.io.load_qrels` / :func:`~torchrank.io.load_run` (or a table),
+    kept as columns for fast joins.
 
     Attributes:
         path: The file.
