@@ -57,7 +57,7 @@ DEFAULTS: dict[str, Any] = {
     "torch_incumbent_devices": None,  # torchmetrics/torcheval devices; None: the run's device
     "conversions": True,
     "variants_up_to": None,  # time torchrank's variants only on cells of at most this many items (Q x N); None: all
-    # call torchrank.functional.allocator.warm_cpu_allocator() first (CPU runs): the documented opt-in for programs
+    # call torchrank.allocator.warm_cpu_allocator() first (CPU runs): the documented opt-in for programs
     # that evaluate large CPU batches in a loop; it sets glibc's thresholds for the whole process, incumbents included
     "warm_cpu_allocator": False,
     "tolerance": 1e-4,
@@ -638,7 +638,7 @@ def measure(config: dict[str, Any]) -> list[dict[str, Any]]:
         for lib, reason in unavailable.items()
     ]
     if config["warm_cpu_allocator"] and device.type == "cpu":
-        from torchrank.functional.allocator import warm_cpu_allocator
+        from torchrank.allocator import warm_cpu_allocator
 
         warm_cpu_allocator()
     converted: set[tuple[int, int]] = set()

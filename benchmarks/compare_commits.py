@@ -10,14 +10,16 @@ goes first, and reports each cell's best median of the rounds as new / old.
     python -m benchmarks.compare_commits /tmp/old . --grid kernels_targets     # the issue's headline cells
     python -m benchmarks.compare_commits /tmp/old . --grid kernels --rounds 2  # the whole CPU grid (~10 min)
 
-Both workers call ``torchrank.functional.allocator.warm_cpu_allocator()`` where the tree has it (the committed
-grids were timed with it; before it was opt-in, torchrank made the same change itself). One thread each.
+Both workers call ``torchrank.allocator.warm_cpu_allocator()`` (``torchrank.functional.allocator`` in older trees)
+where the tree has it (the committed grids were timed with it; before it was opt-in, torchrank made the same change
+itself). One thread each.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import itertools
 import json
 import statistics
@@ -38,6 +40,17 @@ GRIDS = {  # shapes, dtypes, labels, (family, k) as configs/bench/kernels*.yaml
 }
 
 
+def _warm_up_of_the_tree():
+    """The tree's ``warm_cpu_allocator`` (``torchrank.allocator``, or ``torchrank.functional.allocator`` in older
+    trees), or None in trees from before it was opt-in, which make the change themselves."""
+    for module in ("torchrank.allocator", "torchrank.functional.allocator"):
+        try:
+            return importlib.import_module(module).warm_cpu_allocator
+        except ImportError:
+            continue
+    return None
+
+
 def worker(tree: str) -> None:
     """Answer one JSON cell per stdin line with the median seconds of its call in ``tree``'s torchrank."""
     sys.path.insert(0, str(Path(tree).resolve()))
@@ -47,11 +60,8 @@ def worker(tree: str) -> None:
 
     if not F.__file__.startswith(str(Path(tree).resolve())):
         raise SystemExit(f"torchrank imported from {F.__file__}, not from {tree}")
-    try:
-        from torchrank.functional.allocator import warm_cpu_allocator
-    except ImportError:  # trees from before it was opt-in make the change themselves
-        pass
-    else:
+    warm_cpu_allocator = _warm_up_of_the_tree()
+    if warm_cpu_allocator is not None:
         warm_cpu_allocator()
     torch.set_num_threads(1)
     data: dict[tuple, tuple] = {}

@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from torchrank.functional import allocator
+from torchrank import allocator
 
 # a fresh process evaluates 8 measures on a 200 x 1,000 batch (its temporaries ~1 MB each) and reports the page
 # faults of a typical call (the median of five, after three)
@@ -18,7 +18,7 @@ _PROBE = """
 import json, resource, sys, torch
 import torchrank.functional as F
 if sys.argv[1] == "1":
-    from torchrank.functional.allocator import warm_cpu_allocator
+    from torchrank.allocator import warm_cpu_allocator
     warm_cpu_allocator()
 g = torch.Generator().manual_seed(0)
 preds, target = torch.rand(200, 1000, generator=g), torch.randint(0, 5, (200, 1000), generator=g)

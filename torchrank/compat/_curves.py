@@ -21,7 +21,7 @@ from torchmetrics.utilities.distributed import gather_all_tensors
 import torchrank.functional as F
 from torchrank.compat._retrieval import check_arguments, check_binary, flat_input
 from torchrank.functional.checks import TIES, check_choice
-from torchrank.metrics._base import KeepStateOnError
+from torchrank.metrics import KeepStateOnError
 
 _EMPTY_MESSAGE = "`compute` method was provided with a query with no positive target."
 

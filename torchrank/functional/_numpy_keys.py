@@ -72,7 +72,7 @@ def _key_ranking(
 
 
 # torch.topk(k) on CPU partially sorts each row while k * 64 <= its length, and past that selects then sorts the k,
-# several times slower (benchmarks/notes/numpy_routes.md)
+# slower (benchmarks/notes/numpy_routes.md)
 _CPU_PARTIAL_TOPK_RATIO = 64
 
 
@@ -239,7 +239,7 @@ def _head_candidates(values: np.ndarray, head: int) -> np.ndarray:
     m, n = values.shape
     groups = max(_HEAD_GROUPS, _HEAD_GROUPS_PER_HEAD * head)
     stretches = n // groups
-    # torch's maximum over the middle axis: several times faster than numpy's on CPU
+    # torch's maximum over the middle axis: faster than numpy's on CPU (benchmarks/notes/code_comment_timings.md)
     bound = torch.from_numpy(values[:, : stretches * groups]).reshape(m, stretches, groups).amax(1).numpy()
     rest = n - stretches * groups
     if rest:  # the last, short stretch: into the first groups
@@ -362,7 +362,8 @@ def _tied_neighbours(keys: Tensor, mask: Tensor | None, width: int | None) -> Te
     q, w = high.shape
     flat = high.reshape(-1)
     tied = np.empty(q * w, bool)
-    # one pass over the rows laid end to end: numpy compares short rows one by one several times slower
+    # one pass over the rows laid end to end: numpy compares short rows one by one slower
+    # (benchmarks/notes/code_comment_timings.md)
     np.equal(flat[1:], flat[:-1], out=tied[:-1])
     if mask is not None:  # padding sorts last: a pair is real when its second item is
         tied[:-1] &= flat[1:] != _INT32_MAX

@@ -58,8 +58,9 @@ def _rank_tied_rows_apart(
     rows = rows_any(pairs).nonzero().squeeze(1)
     if rows.numel() > _MAX_TIED_SHARE * len(pairs):  # mostly tied: one exact pass over all rows beats two passes
         if topk and _takes_topk(inputs, depth) and _packs(inputs.preds):
-            # the key sort of whole rows is that pass (several times faster than the generic one on CPU): labels
-            # riding in its keys order every tie group, or it keeps input order as "first" asks
+            # the key sort of whole rows is that pass (faster than the generic one on CPU:
+            # benchmarks/notes/code_comment_timings.md): labels riding in its keys order every tie group, or it keeps
+            # input order as "first" asks
             return _rank_tied_rows_apart(inputs, ties, relevance_threshold, depth, topk=False)
         return None
     ranking = _gather_ranking(inputs, order, "first", relevance_threshold, scores)

@@ -144,7 +144,7 @@ def _in_rank_order(inputs: RankingInput) -> bool:
     if not uses_numpy(inputs.mask):
         mask = inputs.mask
         return not bool((mask[:, 1:] > mask[:, :-1]).any())  # no real item after a padded one
-    mask = inputs.mask.numpy()  # numpy's passes over bools are several times faster than torch's
+    mask = inputs.mask.numpy()  # numpy's passes over bools beat torch's (benchmarks/notes/code_comment_timings.md)
     return not bool(np.less(mask[:, :-1], mask[:, 1:]).any())
 
 
@@ -189,8 +189,8 @@ _ROW_BLOCK_ITEMS = 2**16
 
 
 def _compare(op: Callable[..., Tensor], x: Tensor, other: Tensor | float, dtype: torch.dtype) -> Tensor:
-    """``op(x, other)`` (a comparison) as 0/1 in ``dtype``: written straight into a ``dtype`` tensor, several
-    times faster on CPU than torch's bool output (and than converting it)."""
+    """``op(x, other)`` (a comparison) as 0/1 in ``dtype``: written straight into a ``dtype`` tensor, faster on CPU
+    than torch's bool output (and than converting it; benchmarks/notes/code_comment_timings.md)."""
     return op(x, other, out=torch.empty(x.shape, dtype=dtype, device=x.device))
 
 
@@ -289,7 +289,8 @@ class Ranking:
         """Number of ranked (real) items per query ``[Q]``."""
         if self.all_valid:
             return torch.full((self.num_queries,), self.list_size, dtype=self.dtype, device=self.labels.device)
-        return self.valid.sum(1, dtype=torch.int32).to(self.dtype)  # int32 sums of bools: several times faster
+        # int32 sums of bools: faster (benchmarks/notes/code_comment_timings.md)
+        return self.valid.sum(1, dtype=torch.int32).to(self.dtype)
 
     @_cached
     def relevant(self) -> Tensor:
@@ -521,8 +522,8 @@ class Ranking:
 
 
 def rows_any(x: Tensor) -> Tensor:
-    """``x.any(1)`` for a bool (or 0/1 byte) ``[Q, N]``, as the byte maximum: several times faster on CPU,
-    where numpy's maximum is faster again than torch's (2x on 100 items); and on short CPU rows holding few
+    """``x.any(1)`` for a bool (or 0/1 byte) ``[Q, N]``, as the byte maximum: faster on CPU, where numpy's maximum
+    is faster again than torch's (benchmarks/notes/code_comment_timings.md); and on short CPU rows holding few
     nonzero bytes (the ties of a batch), the rows of those bytes: numpy reduces each row at a fixed cost.
 
     Example:
@@ -543,8 +544,8 @@ def rows_any(x: Tensor) -> Tensor:
     return torch.from_numpy(flags.view(np.uint8).max(axis=1)).view(torch.bool)
 
 
-# rows shorter than this are "short" to rows_any: measured on 100,000 x 20, 10,000 x 100 and 1,000 x 1,000, the rows of
-# a few nonzero bytes take 10x, 2.5x and 0.4x the time of numpy's row maximum
+# rows shorter than this are "short" to rows_any, where finding the rows of a few nonzero bytes pays against numpy's
+# row maximum (measured on 100,000 x 20, 10,000 x 100 and 1,000 x 1,000: benchmarks/notes/code_comment_timings.md)
 _SHORT_ROW_ITEMS = 256
 
 

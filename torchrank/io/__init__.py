@@ -7,17 +7,11 @@ Example:
     (['301', '302', '303'], (3, 500), (3, 1708))
 """
 
+from ._dataframes import from_dataframe, to_dataframe
 from ._errors import TrecFormatError
+from ._writing import write_results, write_run
 from .beir import BeirQrels, IdMap, read_beir_qrels, read_jsonl_ids
-from .frames import (
-    from_dataframe,
-    qrels_from_dataframe,
-    read_table,
-    run_from_dataframe,
-    to_dataframe,
-    write_results,
-    write_run,
-)
+from .frames import qrels_from_dataframe, read_table, run_from_dataframe
 from .svmlight import SvmlightData, group_to_dense, read_svmlight
 from .trec import (
     SAMPLE_QRELS,

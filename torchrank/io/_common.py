@@ -1,4 +1,4 @@
-"""Shared low-level helpers for the text readers."""
+"""Shared low-level helpers for the readers (text and tables) and writers."""
 
 from __future__ import annotations
 
@@ -6,7 +6,28 @@ import codecs
 import os
 from pathlib import Path
 
-__all__ = ["decode", "read_lines"]
+__all__ = ["COMPRESSED_SUFFIXES", "decode", "open_compressed", "read_lines"]
+
+#: Compressed TREC files, by extension: read through the standard library's decompressors.
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
+
+
+def open_compressed(path: str | os.PathLike[str]):
+    """A binary file object decompressing ``path`` by its extension, or None for a plain file."""
+    suffix = os.fspath(path).lower().rsplit(".", 1)[-1]
+    if suffix == "gz":
+        import gzip
+
+        return gzip.open(path, "rb")
+    if suffix == "bz2":
+        import bz2
+
+        return bz2.open(path, "rb")
+    if suffix == "xz":
+        import lzma
+
+        return lzma.open(path, "rb")
+    return None
 
 
 def read_lines(path: str | os.PathLike[str]) -> list[bytes]:

@@ -1,6 +1,7 @@
 """Writing runs and results back: TREC text, CSV and parquet (:func:`write_run`, :func:`write_results`).
 
-Public through :mod:`torchrank.io.frames` and :mod:`torchrank.io`, whose readers these files go back to.
+Public through :mod:`torchrank.io`, whose readers (:mod:`torchrank.io.frames`, :mod:`torchrank.io.trec`) these files
+go back to.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ._common import COMPRESSED_SUFFIXES
+from ._file import TrecFile
 from .frames import _need_pyarrow, run_from_dataframe, table_format
-from .trec import TrecFile
-from .trec._text import COMPRESSED_SUFFIXES
 
 if TYPE_CHECKING:
     import pandas as pd

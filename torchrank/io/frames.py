@@ -1,4 +1,4 @@
-"""Runs and qrels as tables: pandas DataFrames, parquet and CSV files; writing runs and results back.
+"""Runs and qrels as tables: pandas DataFrames, parquet and CSV files, read into a :class:`~torchrank.io.TrecFile`.
 
 Column names default to PyTerrier's: a run has ``qid, docno, score``, qrels have ``qid, docno, label`` (each
 configurable). A table becomes a :class:`~torchrank.io.TrecFile`, the columns :func:`~torchrank.io.read_trec`
@@ -23,6 +23,7 @@ ranx- and ir_measures-style dicts ``{qid: {docno: score}}`` and ``{qid: {docno: 
 
 Example:
     >>> import pandas as pd
+    >>> from torchrank.io import from_dataframe
     >>> run = pd.DataFrame({"qid": ["q1", "q1", "q2"], "docno": ["d1", "d2", "d1"], "score": [0.3, 0.9, 0.5]})
     >>> qrels = pd.DataFrame({"qid": ["q1", "q2"], "docno": ["d1", "d1"], "label": [1, 2]})
     >>> batch = from_dataframe(run, qrels)
@@ -45,26 +46,24 @@ import numpy as np
 from torchrank._extras import require
 
 from . import _scan
+from ._common import COMPRESSED_SUFFIXES, open_compressed
 from ._errors import TrecFormatError
-from .trec import ProgressCallback, TrecBatch, TrecFile, read_trec
-from .trec._load import _first_duplicate
-from .trec._text import COMPRESSED_SUFFIXES, _open_compressed
+from ._file import TrecFile, first_duplicate
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from .trec import ProgressCallback
 
 
 __all__ = [
     "QRELS_COLUMNS",
     "RUN_COLUMNS",
     "TABLE_SUFFIXES",
-    "from_dataframe",
     "qrels_from_dataframe",
     "read_table",
     "run_from_dataframe",
-    "to_dataframe",
-    "write_results",
-    "write_run",
+    "table_format",
 ]
 
 #: PyTerrier's column names of a run and of qrels (the defaults).
@@ -377,7 +376,7 @@ def _columns(t: _Table, names: Sequence[str], kind: str, runid: str | None) -> _
     del u64
     tag = None if kind == "qrels" else (runid or "torchrank").encode("utf-8", errors="surrogateescape")
     columns = _scan.Columns(data, qids, qid, key, start, length.astype(np.int32), _scan.mix(key), value, tag)
-    duplicate = _first_duplicate(columns)
+    duplicate = first_duplicate(columns)
     if duplicate is not None:
         raise t.error(duplicate, docno_name, f"each docno at most once per query (qid {qids[qid[duplicate]]})",
                       columns.docno(duplicate))  # fmt: skip
@@ -425,33 +424,6 @@ def qrels_from_dataframe(
         (['q1'], 1)
     """
     return _file(_frame_table(frame, (qid, docno, label), name), (qid, docno, label), "qrels", None)
-
-
-def from_dataframe(
-    run: pd.DataFrame | TrecFile,
-    qrels: pd.DataFrame | TrecFile | str | os.PathLike[str],
-    *,
-    qid: str = "qid",
-    docno: str = "docno",
-    score: str = "score",
-    label: str = "label",
-    depth: int | None = None,
-    all_queries: bool = False,
-    judged_only: bool = False,
-) -> TrecBatch:
-    """A run and its qrels as DataFrames (PyTerrier's columns by default) -> :class:`~torchrank.io.TrecBatch`.
-
-    The batch is :func:`~torchrank.io.read_trec`'s for the same rows written as TREC files: rank order, ties
-    (scores compared as doubles, as trec_eval 10.0), judged flags and options (``depth``:
-    trec_eval ``-M``, ``all_queries``: ``-c``, ``judged_only``: ``-J``).
-    ``qrels`` may also be a qrels file (any format :func:`~torchrank.io.load_qrels` reads).
-    """
-    run_file = run if isinstance(run, TrecFile) else run_from_dataframe(run, qid=qid, docno=docno, score=score)
-    if isinstance(qrels, TrecFile | str | os.PathLike):
-        qrels_file = qrels
-    else:
-        qrels_file = qrels_from_dataframe(qrels, qid=qid, docno=docno, label=label)
-    return read_trec(qrels_file, run_file, depth=depth, all_queries=all_queries, judged_only=judged_only)
 
 
 def read_table(
@@ -508,7 +480,7 @@ def _csv_table(source: str, names: Sequence[str], delimiter: str) -> _Table:
     if pa is not None:
         import pyarrow.csv as pacsv
 
-        f = _open_compressed(source)
+        f = open_compressed(source)
         # every column as text first: docnos such as 007 keep their zeros; numbers are parsed by _numbers
         options = pacsv.ConvertOptions(column_types={n: pa.large_string() for n in names[:2]})
         try:
@@ -522,7 +494,7 @@ def _csv_table(source: str, names: Sequence[str], delimiter: str) -> _Table:
             if f is not None:
                 f.close()
         return _arrow_table(table, names, source, first_row=2)
-    f = _open_compressed(source)
+    f = open_compressed(source)
     raw = f.read() if f is not None else Path(source).read_bytes()
     reader = csv.reader(io.StringIO(raw.decode("utf-8", errors="surrogateescape")), delimiter=delimiter)
     header = next(reader, [])
@@ -539,37 +511,3 @@ def _csv_table(source: str, names: Sequence[str], delimiter: str) -> _Table:
     # pyarrow's CSV reader takes " 1" as the number 1 (it trims spaces and tabs around numbers); so does this one
     columns[names[2]] = [v.strip(" \t") for v in columns[names[2]]]
     return _Table(source, columns, len(rows), 2)
-
-
-def to_dataframe(file: TrecFile | TrecBatch) -> pd.DataFrame:
-    """A run or qrels as a DataFrame with PyTerrier's columns (``qid, docno, score`` or ``qid, docno, label``).
-
-    A :class:`~torchrank.io.TrecBatch` gives its ranked documents with ``rank`` (0-based, as PyTerrier), ``score``
-    and ``label`` (the judged label; unjudged documents are NaN).
-
-    Example:
-        >>> from torchrank.io import SAMPLE_RUN, load_run
-        >>> frame = to_dataframe(load_run(SAMPLE_RUN))
-        >>> list(frame.columns), len(frame)
-        (['qid', 'docno', 'score'], 1500)
-    """
-    pd = require("pandas", "to_dataframe")
-
-    if isinstance(file, TrecBatch):
-        mask = file.mask.cpu().numpy()
-        rows, cols = np.nonzero(mask)
-        label = file.target.cpu().numpy()[rows, cols].astype(np.float64)
-        label[~file.judged.cpu().numpy()[rows, cols]] = np.nan
-        return pd.DataFrame({
-            "qid": [file.qids[r] for r in rows], "docno": [file.docnos[r][c] for r, c in zip(rows, cols, strict=True)],
-            "rank": cols, "score": file.preds.cpu().numpy()[rows, cols], "label": label,
-        })  # fmt: skip
-    c = file.columns
-    qid = np.asarray(c.qids, dtype=object)[c.qid] if len(c.qids) else np.zeros(0, dtype=object)
-    docno = [c.docno(i) for i in range(len(c))]
-    value = "score" if file.kind == "run" else "label"
-    return pd.DataFrame({"qid": qid, "docno": docno, value: c.value})
-
-
-# the writers (their own module: this one reads) are public here too
-from ._writing import write_results, write_run  # noqa: E402

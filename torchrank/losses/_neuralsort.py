@@ -42,7 +42,8 @@ def _negligible(dtype: torch.dtype) -> float:
     """``eps^2``: entries below this fraction of their row's (or vector's) largest are set to exactly 0.
 
     They change no sum by more than ``N eps^2``, and zeros keep every product out of the subnormal range, whose
-    arithmetic is 4-10x slower on CPUs (a soft-ERR gradient spans many orders of magnitude along the list).
+    arithmetic is much slower on CPUs (benchmarks/notes/code_comment_timings.md; a soft-ERR gradient spans many
+    orders of magnitude along the list).
     """
     return torch.finfo(dtype).eps ** 2
 
@@ -205,7 +206,7 @@ class _Kernel:
             if w.dim() == 3:
                 return torch.bmm(k, w)
             if k.device.type == "cpu" and k.shape[-1] >= 64:
-                # as the row vector w^T P^T: on CPU, bmm(P, w) of one column is several times slower (the notes'
+                # as the row vector w^T P^T: on CPU, bmm(P, w) of one column is slower (neuralsort_routes.md's
                 # figures); below 64 items the two cost the same
                 return torch.bmm(w.unsqueeze(1), k.transpose(1, 2)).squeeze(1)
             return torch.bmm(k, w.unsqueeze(2)).squeeze(2)
@@ -307,7 +308,8 @@ def _kernel_of(x: Tensor, rank_valid: Tensor, padded: bool, width: int | None = 
     if padded:
         k.masked_fill_(~rank_valid.unsqueeze(1), -float("inf"))
     # entries below eps^2 of the row's largest become exactly 0 (see _negligible); the clamp keeps exp away from
-    # arguments whose results would be subnormal or 0, which it computes ~10x slower
+    # arguments whose results would be subnormal or 0, which it computes much slower
+    # (benchmarks/notes/code_comment_timings.md)
     floor = math.log(_negligible(k.dtype))
     k.clamp_(min=floor - 1).exp_()
     torch.nn.functional.threshold_(k, math.exp(floor), 0.0)

@@ -11,7 +11,7 @@ Example:
 """
 
 from torchrank.metrics import classes as _classes
-from torchrank.metrics._base import RankingMetric
+from torchrank.metrics._base import KeepStateOnError, RankingMetric
 from torchrank.metrics.classes import FunctionalMetric, RankingMetrics
 from torchrank.metrics.per_query_auc import AUROC, GAUC
 from torchrank.metrics.recommenders import (
@@ -39,6 +39,7 @@ __all__ = [  # a literal list first: linters see these
     "FunctionalMetric",
     "GiniIndex",
     "IntraListDiversity",
+    "KeepStateOnError",
     "LongTailShare",
     "Novelty",
     "Personalization",

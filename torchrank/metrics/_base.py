@@ -48,7 +48,31 @@ class KeepStateOnError:
     merges the saved state back: a batch that ``update`` (or ``compute``) refuses lost everything accumulated
     before it, although a refused ``update`` leaves the state unchanged. The instance's attributes are put back as
     they were (``reset`` clears list states in place: their items are kept in a copy; tensor states are replaced,
-    not written, by the reset and the batch's update).
+    not written, by the reset and the batch's update). Public as ``torchrank.metrics.KeepStateOnError`` for metrics
+    built outside this package (``torchrank.compat``'s curve, your own); put it before ``Metric`` in the bases.
+
+    Example:
+        >>> import torch
+        >>> from torchmetrics import Metric
+        >>> from torchrank.metrics import KeepStateOnError
+        >>> class Total(KeepStateOnError, Metric):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.add_state("total", torch.tensor(0.0), dist_reduce_fx="sum")
+        ...     def update(self, x):
+        ...         if (x < 0).any():
+        ...             raise ValueError("x must be >= 0")
+        ...         self.total += x.sum()
+        ...     def compute(self):
+        ...         return self.total
+        >>> m = Total()
+        >>> _ = m(torch.tensor([1.0, 2.0]))
+        >>> try:
+        ...     m(torch.tensor([-1.0]))
+        ... except ValueError:
+        ...     pass
+        >>> m.compute()
+        tensor(3.)
     """
 
     @torch.jit.unused  # as torchmetrics' own forward: a scripted metric has no forward

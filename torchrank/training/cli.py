@@ -64,9 +64,9 @@ def default_threads() -> int:
 
     One thread, because the ranker's work comes in small pieces (a 300-128-64-1 MLP on 16 queries of 27 documents,
     a ``[B, N, N]`` NeuralSort matrix per batch) that extra threads split at more cost than they save: on the
-    2-core VM of benchmarks/notes/training_threads.md, 10 epochs on the bundled data took 5.8x longer with torch's
-    default (one thread per core) than with one thread (11x in issue 21), with the same result; on a busy machine
-    waiting threads also queue behind other processes. Larger models or batches may gain from more: ``--threads``.
+    2-core VM of benchmarks/notes/training_threads.md (its figures), 10 epochs on the bundled data took longer with
+    torch's default (one thread per core) than with one thread, with the same result; on a busy machine waiting
+    threads also queue behind other processes. Larger models or batches may gain from more: ``--threads``.
 
     Example:
         >>> default_threads() == int(os.environ.get("OMP_NUM_THREADS", 1))

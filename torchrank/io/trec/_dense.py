@@ -83,7 +83,8 @@ def _pack(row: Tensor, values: Tensor, counts: Tensor, width: int, dtype: torch.
 
 
 def _tensor(values: list, typecode: str, dtype: torch.dtype) -> Tensor:
-    """Like ``torch.tensor(values, dtype=dtype)`` but several times faster for long lists of numbers."""
+    """Like ``torch.tensor(values, dtype=dtype)`` but faster for long lists of numbers
+    (benchmarks/notes/code_comment_timings.md)."""
     try:
         buf = array(typecode, values)
     except (TypeError, OverflowError):  # e.g. float labels in a user-made qrels dict

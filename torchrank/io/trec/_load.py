@@ -12,8 +12,9 @@ import torch
 from torch import Tensor
 
 from .. import _scan
-from .._common import decode
 from .._errors import TrecFormatError
+from .._file import TrecFile, first_duplicate
+from ..frames import read_table, table_format
 from ._dense import TrecBatch, _preview, check_score_dtype, round_scores, trec_to_dense
 from ._text import (
     _QRELS_WHAT,
@@ -28,31 +29,6 @@ from ._text import (
     read_qrels,
     read_run,
 )
-
-
-class TrecFile:
-    """A qrels or run file read by :func:`load_qrels` / :func:`load_run`, kept as columns for fast joins.
-
-    Attributes:
-        path: The file.
-        kind: ``"qrels"`` or ``"run"``.
-        qids: Distinct qids, in order of first appearance.
-        runid: A run's tag (sixth field of its last data line, trec_eval's runid); None for qrels.
-    """
-
-    def __init__(self, path: str | os.PathLike[str], kind: str, columns: _scan.Columns) -> None:
-        self.path = os.fspath(path)
-        self.kind = kind
-        self.columns = columns
-        self.qids = columns.qids
-        self.runid = None if columns.tag is None else decode(columns.tag)
-
-    def __len__(self) -> int:
-        """Number of data lines."""
-        return len(self.columns)
-
-    def __repr__(self) -> str:
-        return f"TrecFile({self.path!r}, kind={self.kind!r}, lines={len(self)}, queries={len(self.qids)})"
 
 
 def load_qrels(path: str | os.PathLike[str], *, progress: ProgressCallback | None = None) -> TrecFile:
@@ -90,8 +66,6 @@ def load_run(path: str | os.PathLike[str], *, progress: ProgressCallback | None 
 
 def _table(path: str | os.PathLike[str], kind: str, progress: ProgressCallback | None) -> TrecFile | None:
     """A parquet / CSV / TSV file read as a table (by its name), else None."""
-    from ..frames import read_table, table_format  # frames builds on this module
-
     return read_table(path, kind, progress=progress) if table_format(path) else None
 
 
@@ -109,7 +83,7 @@ def read_trec(
     """Read qrels and a run into a :class:`TrecBatch` ranked exactly as ``trec_eval`` 10.0 ranks the files.
 
     Same result as ``trec_to_dense(read_qrels(qrels), read_run(run), ...)`` (same rows, columns, tie order and
-    errors), several times faster on large files: the files are scanned with numpy, documents are matched to
+    errors), faster on large files: the files are scanned with numpy, documents are matched to
     judgments through a hash table of exact docno bytes, and runs already written in rank order (the usual case)
     are not sorted again. ``docnos`` are decoded on first access.
 
@@ -175,7 +149,7 @@ def _load(path: str | os.PathLike[str], kind: str, progress: ProgressCallback | 
         return _careful_columns(path, kind)
     except _scan.LineError as error:
         raise _line_error(path, data, begin, error.offset, kind) from None
-    duplicate = _first_duplicate(columns)
+    duplicate = first_duplicate(columns)
     if duplicate is not None:
         offset = data.rfind(b"\n", begin, int(columns.doc_start[duplicate])) + 1 or begin
         line = _line_at(data, offset)
@@ -235,25 +209,6 @@ def _as_dict(file: TrecFile) -> dict:
     for i, (q, v) in enumerate(zip(c.qid.tolist(), c.value.tolist(), strict=True)):
         out[c.qids[q]][c.docno(i)] = v
     return out
-
-
-def _first_duplicate(c: _scan.Columns) -> int | None:
-    """Index of the earliest line repeating an earlier line's (qid, docno), or None."""
-    if len(c) < 2:
-        return None
-    h = _scan.combine(c.doc_hash, c.qid)
-    hs = np.sort(h)
-    if not (hs[1:] == hs[:-1]).any():  # the usual answer, for the price of one sort
-        return None
-    order = np.argsort(h, kind="stable")
-    hs = h[order]
-    same = np.flatnonzero(hs[1:] == hs[:-1])
-    later, earlier = order[same + 1], order[same]
-    exact = (c.qid[later] == c.qid[earlier]) & (c.key[later] == c.key[earlier]).all(axis=1)
-    if not exact.any():
-        return None
-    # with a stable sort, every line of an equal run follows its predecessor in file order
-    return int(later[exact].min())
 
 
 class _HashIndex:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .. import _scan
-from .._common import decode
+from .._common import decode, open_compressed
 from .._errors import TrecFormatError
 
 _DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "trec"
@@ -22,31 +22,10 @@ _HASH = ord("#")
 #: ``progress(nbytes)`` is called as a file is read and scanned (twice its size in all).
 ProgressCallback = Callable[[int], None]
 
-#: Compressed TREC files, by extension: read through the standard library's decompressors.
-COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
-
-
-def _open_compressed(path: str | os.PathLike[str]):
-    """A binary file object decompressing ``path`` by its extension, or None for a plain file."""
-    suffix = os.fspath(path).lower().rsplit(".", 1)[-1]
-    if suffix == "gz":
-        import gzip
-
-        return gzip.open(path, "rb")
-    if suffix == "bz2":
-        import bz2
-
-        return bz2.open(path, "rb")
-    if suffix == "xz":
-        import lzma
-
-        return lzma.open(path, "rb")
-    return None
-
 
 def _file_bytes(path: str | os.PathLike[str]) -> bytes:
     """The text of a TREC file, decompressed when its name ends in ``.gz``, ``.bz2`` or ``.xz``."""
-    f = _open_compressed(path)
+    f = open_compressed(path)
     if f is None:
         return Path(path).read_bytes()
     with f:
@@ -61,7 +40,7 @@ def read_lines(path: str | os.PathLike[str]) -> list[bytes]:
 
 def _read_padded(path: str | os.PathLike[str], progress: ProgressCallback | None) -> tuple[bytearray, int]:
     """:func:`_scan.read_padded` for plain and compressed files: the text plus ``PAD`` zero bytes, its offset."""
-    f = _open_compressed(path)
+    f = open_compressed(path)
     if f is None:
         return _scan.read_padded(os.fspath(path), progress)
     with f:

@@ -14,7 +14,7 @@ once at start. Other allocators (jemalloc, tcmalloc, macOS, Windows) see one all
 ``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_TRIM_THRESHOLD_``, when set, keep their values.
 
 Example:
-    >>> from torchrank.functional.allocator import warm_cpu_allocator
+    >>> from torchrank.allocator import warm_cpu_allocator
     >>> warm_cpu_allocator() in (True, False)  # False off glibc
     True
 """
