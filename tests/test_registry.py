@@ -118,9 +118,9 @@ def test_functions_and_classes_are_derived():
             assert (cls.plot_lower_bound, cls.plot_upper_bound) == spec.plot_bounds
     # besides the declared measures: the utilities, id-list input, corpus search, and per-query AUROC/GAUC (not
     # rank measures of the registry's Ranking: they count pairs, and GAUC weights queries)
-    utilities = {"MEASURES", "evaluate", "memory_budget", "parse_measure", "ids_to_dense", "top_k_ids",
-                 "catalogue_to_dense", "auroc", "gauc", "precision_recall_curve", "recall_at_fixed_precision",
-                 "search", "merge_top_k"}
+    utilities = {"MEASURES", "evaluate", "memory_budget", "current_memory_budget", "parse_measure", "ids_to_dense",
+                 "top_k_ids", "catalogue_to_dense", "auroc", "gauc", "precision_recall_curve",
+                 "recall_at_fixed_precision", "search", "merge_top_k"}
     assert not set(F.__all__) - utilities - {
         s.function.__name__ for s in F.MEASURES.values() if s.function is not None
     }

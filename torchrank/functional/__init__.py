@@ -11,7 +11,7 @@ Example:
     True
 """
 
-from torchrank.functional._chunking import memory_budget
+from torchrank.functional._chunking import current_memory_budget, memory_budget
 from torchrank.functional.corpus_search import merge_top_k, search
 from torchrank.functional.ids import catalogue_to_dense, ids_to_dense, top_k_ids
 from torchrank.functional.measures import evaluate, parse_measure
@@ -23,7 +23,8 @@ from torchrank.functional.registry import MEASURES, public_functions
 globals().update(public_functions())
 
 __all__ = [
-    "MEASURES", "auroc", "catalogue_to_dense", "evaluate", "gauc", "ids_to_dense", "memory_budget", "merge_top_k",
+    "MEASURES", "auroc", "catalogue_to_dense", "current_memory_budget", "evaluate", "gauc", "ids_to_dense",
+    "memory_budget", "merge_top_k",
     "parse_measure", "precision_recall_curve", "recall_at_fixed_precision", "search", "top_k_ids",
 ]
 __all__ += sorted(public_functions())

@@ -62,7 +62,17 @@ def memory_budget(num_bytes: int | None) -> Iterator[None]:
 
 
 @constant_when_compiled  # torch.compile reads the setting once, at tracing, as a constant
-def _budget() -> int | None:
+def current_memory_budget() -> int | None:
+    """The ``num_bytes`` of the innermost :func:`memory_budget` block in force, or None (the default budget).
+
+    Example:
+        >>> from torchrank.functional import current_memory_budget, memory_budget
+        >>> with memory_budget(2**20):
+        ...     current_memory_budget()
+        1048576
+        >>> current_memory_budget() is None
+        True
+    """
     return _BUDGET.get()
 
 
@@ -93,7 +103,7 @@ def query_chunks(preds: Tensor, tensors: dict[str, Tensor | None]) -> list[slice
     ideal = tensors.get("ideal_target")
     items = preds.shape[-1] + (0 if ideal is None else ideal.shape[-1])
     per_query = items * BYTES_PER_ITEM
-    budget = _budget()
+    budget = current_memory_budget()
     if budget is None:
         if num_queries * per_query <= _ALWAYS_FITS:
             return None  # spare the query of free memory (a read of /proc/meminfo) for small inputs

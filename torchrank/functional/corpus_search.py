@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as tnf
 from torch import Tensor
 
-from torchrank.functional._chunking import _budget
+from torchrank.functional._chunking import current_memory_budget
 from torchrank.functional._inputs import is_integer_tensor
 
 SIMILARITIES = ("dot", "cosine", "euclidean")
@@ -321,7 +321,7 @@ def _chunk_shape(num_queries: int, num_rows: int, k: int, score_bytes: int, chun
     per_score = score_bytes + _EXTRA_BYTES_PER_SCORE
     if chunk_size is not None:
         return chunk_size, num_queries
-    budget = _budget() or _DEFAULT_BLOCK_BYTES
+    budget = current_memory_budget() or _DEFAULT_BLOCK_BYTES
     rows = budget // (num_queries * per_score)
     if rows >= min(_MIN_CHUNK_ROWS, num_rows, k + 1):
         rows = min(rows, num_rows)

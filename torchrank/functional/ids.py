@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from torchrank.functional._chunking import _budget
+from torchrank.functional._chunking import current_memory_budget
 from torchrank.functional._inputs import is_integer_tensor, value_range
 from torchrank.functional.backends import uses_numpy
 
@@ -329,7 +329,7 @@ def top_k_ids(scores: Tensor, k: int, *, max_bytes: int | None = None) -> tuple[
         raise ValueError(f"Argument `scores` must be a [queries, items] float tensor, got {_describe(scores)}.")
     if isinstance(k, bool) or not isinstance(k, int) or not 0 < k <= scores.shape[1]:
         raise ValueError(f"Argument `k` must be an int in [1, {scores.shape[1]}] (the catalogue size), got {k!r}.")
-    budget = max_bytes or _budget() or _DEFAULT_TOPK_BUDGET
+    budget = max_bytes or current_memory_budget() or _DEFAULT_TOPK_BUDGET
     rows = max(1, budget // (_TOPK_BYTES_PER_SCORE * scores.shape[1]))
     parts = [chunk.topk(k, dim=1) for chunk in scores.split(rows)]
     return torch.cat([p.values for p in parts]), torch.cat([p.indices for p in parts])

@@ -31,7 +31,6 @@ from torchmetrics import Metric
 from torchmetrics.utilities.distributed import gather_all_tensors
 
 import torchrank.functional as F
-from torchrank.functional._chunking import _budget
 from torchrank.functional.backends import uses_numpy
 from torchrank.functional.checks import check_choice, is_integer_tensor
 from torchrank.functional.ids import first_occurrence
@@ -301,7 +300,7 @@ class CorpusRetrieval(KeepStateOnError, Metric):
 
     def _corpus_groups(self) -> Any:
         """The shard's blocks, consecutive small ones concatenated up to ``_GROUP_BYTES`` (or the memory budget)."""
-        limit = min(_GROUP_BYTES, _budget() or _GROUP_BYTES)
+        limit = min(_GROUP_BYTES, F.current_memory_budget() or _GROUP_BYTES)
         group: list[int] = []
         size = 0
         for j, block in enumerate(self._corpus):
