@@ -59,9 +59,19 @@ def device(request: pytest.FixtureRequest) -> str:
 def patch_engine(monkeypatch: pytest.MonkeyPatch, name: str, value: object) -> None:
     """Set a ranking-engine name (a tuning constant or a function to spy on) in every engine module that binds it:
     the numpy backend's modules import each other's names, so one module's binding alone may not be the one read."""
-    from torchrank.functional import _compact_keys, _numpy_keys, _numpy_order, _ranking, _tied_rows
+    from torchrank.functional import (
+        _compact_keys,
+        _descending,
+        _numpy_keys,
+        _numpy_order,
+        _ranked,
+        _ranking,
+        _tied_rows,
+        _torch_order,
+    )
 
-    modules = [m for m in (_ranking, _tied_rows, _numpy_keys, _compact_keys, _numpy_order) if hasattr(m, name)]
+    engine = (_ranking, _numpy_order, _compact_keys, _numpy_keys, _tied_rows, _torch_order, _ranked, _descending)
+    modules = [m for m in engine if hasattr(m, name)]
     assert modules, f"no engine module binds {name}"
     for module in modules:
         monkeypatch.setattr(module, name, value)

@@ -491,7 +491,7 @@ def test_a_ranking_and_its_rows_apart_are_freed_without_the_garbage_collector():
 def test_rows_any_equals_any(width, density, dtype):
     """``rows_any`` (a row maximum, or on short rows with few nonzero bytes the rows of those bytes) equals
     ``any(1)``: on contiguous rows and on the strided columns of a wider tensor, sparse and dense."""
-    from torchrank.functional._ranking import rows_any
+    from torchrank.functional._ranked import rows_any
 
     g = torch.Generator().manual_seed(width)
     wide = (torch.rand(300, width + 3, generator=g) < density).to(dtype)
@@ -535,7 +535,7 @@ def test_ideal_head_selection_equals_the_sort(dtype):
     and other heads (short rows, deep cut-offs, whole lists) sorted whole by them: each must equal the head of a
     descending sort, for rows with fewer positive labels than the cut-off and rows of zeros; labels with the sign bit
     set (negative, unvalidated, or -0.0) must take the float sort."""
-    from torchrank.functional._numpy_keys import descending_rows
+    from torchrank.functional._descending import descending_rows
 
     g = torch.Generator().manual_seed(5)
     labels = (torch.randint(0, 40, (30, 900), generator=g) / 4).to(dtype)

@@ -24,7 +24,7 @@ from torchrank.functional._numpy_keys import (
     _tied_neighbours,
     _write_label_halves,
 )
-from torchrank.functional._ranking import _ROW_BLOCK_ITEMS, Ranking, _ranks_every_judged_item, row_blocks, rows_any
+from torchrank.functional._ranked import _ROW_BLOCK_ITEMS, Ranking, _ranks_every_judged_item, row_blocks, rows_any
 from torchrank.functional._tied_rows import _MAX_TIED_SHARE, _select_rows, _set_rows_apart
 
 # labels of at most this many bits (0 .. 15) ride in the low bits of 32-bit keys (:func:`_compact_key_ranking`)

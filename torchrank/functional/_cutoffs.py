@@ -1,4 +1,4 @@
-"""Cut-offs: where the measures read a :class:`~torchrank.functional._ranking.Ranking`'s per-position quantities.
+"""Cut-offs: where the measures read a :class:`~torchrank.functional._ranked.Ranking`'s per-position quantities.
 
 A measure at cut-offs ``ks`` (ints, or None for the whole list) builds a per-position quantity ``[Q, N]``, usually a
 running sum, and reads it at each cut-off: :func:`cutoff_index` gives the positions (cached on the ranking, shared
@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 if TYPE_CHECKING:
-    from torchrank.functional._ranking import Ranking
+    from torchrank.functional._ranked import Ranking
 
 
 def cutoff_index(ranking: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:

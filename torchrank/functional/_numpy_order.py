@@ -16,10 +16,10 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._compact_keys import _compact_key_ranking
+from torchrank.functional._descending import _cpu_topk_is_partial
 from torchrank.functional._inputs import RankingInput
 from torchrank.functional._numpy_keys import (
     _LABEL_FLIP,
-    _cpu_topk_is_partial,
     _gather_scores,
     _key_ranking,
     _negated_scores,
@@ -32,8 +32,9 @@ from torchrank.functional._numpy_keys import (
     _tied_neighbours,
     _write_label_halves,
 )
-from torchrank.functional._ranking import Ranking, _gather_ranking, rank, rows_any
+from torchrank.functional._ranked import Ranking, _gather_ranking, rows_any
 from torchrank.functional._tied_rows import _MAX_TIED_SHARE, _select_rows, _set_rows_apart
+from torchrank.functional._torch_order import _sorted_ranking
 
 
 def _rank_tied_rows_apart(
@@ -70,7 +71,7 @@ def _rank_tied_rows_apart(
             # whole rows in descending order, padding last: every tie group is already contiguous, and "average"
             # averages each group whatever order it holds, so these rows need no sort of their own
             return _gather_ranking(_select_rows(inputs, tied), order[tied], ties, relevance_threshold)
-        return rank(_select_rows(inputs, tied), ties=ties, relevance_threshold=relevance_threshold)
+        return _sorted_ranking(_select_rows(inputs, tied), ties, relevance_threshold)  # rank's route for them
 
     _set_rows_apart(ranking, rows, pairs[rows], ties, exact)
     return ranking

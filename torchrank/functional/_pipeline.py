@@ -29,7 +29,8 @@ from torchrank.functional._inputs import (
     working_dtype,
 )
 from torchrank.functional._keywords import with_keyword_hints
-from torchrank.functional._ranking import Ranking, apply_measure, rank
+from torchrank.functional._ranked import Ranking
+from torchrank.functional._ranking import apply_measure, rank
 from torchrank.functional.backends import backend_for
 
 Measure = Callable[..., tuple[Tensor, Tensor]]

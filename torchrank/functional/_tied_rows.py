@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._inputs import RankingInput
-from torchrank.functional._ranking import Ranking
+from torchrank.functional._ranked import Ranking
 
 # a tie order is worked out separately for at most this share of the rows; past it, for the whole batch
 _MAX_TIED_SHARE = 0.5

@@ -13,7 +13,7 @@ from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index, sum_to_cutoffs
 from torchrank.functional._pipeline import run_measure, with_common_args
-from torchrank.functional._ranking import Ranking
+from torchrank.functional._ranked import Ranking
 from torchrank.functional.checks import check_choice
 
 #: What AP@k divides by: ``"relevant"``, all R relevant items of the query (trec_eval ``map_cut``, ranx); ``"found"``,

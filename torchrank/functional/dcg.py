@@ -16,7 +16,7 @@ from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index, fixed_cutoffs
 from torchrank.functional._pipeline import run_measure, with_common_args
-from torchrank.functional._ranking import Ranking, rows_any
+from torchrank.functional._ranked import Ranking, rows_any
 from torchrank.functional.core import (
     Discount,
     Gain,

@@ -22,7 +22,7 @@ from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
 from torchrank.functional._pipeline import deepest, run_measure, with_common_args
-from torchrank.functional._ranking import Ranking, exclusive_cumprod
+from torchrank.functional._ranked import Ranking, exclusive_cumprod
 from torchrank.functional.checks import check_max_label
 from torchrank.functional.core import Transform, check_transform, stop_probabilities
 

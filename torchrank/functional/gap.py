@@ -31,7 +31,7 @@ from torch import Tensor
 
 from torchrank.functional._cutoffs import cutoff_index, sum_to_cutoffs
 from torchrank.functional._pipeline import run_measure, with_common_args
-from torchrank.functional._ranking import Ranking
+from torchrank.functional._ranked import Ranking
 
 Probabilities = tuple[float, ...]
 

@@ -16,7 +16,7 @@ from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
 from torchrank.functional._pipeline import run_measure, with_common_args
-from torchrank.functional._ranking import Ranking
+from torchrank.functional._ranked import Ranking
 from torchrank.functional.per_query_auc import _descending_order
 from torchrank.functional.trec_extra import _judged, _none, _refuse_tie_average, _relative_precision
 

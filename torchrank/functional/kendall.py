@@ -16,7 +16,7 @@ from torch import Tensor
 
 from torchrank.functional._inputs import RankingInput, format_inputs, working_dtype
 from torchrank.functional._pipeline import check_options, finalize, with_common_args
-from torchrank.functional._ranking import row_blocks
+from torchrank.functional._ranked import row_blocks
 
 _PAIR_BUDGET = 1 << 24  # pair comparisons per chunk of queries: bounds memory at O(Q N) + O(budget)
 

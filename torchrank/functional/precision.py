@@ -13,7 +13,7 @@ from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
 from torchrank.functional._pipeline import run_measure, with_common_args
-from torchrank.functional._ranking import Ranking
+from torchrank.functional._ranked import Ranking
 
 
 def _precision_options(*, adaptive_k: bool) -> dict[str, object]:

@@ -19,7 +19,7 @@ from torch import Tensor
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
 from torchrank.functional._inputs import is_integer_tensor, judged_count_problems
 from torchrank.functional._pipeline import run_measure, with_common_args
-from torchrank.functional._ranking import Ranking
+from torchrank.functional._ranked import Ranking
 
 __all__ = ["bpref"]
 

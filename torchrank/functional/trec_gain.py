@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from torchrank.functional._ranking import Ranking
+from torchrank.functional._ranked import Ranking
 from torchrank.functional.trec_extra import _refuse_tie_average
 
 __all__: list[str] = []

@@ -1,0 +1,456 @@
+"""The :class:`Ranking`: labels of each list in rank order, and the quantities the metrics share.
+
+Built by :func:`~torchrank.functional._ranking.rank` (and by the numpy backend's routes, which build on this module
+as :func:`_gather_ranking` does): everything here is below every ordering route, so each imports it and it imports
+none. The ties' semantics and the closed forms are in :mod:`torchrank.functional._ranking`'s docstring.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from torchrank.functional._descending import descending_rows
+from torchrank.functional._inputs import RankingInput, read_by_blocks, working_dtype
+from torchrank.functional.backends import uses_numpy
+from torchrank.functional.core import gain_values, top_of_scale
+
+if TYPE_CHECKING:
+    from torchrank.functional._tied_rows import RowsApart
+
+T = TypeVar("T")
+
+
+def _cached(compute: Callable[[Any], T]) -> T:
+    """A property computed on first read and kept in the instance's ``__dict__``: ``functools.cached_property``
+    without its lock (a context manager torch.compile cannot trace), for the Ranking, which one thread builds and
+    reads."""
+    name = compute.__name__
+
+    def read(self: Any) -> T:
+        if name not in self.__dict__:
+            self.__dict__[name] = compute(self)
+        return self.__dict__[name]
+
+    read.__doc__ = compute.__doc__
+    return property(read)  # type: ignore[return-value]
+
+Gain = str | Callable[[Tensor], Tensor]
+Discount = str | Callable[[Tensor], Tensor]
+
+
+def _gather_ranking(
+    inputs: RankingInput,
+    order: Tensor | int,
+    ties: str,
+    relevance_threshold: float,
+    scores: Tensor | Callable[[], Tensor] | None = None,
+) -> Ranking:
+    """The :class:`Ranking` of ``inputs`` in ``order``: ``[Q, <=N]`` indices into each row, or a width, the first
+    positions of rows already in rank order (:func:`_in_rank_order`: nothing to gather); ``scores``: the scores in
+    that order when already gathered, or a function gathering them when first read."""
+    width = order if isinstance(order, int) else order.shape[1]
+
+    def take(x: Tensor) -> Tensor:
+        return _leading(x, width) if isinstance(order, int) else x.gather(1, order)
+
+    return Ranking(
+        scores=take(inputs.preds) if scores is None else scores,
+        labels=_ranked_labels(inputs.target, order, working_dtype(inputs.preds)),
+        valid=take(inputs.mask) if inputs.padded else _leading(inputs.mask, width),  # all True
+        ideal_labels=inputs.ideal_target,
+        judged=None if inputs.judged is None else take(inputs.judged),
+        ties=ties,
+        relevance_threshold=relevance_threshold,
+        all_valid=not inputs.padded,
+        ranks_every_judged_item=_ranks_every_judged_item(inputs, width),
+    )
+
+
+def _leading(x: Tensor, width: int) -> Tensor:
+    """The first ``width`` columns of ``x`` (``x`` itself when that is all of them: no view to make)."""
+    return x if x.shape[1] == width else x[:, :width]
+
+
+def _ranks_every_judged_item(inputs: RankingInput, width: int) -> bool:
+    """Whether a ranking of ``width`` positions holds every judged item of each row: no separate ideal labels,
+    no cut-off (:attr:`Ranking.ranks_every_judged_item`)."""
+    return inputs.ideal_target is inputs.target and width == inputs.target.shape[1]
+
+
+def _ranked_labels(target: Tensor, order: Tensor | int, dtype: torch.dtype) -> Tensor:
+    """The labels of each row in ``order`` ``[Q, <=N]`` (or the first ``order`` of rows in rank order), in ``dtype``.
+
+    Labels kept in the caller's dtype (large CPU batches) are gathered, then converted, when few positions are
+    read; when most are, each block of rows is converted, then gathered into the output: no whole-batch
+    temporary (nor a gather of 8-byte labels) to page in.
+    """
+    if isinstance(order, int):
+        return _leading(target, order).to(dtype).contiguous()
+    if target.dtype == dtype:
+        return target.gather(1, order)
+    q, n = target.shape
+    if order.shape[1] * 4 <= n:
+        return target.gather(1, order).to(dtype)
+    out = torch.empty(order.shape, dtype=dtype, device=order.device)
+    for block in row_blocks(q, n, _ROW_BLOCK_ITEMS):
+        torch.gather(target[block].to(dtype), 1, order[block], out=out[block])
+    return out
+
+
+def row_blocks(num_rows: int, row_items: int, block_items: int) -> list[slice]:
+    """Slices of ``num_rows`` rows of ``row_items`` items each, of about ``block_items`` items (one row at least)."""
+    rows = max(1, block_items // max(row_items, 1))
+    return [slice(start, min(start + rows, num_rows)) for start in range(0, num_rows, rows)]
+# items per block of rows where CPU work goes by blocks (sort keys' high halves; labels, ideal labels of a large
+# batch: read_by_blocks): each block's work is a few cheap passes, and a block's temporaries stay in cache
+_ROW_BLOCK_ITEMS = 2**16
+
+
+def _compare(op: Callable[..., Tensor], x: Tensor, other: Tensor | float, dtype: torch.dtype) -> Tensor:
+    """``op(x, other)`` (a comparison) as 0/1 in ``dtype``: written straight into a ``dtype`` tensor, faster on CPU
+    than torch's bool output (and than converting it; benchmarks/notes/code_comment_timings.md)."""
+    return op(x, other, out=torch.empty(x.shape, dtype=dtype, device=x.device))
+
+
+class Ranking:
+    """Labels of each query in rank order, and the quantities metrics share, computed once on demand.
+
+    Shapes: ``Q`` queries, ``N`` ranked positions, ``M`` judged (ideal) labels.
+    """
+
+    def __init__(
+        self,
+        scores: Tensor | Callable[[], Tensor],
+        labels: Tensor,
+        valid: Tensor,
+        ideal_labels: Tensor,
+        ties: str,
+        relevance_threshold: float,
+        judged: Tensor | None = None,
+        all_valid: bool = False,
+        ranks_every_judged_item: bool = False,
+    ) -> None:
+        self._scores = scores
+        self.labels = labels  # [Q, N], 0 at padding
+        self.valid = valid  # [Q, N] bool
+        self.ideal_labels = ideal_labels  # [Q, M], unsorted, 0 at padding, any real dtype (see per_ideal_row)
+        self.judged = judged  # [Q, N] bool or None (every item judged)
+        self.all_valid = all_valid  # no padding: every position of `valid` is True
+        # the judged items are exactly the ranked ones (no separate ideal labels, no cut-off): a row's counts are R
+        self.ranks_every_judged_item = ranks_every_judged_item
+        self.ties = ties
+        self.relevance_threshold = relevance_threshold
+        self.dtype = labels.dtype
+        self.num_queries, self.list_size = labels.shape
+        self.cutoffs: dict[tuple[int | None, ...], tuple[Tensor, Tensor]] = {}  # see _cutoffs.cutoff_index
+        # queries whose tie order matters, with a ranking of their own that gives their values (see apply_measure)
+        self.apart: list[RowsApart] = []
+        # one of the orders of ties="average" rows whose values are averaged over each (see _other_tie_orders):
+        # ranked as "first", but a measure with no tie-averaged form must refuse it as it refuses averaged ties
+        self.averaged_over_orders = False
+
+    def apart_for(self, ks: Sequence[int | None]) -> list[RowsApart]:
+        """The :attr:`apart` rows whose ties a measure cut at ``ks`` reads: not those where every cut-off stops
+        before each row's first tie (a group across a cut-off ties the positions either side of it), as this
+        ranking's values are then already exact there."""
+        return [a for a in self.apart if None in ks or max(ks) > a.first_tie]
+
+    # ---------------------------------------------------------------- basic per-query quantities
+    @_cached
+    def scores(self) -> Tensor:
+        """Scores in rank order ``[Q, N]``, or keys that order and tie as they do: read only to find tie groups
+        (so gathered on first use)."""
+        return self._scores() if callable(self._scores) else self._scores
+
+    @_cached
+    def positions(self) -> Tensor:
+        """1-based ranks ``[N]``."""
+        return torch.arange(1, self.list_size + 1, device=self.labels.device, dtype=self.dtype)
+
+    @_cached
+    def num_valid(self) -> Tensor:
+        """Number of ranked (real) items per query ``[Q]``."""
+        if self.all_valid:
+            return torch.full((self.num_queries,), self.list_size, dtype=self.dtype, device=self.labels.device)
+        # int32 sums of bools: faster (benchmarks/notes/code_comment_timings.md)
+        return self.valid.sum(1, dtype=torch.int32).to(self.dtype)
+
+    @_cached
+    def relevant(self) -> Tensor:
+        """Binary relevance in rank order ``[Q, N]`` (``label >= relevance_threshold``)."""
+        # padding holds label 0 and the threshold is > 0: no need to mask it
+        return _compare(torch.ge, self.labels, self.relevance_threshold, self.dtype)
+
+    @_cached
+    def num_relevant(self) -> Tensor:
+        """``R``: relevant judged items per query, retrieved or not ``[Q]``."""
+        exact = self.dtype == torch.float64 or self.ideal_labels.shape[1] < 2**24  # every partial sum is an integer
+        if exact and self.ranks_every_judged_item and self.list_size > 0:
+            return self.relevant_count[:, -1]  # the running count the binary measures read anyway, at its end
+        threshold = self.relevance_threshold
+
+        def count(labels: Tensor) -> Tensor:
+            relevant = _compare(torch.ge, labels, threshold, labels.dtype)
+            return relevant.sum(1) if exact else relevant.sum(1, dtype=torch.float64).to(labels.dtype)
+
+        return self.per_ideal_row(count)
+
+    @_cached
+    def no_relevant(self) -> Tensor:
+        """Queries with no judged item at or above the relevance threshold ``[Q]`` bool (binary measures)."""
+        return self.num_relevant == 0
+
+    @_cached
+    def _ideal_labels_in_dtype(self) -> Tensor:
+        return self.ideal_labels if self.ideal_labels.dtype == self.dtype else self.ideal_labels.to(self.dtype)
+
+    def per_ideal_row(self, fn: Callable[[Tensor], Tensor]) -> Tensor:
+        """``fn`` of the ideal labels in the working dtype, one row of output per query ``[Q, ...]``.
+
+        Large CPU batches go by blocks of rows: a temporary of a whole 10M-item batch is page-faulted in afresh
+        on every call (longer than the work itself), while a block's are reused by the allocator.
+        """
+        if not read_by_blocks(self.ideal_labels):
+            return fn(self._ideal_labels_in_dtype)
+        blocks = row_blocks(*self.ideal_labels.shape, _ROW_BLOCK_ITEMS)
+        return torch.cat([fn(self.ideal_labels[rows].to(self.dtype)) for rows in blocks])
+
+    @_cached
+    def has_positive_label(self) -> Tensor:
+        """Queries with a judged label > 0 ``[Q]`` bool (graded measures)."""
+        return self.per_ideal_row(lambda labels: labels.amax(1) > 0)
+
+    def top_label(self, max_label: float | None) -> Tensor:
+        """Top of the label scale (:func:`~torchrank.functional.core.top_of_scale`): ``max_label``, or each query's
+        largest judged label ``[Q, 1]``."""
+        if max_label is not None:
+            return top_of_scale(self.labels, max_label=max_label)
+        top = torch.maximum(self.ideal_labels.amax(1, keepdim=True).to(self.dtype), self.labels.amax(1, keepdim=True))
+        return top_of_scale(top)
+
+    # ---------------------------------------------------------------- tie groups
+    @property
+    def tie_groups(self) -> tuple[Tensor, Tensor, Tensor]:
+        """Tie group of each position: ``(group_id, start, size)``, each ``[Q, N]`` (int64 ids and starts, sizes in the
+        working dtype).
+
+        ``group_id`` numbers the groups of a row from 0, ``start`` is the 0-based position where the
+        position's group begins and ``size`` its number of items. Padding forms its own group.
+        """
+        return self._group_ids[1], self._group_starts, self._group_sizes
+
+    @_cached
+    def _group_ids(self) -> tuple[Tensor, Tensor]:
+        """Where each tie group begins ``[Q, N]`` bool (but the first position: False, so that the running count of
+        boundaries numbers the groups from 0), and each position's group number ``[Q, N]`` int64."""
+        new_group = self.scores[:, 1:] != self.scores[:, :-1]  # a position not in the group of the one above
+        if not self.all_valid:  # padding (always last) is a group of its own
+            new_group |= self.valid[:, 1:] != self.valid[:, :-1]
+        boundary = torch.nn.functional.pad(new_group, (1, 0), value=False)
+        return boundary, torch.cumsum(boundary, 1)
+
+    @_cached
+    def _group_sizes(self) -> Tensor:
+        """The number of items of each position's tie group ``[Q, N]``, in the working dtype (whole numbers, exact
+        below 2^24 in float32; half the memory of int64, and the closed forms divide by it as a float)."""
+        group_id = self._group_ids[1]
+        ones = torch.ones(group_id.shape, dtype=self.dtype, device=group_id.device)
+        return torch.zeros_like(ones).scatter_add_(1, group_id, ones).gather(1, group_id)
+
+    @_cached
+    def _group_starts(self) -> Tensor:
+        """The 0-based position where each position's tie group begins ``[Q, N]`` int64: the last boundary at or
+        above it, 0 for the first group (only the closed forms of AP, RR and ERR read it, not the group means)."""
+        boundary = self._group_ids[0]
+        return torch.cummax(torch.where(boundary, _indices(self.list_size, self.labels.device), 0), 1).values
+
+    @_cached
+    def averages_ties(self) -> bool:
+        """Whether tie groups need averaging: ``ties="average"`` and a tie exists (or, off CPU, may exist:
+        finding out would synchronise the device)."""
+        if self.ties != "average":
+            return False
+        # the device backends never read the host: closed forms for every row
+        return not uses_numpy(self.labels) or self.holds_tie
+
+    @_cached
+    def holds_tie(self) -> bool:
+        """Whether two real items of a row have equal scores: one host read, which off CPU only a measure with no
+        tie-averaged form makes (its refusal must not depend on the backend)."""
+        tied = (self.scores[:, 1:] == self.scores[:, :-1]) & self.valid[:, 1:] & self.valid[:, :-1]
+        return bool(tied.any())
+
+    def group_sum(self, values: Tensor) -> Tensor:
+        """Sum of ``values`` over each position's tie group, broadcast back to positions ``[Q, N]``."""
+        group_id = self._group_ids[1]
+        sums = torch.zeros_like(values).scatter_add_(1, group_id, values)
+        return sums.gather(1, group_id)
+
+    def expected(self, values: Tensor) -> Tensor:
+        """Expected per-position value under random order of tie groups (the group mean), or ``values``."""
+        if not self.averages_ties:
+            return values
+        if uses_numpy(values):  # CPU: the group sums over the cached sizes (scatter_reduce's mean is slower there)
+            return self.group_sum(values) / self._group_sizes
+        group_id = self._group_ids[1]  # the device backends: the group means in one scatter, fewer launches
+        means = torch.zeros_like(values).scatter_reduce_(1, group_id, values, reduce="mean", include_self=False)
+        return means.gather(1, group_id)
+
+    # ---------------------------------------------------------------- shared cumulative quantities
+    @_cached
+    def hits(self) -> Tensor:
+        """Expected number of relevant items in the top i, ``[Q, N]``."""
+        return torch.cumsum(self.expected_relevant, 1) if self.averages_ties else self.relevant_count
+
+    @_cached
+    def expected_relevant(self) -> Tensor:
+        """Probability that each position holds a relevant item ``[Q, N]``."""
+        return self.expected(self.relevant)
+
+    @_cached
+    def relevant_count(self) -> Tensor:
+        """Relevant items in the top i in this order (ties as sorted) ``[Q, N]``."""
+        if self.labels.device.type == "cpu" and self.list_size < 2**31:
+            # counted in int32, then converted: the same integers (float sums of 0/1 are exact below 2 ** 24), but a
+            # CPU cumulative sum waits on each add, and an integer add takes a third of a float add's time
+            return torch.cumsum(self.relevant, 1, dtype=torch.int32).to(self.dtype)
+        return torch.cumsum(self.relevant, 1)
+
+    @_cached
+    def relevant_before(self) -> Tensor:
+        """Relevant items above each position in this order ``[Q, N]``."""
+        return self.relevant_count - self.relevant
+
+    @_cached
+    def reciprocal_positions(self) -> Tensor:
+        """``1 / i`` for the 1-based ranks ``[N]``."""
+        return self.positions.reciprocal()
+
+    @_cached
+    def tie_group_stats(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Per position: group size m, relevant items r in the group, relevant items before the group,
+        and the 0-based offset inside the group (all floating ``[Q, N]``)."""
+        _, start, size = self.tie_groups
+        offset = self.positions.unsqueeze(0) - 1 - start.to(self.dtype)
+        return size, self.group_sum(self.relevant), self.relevant_before.gather(1, start), offset
+
+    @_cached
+    def relevant_times_count(self) -> Tensor:
+        """``E[rel_i * c_i]`` ``[Q, N]``, with ``c_i`` the relevant items in the top i (AP, MAR).
+
+        With random order inside a group of size m holding r relevant items and C relevant before it,
+        position j (1-based within the group) is relevant with probability r/m and, given that, each of
+        the j-1 group positions above it is relevant with probability (r-1)/(m-1):
+        ``E = r/m * (C + 1 + (j-1)(r-1)/(m-1))`` (McSherry and Najork, 2008).
+        """
+        if not self.averages_ties:
+            return self.relevant * self.relevant_count
+        return _expected_times_count(*self.tie_group_stats)
+
+    def times_count(self, relevant: Tensor) -> Tensor:
+        """:attr:`relevant_times_count` for another binary relevance ``relevant`` ``[Q, N]`` in this rank order (GAP's
+        grades): ``E[rel_i * c_i]``, ``c_i`` its count in the top i."""
+        count = torch.cumsum(relevant, 1)
+        if not self.averages_ties:
+            return relevant * count
+        _, start, size = self.tie_groups
+        offset = self.positions.unsqueeze(0) - 1 - start.to(self.dtype)
+        return _expected_times_count(size, self.group_sum(relevant), (count - relevant).gather(1, start), offset)
+
+    @_cached
+    def first_relevant_position(self) -> Tensor:
+        """1-based rank of the first relevant item in this order, ``inf`` where there is none ``[Q]``."""
+        # one plus the positions above it, where no relevant item is yet: the relevant counts (shared with AP, P
+        # and R) never decrease along a row, so a binary search for the first count above 0 finds it
+        half = torch.full((self.num_queries, 1), 0.5, dtype=self.dtype, device=self.labels.device)
+        before = torch.searchsorted(self.relevant_count, half).squeeze(1)
+        return torch.where(before < self.list_size, (before + 1).to(self.dtype), float("inf"))
+
+    @_cached
+    def first_relevant_probability(self) -> Tensor:
+        """``P(first relevant item at position i)`` ``[Q, N]`` (RR, hit rate, FRP).
+
+        Only the first tie group holding a relevant item can hold the first one. For position j of that
+        group (size m, r relevant): ``P = prod_{t<j-1} (m-r-t)/(m-t) * r/(m-j+1)``: the j-1 positions above
+        are non-relevant, then a relevant one. Earlier groups hold no relevant item, so a running product of
+        the per-position factors along the row (factor 1 in those groups) gives the first term.
+        """
+        if not self.averages_ties:
+            return self.relevant * (self.relevant_before == 0).to(self.dtype)
+        m, r, prior, t = self.tie_group_stats
+        first_group = (prior == 0) & (r > 0)
+        none_above = ((m - r - t) / (m - t)).clamp_min(0)  # P(position is non-relevant | none above is)
+        factor = torch.where(first_group, none_above, torch.ones_like(none_above))
+        survive = exclusive_cumprod(factor)
+        return torch.where(first_group, survive * r / (m - t), torch.zeros_like(m))
+
+    # ---------------------------------------------------------------- gains and discounts
+    def gains(self, gain: Gain, labels: Tensor | None = None) -> Tensor:
+        """``gain(label)`` for ``labels`` (default: the ranked labels), 0 at padding."""
+        if labels is None:
+            labels = self.labels
+        elif labels.dtype != self.dtype:  # ideal labels of large batches come in the caller's dtype
+            labels = labels.to(self.dtype)
+        return gain_values(labels, gain)  # the formula is the core's, shared with the losses
+
+    def ideal_gains(self, gain: Gain, depth: int | None = None) -> Tensor:
+        """Gains of the judged items sorted descending, the top ``depth`` of them (all for None) ``[Q, <=M]``; a
+        callable's negative gains count 0 there (the ideal ranking gains nothing from them: trec_eval's ideal DCG)."""
+        if callable(gain):  # any map: the gains first, then their order
+            return descending_rows(self.gains(gain, self.ideal_labels).clamp_min(0), depth)
+        # the linear and exponential gains never decrease with the label: sort the labels, map the top ones
+        return self.gains(gain, self.per_ideal_row(lambda labels: descending_rows(labels, depth)))
+
+
+def rows_any(x: Tensor) -> Tensor:
+    """``x.any(1)`` for a bool (or 0/1 byte) ``[Q, N]``, as the byte maximum: faster on CPU, where numpy's maximum
+    is faster again than torch's (benchmarks/notes/code_comment_timings.md); and on short CPU rows holding few
+    nonzero bytes (the ties of a batch), the rows of those bytes: numpy reduces each row at a fixed cost.
+
+    Example:
+        >>> import torch
+        >>> rows_any(torch.tensor([[0, 1], [0, 0]], dtype=torch.uint8))
+        tensor([ True, False])
+    """
+    q, n = x.shape
+    if n == 0:
+        return torch.zeros(q, dtype=torch.bool, device=x.device)
+    if not uses_numpy(x):
+        return x.view(torch.uint8).amax(1).bool()
+    flags = x.view(torch.bool).numpy()
+    if n < _SHORT_ROW_ITEMS and np.count_nonzero(flags) <= q:
+        held = np.zeros(q, bool)
+        held[np.flatnonzero(flags) // n] = True  # numpy finds nonzero bools (not bytes) fast
+        return torch.from_numpy(held)
+    return torch.from_numpy(flags.view(np.uint8).max(axis=1)).view(torch.bool)
+
+
+# rows shorter than this are "short" to rows_any, where finding the rows of a few nonzero bytes pays against numpy's
+# row maximum (measured on 100,000 x 20, 10,000 x 100 and 1,000 x 1,000: benchmarks/notes/code_comment_timings.md)
+_SHORT_ROW_ITEMS = 256
+
+
+def _expected_times_count(m: Tensor, r: Tensor, prior: Tensor, offset: Tensor) -> Tensor:
+    """``E[rel * count]`` at each position of a tie group in random order: group size ``m`` holding ``r`` relevant
+    items, ``prior`` relevant before it, ``offset`` the 0-based place in the group (McSherry and Najork, 2008)."""
+    within = torch.where(m > 1, offset * (r - 1) / (m - 1).clamp_min(1), 0)
+    return r / m * (prior + 1 + within)
+
+
+def exclusive_cumprod(x: Tensor) -> Tensor:
+    """Product of the values before each position of a row (1 at the first) ``[Q, N]``."""
+    out = torch.ones_like(x)
+    out[:, 1:] = torch.cumprod(x[:, :-1], 1)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _indices(n: int, device: torch.device) -> Tensor:
+    """``0 .. n - 1`` as int64 ``[n]`` (cached: read, never written)."""
+    return torch.arange(n, device=device)
