@@ -9,90 +9,24 @@ backend (group means for the gains and the hits, McSherry and Najork's expectati
 the lists that hold a tie. The result equals the torch backend's (the test suite runs both under
 ``TRITON_INTERPRET=1`` on CPU).
 
-:func:`fused_columns` says whether a request is covered; what is not (other measures or options, float64 scores,
-flat input, lists past :data:`~torchrank.functional.backends.TRITON_MAX_ITEMS`) runs on the torch backend.
+:func:`~torchrank.functional._fused_columns.fused_columns` says whether a request is covered (the measure modules
+declare what the kernel computes there); what is not (other measures or options, float64 scores, flat input, lists
+past :data:`~torchrank.functional.backends.TRITON_MAX_ITEMS`) runs on the torch backend.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
-from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
+from torchrank.functional._fused_columns import AP, DCG, DCG_EXP, ERR, FRP, NDCG, NDCG_EXP, RBP, RR, SUCCESS, Column
 from torchrank.functional.backends import TRITON_MAX_ITEMS
 
-# what a column of the kernel's output holds (the kernel's constexpr codes, four bits each)
-PRECISION, RECALL, F1, SUCCESS, AP, RR, DCG, DCG_EXP, NDCG, NDCG_EXP, ERR, RPREC, FRP, MEAN_RANK, RBP = range(15)
-# the columns whose empty query is one without a relevant item (binary); the others': no positive label (graded)
-BINARY_CODES = (PRECISION, RECALL, F1, SUCCESS, AP, RR, RPREC, FRP, MEAN_RANK)
 TIE_CODES = {"first": 0, "average": 1, "optimistic": 2, "pessimistic": 3}
 SCORE_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 _FILL = {"neg": 0.0, "pos": 1.0, "skip": float("nan")}
-
-
-class Column(NamedTuple):
-    """One output column: a measure code, its cut-off (0: the whole list) and, for RBP, the persistence and the top
-    of the label scale (0: each query's largest label)."""
-
-    code: int
-    k: int
-    p: float = 0.0
-    top: float = 0.0
-
-
-def fused_columns(measure: object, ks: Sequence[int | None], params: dict) -> list[Column] | None:
-    """The kernel's columns for ``measure`` (a kernel of :mod:`torchrank.functional`) at cut-offs ``ks`` with
-    ``params``; None where the fused kernel does not compute it."""
-    code = _code_of(measure, params)
-    if code is None:
-        return None
-    p, top = (float(params["p"]), float(params["max_label"] or 0.0)) if code == RBP else (0.0, 0.0)
-    return [Column(code, 0 if k is None else k, p, top) for k in ks]
-
-
-def _code_of(measure: object, params: dict) -> int | None:
-    from torchrank.functional.average_precision import _average_precision
-    from torchrank.functional.dcg import _dcg, _ndcg
-    from torchrank.functional.err import _err
-    from torchrank.functional.first_relevant import (
-        _first_relevant_position,
-        _hit_rate,
-        _mean_rank,
-        _reciprocal_rank,
-    )
-    from torchrank.functional.precision import _f1, _precision, _r_precision, _recall
-    from torchrank.functional.rbp import _rbp
-
-    simple = {
-        _precision: PRECISION, _recall: RECALL, _f1: F1, _hit_rate: SUCCESS, _average_precision: AP,
-        _reciprocal_rank: RR, _r_precision: RPREC, _first_relevant_position: FRP, _mean_rank: MEAN_RANK,
-    }
-    if measure in simple:
-        return simple[measure] if not params else None
-    if measure is _rbp:  # the residual reads judgments, which the kernel does not take
-        return RBP if not params["residual"] else None
-    if measure in (_dcg, _ndcg):
-        weights, gain = params.get("weights"), params.get("gain")
-        if set(params) != {"gain", "weights"} or gain not in ("linear", "exponential") or not _log2(weights):
-            return None
-        exponential = gain == "exponential"
-        if measure is _dcg:
-            return DCG_EXP if exponential else DCG
-        return NDCG_EXP if exponential else NDCG
-    if measure is _err and params == {"transform": "exponential", "max_label": None}:
-        return ERR
-    return None
-
-
-def _log2(weights: object) -> bool:
-    """Whether ``weights`` are the default discount, ``1 / log2(i + 1)``."""
-    from torchrank.functional.dcg import _named_weights
-
-    named = isinstance(weights, functools.partial) and weights.func is _named_weights
-    return named and weights.args == ("log", 2.0, 1.0)
 
 
 def fits(preds: Tensor, target: Tensor, ideal_target: Tensor | None) -> bool:

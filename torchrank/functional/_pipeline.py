@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._chunking import evaluate_in_chunks, reduce_queries
+from torchrank.functional._fused_columns import ERR, fused_columns
 from torchrank.functional._inputs import (
     EMPTY_TARGET_ACTIONS,
     REDUCTIONS,
@@ -31,7 +32,7 @@ from torchrank.functional._inputs import (
 from torchrank.functional._keywords import with_keyword_hints
 from torchrank.functional._ranked import Ranking
 from torchrank.functional._ranking import apply_measure, rank
-from torchrank.functional.backends import backend_for
+from torchrank.functional.backends import backend_for, use_backend
 
 Measure = Callable[..., tuple[Tensor, Tensor]]
 
@@ -274,7 +275,7 @@ def fused_per_query(
     """Per-query values ``[..., K]`` of ``requests`` (``(measure, cut-offs, params)``, columns in that order), empty
     queries filled, from the triton backend's fused kernel; None where it does not run (another backend, flat
     input, a measure, option or input it does not cover): the caller then ranks as usual."""
-    from torchrank.functional import _fused
+    from torchrank.functional import _fused  # here, not above: it imports triton, which `import torchrank` does not
 
     if indexes is not None or judged is not None or not isinstance(preds, Tensor) or not isinstance(target, Tensor):
         return None
@@ -282,7 +283,7 @@ def fused_per_query(
         return None
     columns = []
     for measure, ks, params in requests:
-        found = _fused.fused_columns(measure, ks, params)
+        found = fused_columns(measure, ks, params)
         if found is None:
             return None
         columns += found
@@ -336,9 +337,6 @@ def _err_of_mixed_ties(
 ) -> Tensor:
     """``values`` with the ERR columns of the ``mixed`` rows computed by the torch backend under ``"average"``: one
     host read (which rows), the documented exception to the device backends' no-read rule."""
-    from torchrank.functional import _fused
-    from torchrank.functional.backends import use_backend
-
     rows = mixed.nonzero().squeeze(1)
     if rows.numel() == 0:
         return values
@@ -348,7 +346,7 @@ def _err_of_mixed_ties(
     column = 0
     for measure, ks, params in requests:
         width = len(ks)
-        if _fused.fused_columns(measure, ks, params)[0].code == _fused.ERR:
+        if fused_columns(measure, ks, params)[0].code == ERR:
             with use_backend("torch"):
                 inputs, ranking = prepare(
                     preds.reshape(-1, n)[rows], target.reshape(-1, n)[rows], indexes=None, mask=sub_mask,

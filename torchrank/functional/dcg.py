@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index, fixed_cutoffs
+from torchrank.functional._fused_columns import DCG, DCG_EXP, NDCG, NDCG_EXP, fused_as
 from torchrank.functional._pipeline import run_measure, with_common_args
 from torchrank.functional._ranked import Ranking, rows_any
 from torchrank.functional.core import (
@@ -70,6 +71,26 @@ def _ideal_dcg_at(
     return at_cutoffs(cumulative, index), ideal
 
 
+def _fused_code(linear: int, exponential: int) -> Callable[[dict], int | None]:
+    """The rule of DCG or NDCG in the fused kernel: its column code ``linear`` or ``exponential`` for those gains with
+    the default discount (:func:`_log2`), None for other params."""
+
+    def rule(params: dict) -> int | None:
+        weights, gain = params.get("weights"), params.get("gain")
+        if set(params) != {"gain", "weights"} or gain not in ("linear", "exponential") or not _log2(weights):
+            return None
+        return exponential if gain == "exponential" else linear
+
+    return rule
+
+
+def _log2(weights: object) -> bool:
+    """Whether ``weights`` are the default discount, ``1 / log2(i + 1)``."""
+    named = isinstance(weights, functools.partial) and weights.func is _named_weights
+    return named and weights.args == ("log", 2.0, 1.0)
+
+
+@fused_as(_fused_code(DCG, DCG_EXP))
 def _dcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> tuple[Tensor, Tensor]:
     return _dcg_at(r, ks, gain, weights), ~_has_ideal_gain(r, gain)
 
@@ -83,6 +104,7 @@ def _dcg_label_limit(params: dict, dtype: torch.dtype) -> int | None:
 _dcg.label_limit = _dcg_label_limit  # type: ignore[attr-defined]  # read by the pipeline's value checks
 
 
+@fused_as(_fused_code(NDCG, NDCG_EXP))
 def _ndcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> tuple[Tensor, Tensor]:
     # exponential gains over 2^(the query's top label): at most 1, so 2^label never overflows (labels > 127 in
     # float32); DCG / ideal DCG is the same ratio

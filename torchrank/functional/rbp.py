@@ -17,11 +17,18 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
+from torchrank.functional._fused_columns import RBP, fused_as
 from torchrank.functional._pipeline import run_measure, with_common_args
 from torchrank.functional._ranked import Ranking
 from torchrank.functional.checks import check_max_label
 
 
+def _fused_code(params: dict) -> int | None:
+    """RBP's column of the fused kernel; None with the residual, which reads judgments the kernel does not take."""
+    return RBP if not params["residual"] else None
+
+
+@fused_as(_fused_code)
 def _rbp(
     r: Ranking, ks: Sequence[int | None], p: float, max_label: float | None, residual: bool
 ) -> tuple[Tensor, Tensor]:
