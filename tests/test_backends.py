@@ -473,6 +473,22 @@ def test_torch_backend_functional_compiles_without_graph_breaks():
             torch.testing.assert_close(compiled(p, target), measures(p, target))
 
 
+def test_constant_when_compiled_marks_as_torch_compiler_assume_constant_result():
+    """functional/_compile.py sets by hand the mark that torch's public decorator sets (which imports torch._dynamo):
+    the two must mark a function alike, else a torch upgrade changed the mark and the settings stop being constants
+    (the fullgraph test above then fails too, at a ContextVar read, without saying why)."""
+    from torchrank.functional._compile import constant_when_compiled
+
+    def ours() -> None: ...
+
+    def torchs() -> None: ...
+
+    marked = constant_when_compiled(ours)
+    assert marked is ours and vars(ours)  # the function itself, with a mark
+    assert torch.compiler.assume_constant_result(torchs) is torchs
+    assert vars(ours) == vars(torchs)
+
+
 def test_import_leaves_the_compiler_and_triton_unimported():
     """torch._dynamo and triton cost more than torch itself to import: a process that never compiles and never runs
     a fused kernel (the command line, a DataLoader worker) does not pay for them. One fresh process (an import is

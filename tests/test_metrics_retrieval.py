@@ -180,6 +180,33 @@ def test_configuration_errors():
         CorpusRetrieval("ndcg@10", k=10)
 
 
+def test_torchmetrics_argument_names_say_what_to_write():
+    """As the other metric classes (issue 30): torchmetrics' `top_k` is a cut-off in a measure's name here (`k` is
+    the documents retrieved); Metric's own options still reach torchmetrics' check."""
+    with pytest.raises(TypeError, match=r"`top_k`, use the cut-off in each measure's name"):
+        CorpusRetrieval(["ndcg@10"], k=100, top_k=10)
+    with pytest.raises(TypeError, match="`ignore_index` has no counterpart in CorpusRetrieval"):
+        CorpusRetrieval(["ndcg@10"], k=10, ignore_index=-1)
+    with pytest.raises(ValueError, match="Unexpected keyword"):
+        CorpusRetrieval(["ndcg@10"], k=10, sync_on_computation=True)
+
+
+def test_compute_before_any_update_warns_once_in_torchrank_words():
+    """One warning naming the class the user holds, at the user's line: neither torchmetrics' "may lead to errors"
+    nor that of the RankingMetrics inside."""
+    import warnings
+
+    metric = CorpusRetrieval(["ndcg@10", "recall@10"], k=10)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = metric.compute()
+    assert [str(w.message).split(":")[0] for w in caught] == [
+        "CorpusRetrieval.compute() was called before any update() since the metric was created or reset"
+    ]
+    assert caught[0].filename == __file__
+    assert all(torch.isnan(v) for v in value.values())
+
+
 def test_device_path_defers_value_checks_to_compute():
     """Under the torch backend (the device path, exercised on CPU) a bad update is found without a host read and
     compute raises, naming the first update with the problem."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 import runpy
+import subprocess
 import sys
 from pathlib import Path
 
@@ -475,15 +476,12 @@ def test_cli_drops_lightnings_notices_and_keeps_real_warnings(tmp_path, capfd, r
 
 
 def test_python_api_drops_the_same_notices_as_the_cli(tmp_path, capfd, recwarn):
-    """A script that imports torchrank.training and builds its own Trainer (docs/training.md's Python example) does
-    not print Lightning's device probes, tips or the known-harmless warnings either: the import hides them."""
-    import importlib
+    """A script that builds its own Trainer (docs/training.md's Python example) does not print Lightning's device
+    probes, tips or the known-harmless warnings either: building the data module and the model hides them."""
     import re
 
-    import torchrank.training
     from torchrank.training.cli import NOISY_WARNINGS
 
-    importlib.reload(torchrank.training)  # what `import torchrank.training` does, inside this test's warning filters
     data = LetorDataModule(batch_size=16)
     model = MLPRanker(losses.ListNetLoss(), num_features=data.num_features, hidden_sizes=[8])
     trainer = L.Trainer(max_epochs=1, limit_train_batches=1, limit_val_batches=1, limit_test_batches=1,
@@ -495,3 +493,19 @@ def test_python_api_drops_the_same_notices_as_the_cli(tmp_path, capfd, recwarn):
     for notice in ("GPU available", "TPU available", "Tip:", "tensorboardX", "LeafSpec"):
         assert notice not in err
     assert not [str(w.message) for w in recwarn if any(re.match(p, str(w.message)) for p in NOISY_WARNINGS)]
+
+
+def test_import_leaves_the_warning_filters_as_they_were():
+    """Only building the training API's classes hides Lightning's notices: a process that imports torchrank.training
+    (for read_letor, say) keeps its own warning filters. A fresh process: this one has imported it long ago."""
+    code = (
+        "import warnings\n"
+        "import lightning, torchrank.io, torchrank.metrics\n"  # what it builds on: they set filters of their own
+        "before = list(warnings.filters)\n"
+        "import torchrank.training\n"
+        "from torchrank.training import read_letor\n"
+        "print(warnings.filters == before)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"

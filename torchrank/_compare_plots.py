@@ -18,7 +18,7 @@ _BETTER, _WORSE, _EVEN = "#2e7d32", "#c62828", "#9e9e9e"
 
 
 def _figure_class() -> type:
-    return require("matplotlib.figure", "Plots").Figure
+    return require("matplotlib.figure", "Plotting").Figure
 
 
 def _plot_inputs(scores: Tensor, names: Sequence[str], measures: Sequence[str]) -> Tensor:

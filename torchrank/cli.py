@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from torchrank import _compare_args
-from torchrank._extras import MissingExtra
+from torchrank._extras import MissingExtra, require
 
 # torch and everything built on it are imported only once a command runs: `torchrank --help` and
 # `torchrank evaluate --help` answer without paying torch's start-up (over a second)
@@ -206,6 +206,7 @@ def run_evaluate(args: argparse.Namespace, stream: TextIO | None = None) -> list
     import torch
 
     from torchrank.io import SAMPLE_QRELS, SAMPLE_RUN, load_qrels, load_run, read_trec
+    from torchrank.io.frames import table_format
     from torchrank.io.trec_eval import evaluate_batch
 
     stream = sys.stdout if stream is None else stream
@@ -215,6 +216,8 @@ def run_evaluate(args: argparse.Namespace, stream: TextIO | None = None) -> list
     if args.depth is not None and args.depth < 1:
         raise ValueError(f"-M/--depth must be a positive number of documents, got {args.depth}")
     device = _device(args.device)
+    if args.output and table_format(args.output) == "parquet":
+        require("pyarrow", "Writing parquet")  # now, rather than once the evaluation it would write has run
     total = sum(os.path.getsize(p) for p in [qrels_path, *run_paths]) * 2  # read, then scan
     bar = ProgressBar(total, "reading", enabled=args.progress if args.progress is not None else None)
     try:

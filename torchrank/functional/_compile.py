@@ -1,8 +1,9 @@
 """How torchrank's settings look to ``torch.compile``, without importing the compiler.
 
 ``torch.compiler.assume_constant_result`` imports ``torch._dynamo`` (and through it triton, when installed) at
-the first decoration: for a decorator at module level, at ``import torchrank.functional``, which then costs more
-than ``import torch`` itself in every process (command line, DataLoader worker, DDP rank) that never compiles.
+the first decoration: for a decorator at module level, at ``import torchrank.functional``, so that every process
+(command line, DataLoader worker, DDP rank) paid for the compiler's import without ever compiling; the cost is
+measured in ``benchmarks/results/import_cpu.md`` (``python -m benchmarks.bench_import``).
 """
 
 from __future__ import annotations

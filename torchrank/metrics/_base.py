@@ -39,6 +39,16 @@ _NOTHING_TO_COMPUTE = (
     "scored, so its value is NaN (under DDP, a process without data of its own gets the others' synced value)."
 )
 _TORCHMETRICS_NOTHING_TO_COMPUTE = r"The ``compute`` method of metric \w+ was called before the ``update`` method"
+_NESTED_NOTHING_TO_COMPUTE = r"\w+\.compute\(\) was called before any update\(\)"  # a metric held by the one asked
+
+
+def refuse_torchmetrics_names(owner: str, given: Collection[str], accepted: Collection[str]) -> None:
+    """Raise :func:`~torchrank.functional.checks.keyword_error`'s ``TypeError`` (what to write instead) where the
+    keyword arguments ``given`` to ``owner``, left for torchmetrics' ``Metric`` (which would answer only "Unexpected
+    keyword arguments"), hold a torchmetrics retrieval argument's name; ``accepted``: the names ``owner`` takes."""
+    misnamed = [name for name in given if name in TORCHMETRICS_NAMES]
+    if misnamed:
+        raise keyword_error(owner, misnamed, accepted)
 
 
 class KeepStateOnError:
@@ -87,7 +97,35 @@ class KeepStateOnError:
             raise
 
 
-class RankingMetric(KeepStateOnError, Metric):
+class NothingToComputeInOurWords:
+    """Mixin for a torchmetrics ``Metric``: a ``compute`` before any ``update`` warns once, in torchrank's words
+    (what the value is and why), instead of torchmetrics' "may lead to errors"; put it before ``Metric`` in the
+    bases. ``_torchmetrics_words = True`` (torchrank.compat's drop-ins) keeps torchmetrics' own warning."""
+
+    # True: torchmetrics' own errors and warnings, word for word (torchrank.compat's drop-ins); else torchrank's
+    _torchmetrics_words: ClassVar[bool] = False
+
+    def _wrap_compute(self, compute: Callable[..., Any]) -> Callable[..., Any]:
+        """torchmetrics' wrapper of ``compute`` (sync, cache), saying in torchrank's words what a ``compute`` before
+        any ``update`` gives: torchmetrics warns that it "may lead to errors"."""
+        wrapped = super()._wrap_compute(compute)  # type: ignore[misc]
+        if self._torchmetrics_words:
+            return wrapped
+
+        @functools.wraps(compute)
+        def compute_or_warn(*args: Any, **kwargs: Any) -> Any:
+            if self.update_called:
+                return wrapped(*args, **kwargs)
+            warnings.warn(_NOTHING_TO_COMPUTE.format(name=type(self).__name__), UserWarning, stacklevel=2)
+            with warnings.catch_warnings():  # the same news once, in torchrank's words
+                warnings.filterwarnings("ignore", message=_TORCHMETRICS_NOTHING_TO_COMPUTE, category=UserWarning)
+                warnings.filterwarnings("ignore", message=_NESTED_NOTHING_TO_COMPUTE, category=UserWarning)
+                return wrapped(*args, **kwargs)
+
+        return compute_or_warn
+
+
+class RankingMetric(KeepStateOnError, NothingToComputeInOurWords, Metric):
     """Accumulates one or several ranking measures; subclasses say which (``_values``) and how they are named.
 
     Args:
@@ -111,9 +149,6 @@ class RankingMetric(KeepStateOnError, Metric):
     plot_lower_bound: float | None = 0.0
     plot_upper_bound: float | None = 1.0
 
-    # True: torchmetrics' own errors and warnings, word for word (torchrank.compat's drop-ins); else torchrank's
-    _torchmetrics_words: ClassVar[bool] = False
-
     # [2 * num_outputs + len(VALUE_PROBLEMS)]: value sums, value counts, 1 / the first update with each of
     # VALUE_PROBLEMS (0: none; device backends)
     sums: Tensor
@@ -128,9 +163,8 @@ class RankingMetric(KeepStateOnError, Metric):
         options: Collection[str] = (),
         **kwargs: Any,
     ) -> None:
-        misnamed = [name for name in kwargs if name in TORCHMETRICS_NAMES]  # torchmetrics' Metric: "Unexpected ..."
-        if misnamed and not self._torchmetrics_words:
-            raise keyword_error(type(self).__name__, misnamed, {*options, "keep_per_query", "aggregation", "mask"})
+        if not self._torchmetrics_words:
+            refuse_torchmetrics_names(type(self).__name__, kwargs, {*options, "keep_per_query", "aggregation", "mask"})
         super().__init__(**kwargs)
         check_choice("aggregation", aggregation, AGGREGATIONS)
         if not isinstance(keep_per_query, bool):
@@ -163,24 +197,6 @@ class RankingMetric(KeepStateOnError, Metric):
     def count(self) -> Tensor:
         """Number of (not skipped) queries behind :attr:`total` ``[num_outputs]``."""
         return self.sums[self.num_outputs : 2 * self.num_outputs]
-
-    def _wrap_compute(self, compute: Callable[..., Any]) -> Callable[..., Any]:
-        """torchmetrics' wrapper of ``compute`` (sync, cache), saying in torchrank's words what a ``compute`` before
-        any ``update`` gives: torchmetrics warns that it "may lead to errors"."""
-        wrapped = super()._wrap_compute(compute)
-        if self._torchmetrics_words:
-            return wrapped
-
-        @functools.wraps(compute)
-        def compute_or_warn(*args: Any, **kwargs: Any) -> Any:
-            if self.update_called:
-                return wrapped(*args, **kwargs)
-            warnings.warn(_NOTHING_TO_COMPUTE.format(name=type(self).__name__), UserWarning, stacklevel=2)
-            with warnings.catch_warnings():  # the same news once, in torchrank's words
-                warnings.filterwarnings("ignore", message=_TORCHMETRICS_NOTHING_TO_COMPUTE, category=UserWarning)
-                return wrapped(*args, **kwargs)
-
-        return compute_or_warn
 
     # ------------------------------------------------------------------ what subclasses provide
     def _values(self, preds: Tensor, target: Tensor, **inputs: Tensor | None) -> Tensor:

@@ -35,7 +35,7 @@ from torchrank.functional.backends import uses_numpy
 from torchrank.functional.checks import check_choice, is_integer_tensor
 from torchrank.functional.ids import first_occurrence
 from torchrank.functional.measures import parse_measure
-from torchrank.metrics._base import KeepStateOnError
+from torchrank.metrics._base import KeepStateOnError, NothingToComputeInOurWords, refuse_torchmetrics_names
 from torchrank.metrics.classes import RankingMetrics
 
 __all__ = ["CorpusRetrieval"]
@@ -60,7 +60,7 @@ _GROUP_BYTES = 2**28
 _META = 7
 
 
-class CorpusRetrieval(KeepStateOnError, Metric):
+class CorpusRetrieval(KeepStateOnError, NothingToComputeInOurWords, Metric):
     """Measures of exact top-``k`` retrieval from a corpus of embeddings, over every query of every process.
 
     ``update_corpus(embeddings, ids)`` adds a shard of the corpus (any number of calls, on any process; the rows stay
@@ -147,6 +147,9 @@ class CorpusRetrieval(KeepStateOnError, Metric):
                                  f"per query (`k={k}`): retrieve at least {cutoff}.")
         options = set(inspect.signature(F.evaluate).parameters)
         measure_options = {name: kwargs.pop(name) for name in list(kwargs) if name in options}
+        # torchmetrics' `top_k` is a cut-off in the measures' names here, not `k`, the documents retrieved
+        takes = {"measures", "similarity", "chunk_size", "keep_per_query", "aggregation", *measure_options}
+        refuse_torchmetrics_names(type(self).__name__, kwargs, takes)
         super().__init__(**kwargs)
         # the measures of the merged lists: a local metric (the lists are the same on every process once merged)
         self.measures = RankingMetrics(measures, keep_per_query=keep_per_query, aggregation=aggregation,

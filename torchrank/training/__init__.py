@@ -2,8 +2,9 @@
 
 ``python -m torchrank.training fit --config configs/train/neural_ndcg.yaml`` trains :class:`MLPRanker` on
 :class:`LetorDataModule`'s data (by default the bundled LightGBM lambdarank example); see docs/training.md.
-Importing it hides Lightning's device probes, cloud-service tips and a few harmless warnings
-(:func:`torchrank.training._notices.hide_lightning_noise`), as the command line does.
+Building a :class:`LetorDataModule` or an :class:`MLPRanker` hides Lightning's device probes, cloud-service tips
+and a few harmless warnings (:func:`torchrank.training._notices.hide_lightning_noise`), as the command line does;
+importing the package changes no warning filter.
 
 The classes import Lightning when first used, so that without the ``train`` extra the first use says what to
 install (``pip install 'torchrank[train]'``) rather than raising a bare ``ModuleNotFoundError``.
@@ -15,7 +16,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from torchrank._extras import require
-from torchrank.training._notices import hide_lightning_noise
 
 if TYPE_CHECKING:
     from torchrank.training.data import LIGHTGBM_LAMBDARANK, LetorDataModule, read_letor, split_queries
@@ -53,6 +53,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted([*globals(), *__all__])
-
-
-hide_lightning_noise()

@@ -1,9 +1,11 @@
 """Lightning's notices that say nothing about a ranker's training, hidden once for the command line and Python alike.
 
-:func:`hide_lightning_noise` runs when :mod:`torchrank.training` is imported (so a script that builds its own
-``lightning.Trainer`` after that import sees the same output as the command line) and again at the start of the
-command line's ``main`` (a ``warnings.catch_warnings`` block, pytest's per test for one, restores the filters it
-found when it ends).
+:func:`hide_lightning_noise` runs when a :class:`~torchrank.training.LetorDataModule` or
+:class:`~torchrank.training.MLPRanker` is built (so a script that builds its own ``lightning.Trainer`` with them sees
+the same output as the command line) and at the start of the command line's ``main``; not at import, so that a
+process that only imports :mod:`torchrank.training` (or reads files with it) keeps its warning filters as they were.
+The filters last for the process (a ``warnings.catch_warnings`` block, pytest's per test for one, restores the
+filters it found when it ends).
 """
 
 from __future__ import annotations

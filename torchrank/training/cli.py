@@ -107,7 +107,7 @@ def main(args: list[str] | None = None, *, run: bool = True) -> RankingCLI:
     With ``run=False`` nothing runs and ``args`` take no subcommand: the returned CLI holds the instantiated
     ``model``, ``datamodule`` and ``trainer``. Sets torch's CPU threads (``--threads``, :func:`default_threads`)
     and hides Lightning's :data:`NOISY_NOTICES` and :data:`NOISY_WARNINGS` (:func:`hide_lightning_noise`, as
-    ``import torchrank.training`` does for the Python API).
+    building a :class:`LetorDataModule` or :class:`MLPRanker` does for the Python API).
     """
     hide_lightning_noise()
     return RankingCLI(

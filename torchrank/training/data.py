@@ -12,6 +12,7 @@ from torch.nn import functional as nnf
 from torch.utils.data import DataLoader, TensorDataset
 
 from torchrank.io import group_to_dense, read_svmlight
+from torchrank.training._notices import hide_lightning_noise
 from torchrank.training.scaling import NORMALIZATIONS, FeatureScaler, check_finite
 
 __all__ = ["LAYOUTS", "LIGHTGBM_LAMBDARANK", "LetorDataModule", "find_layout", "read_letor", "split_queries"]
@@ -158,6 +159,7 @@ class LetorDataModule(L.LightningDataModule):
         normalization: str = "log1p_zscore",
     ) -> None:
         super().__init__()
+        hide_lightning_noise()  # for a script's own Trainer, as the command line does
         if normalization not in NORMALIZATIONS:
             raise ValueError(f"Argument `normalization` must be one of {NORMALIZATIONS}, got {normalization!r}.")
         if not 0 <= val_fraction < 1:

@@ -9,6 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from torchrank.metrics import NDCG
+from torchrank.training._notices import hide_lightning_noise
 
 __all__ = ["EVAL_K", "MLPRanker", "ndcg_metric"]
 
@@ -82,6 +83,7 @@ class MLPRanker(L.LightningModule):
         weight_decay: float = 0.0,
     ) -> None:
         super().__init__()
+        hide_lightning_noise()  # for a script's own Trainer, as the command line does
         # the loss is a module (saved in the state dict); the CLI config records its class and arguments
         self.save_hyperparameters(ignore=["loss"])
         self.loss = loss
