@@ -33,6 +33,7 @@ from torchmetrics.utilities.distributed import gather_all_tensors
 import torchrank.functional as F
 from torchrank.functional.backends import uses_numpy
 from torchrank.functional.checks import check_choice, is_integer_tensor
+from torchrank.functional.corpus_search import PAD_ID, SIMILARITIES
 from torchrank.functional.ids import first_occurrence
 from torchrank.functional.measures import parse_measure
 from torchrank.metrics._base import KeepStateOnError
@@ -40,8 +41,6 @@ from torchrank.metrics.classes import RankingMetrics
 
 __all__ = ["CorpusRetrieval"]
 
-SIMILARITIES = ("dot", "cosine", "euclidean")
-PAD_ID = -1
 # (method, argument, problem) of the checks that read values: on CPU they run in the update, which then refuses the
 # batch; on other devices they run on the device and the first update with each problem is raised at compute
 PROBLEMS = (
@@ -251,7 +250,7 @@ class CorpusRetrieval(KeepStateOnError, Metric):
             scores, ids, failure = self._search_shard_or_nan(queries)
             gather = self.dist_sync_fn or gather_all_tensors
             every_scores, every_ids = gather(scores, self.process_group), gather(ids, self.process_group)
-            if any(bool(torch.isnan(part).any()) for part in every_scores):  # a search failed: raise everywhere
+            if bool(torch.isnan(torch.cat(every_scores)).any()):  # a search failed: raise everywhere (one read)
                 raise failure or ValueError("The search of another process's corpus shard failed (its error is "
                                             "raised there): no value.")
             scores, ids = F.merge_top_k(every_scores, every_ids, self.k)
