@@ -209,6 +209,24 @@ def test_repeated_corpus_ids():
         metric.compute()
 
 
+def test_a_synced_compute_that_raises_leaves_the_local_states():
+    """torchmetrics leaves a metric synced when its synced compute raises: every later compute raised "already
+    synced" and the states held every process's queries. Synced here through a one-process gather."""
+    metric = CorpusRetrieval(["P@2"], k=2, dist_sync_fn=lambda tensor, group=None: [tensor],
+                             distributed_available_fn=lambda: True)
+    metric.update_corpus(torch.tensor([[1.0, 0.0], [0.9, 0.0]]), torch.tensor([0, 0]))  # id 0 twice
+    metric.update_queries(torch.tensor([[1.0, 0.0]]), torch.tensor([[0]]))
+    for _ in range(2):  # the same error again, not torchmetrics' "already synced"
+        with pytest.raises(ValueError, match="Corpus id 0 was added more than once"):
+            metric.compute()
+    assert not metric._is_synced and isinstance(metric.query_embeddings, list)
+    assert len(metric.query_embeddings) == 1
+    metric.reset()
+    metric.update_corpus(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), torch.tensor([0, 1]))
+    metric.update_queries(torch.tensor([[1.0, 0.0]]), torch.tensor([[0]]))
+    assert metric.compute()["P@2"].item() == 0.5
+
+
 def test_reset_forgets_the_corpus():
     metric = CorpusRetrieval(["recall@2"], k=2)
     metric.update_corpus(torch.eye(2), torch.tensor([0, 1]))
