@@ -42,7 +42,8 @@ _TORCHMETRICS_NOTHING_TO_COMPUTE = r"The ``compute`` method of metric \w+ was ca
 
 
 class KeepStateOnError:
-    """Mixin for a torchmetrics ``Metric``: a ``forward`` whose batch is refused leaves the metric as it was.
+    """Mixin for a torchmetrics ``Metric``: a ``forward`` whose batch is refused leaves the metric as it was, and a
+    synced ``compute`` that raises leaves the process's own states in place (not every process's, still synced).
 
     torchmetrics' ``forward`` saves the accumulated state, resets the metric, updates it with the batch alone, then
     merges the saved state back: a batch that ``update`` (or ``compute``) refuses lost everything accumulated
