@@ -227,6 +227,18 @@ def test_a_synced_compute_that_raises_leaves_the_local_states():
     assert metric.compute()["P@2"].item() == 0.5
 
 
+def test_compute_without_queries_warns_in_its_own_words():
+    metric = CorpusRetrieval(["ndcg@3"], k=3)
+    metric.update_corpus(torch.eye(3), torch.arange(3))
+    with pytest.warns(UserWarning) as caught:
+        values = metric.compute()
+    assert math.isnan(values["ndcg@3"].item())
+    messages = [str(w.message) for w in caught]
+    assert any("no query was added by update_queries" in m for m in messages), messages
+    assert not any("RankingMetrics" in m for m in messages), messages
+    assert all(w.filename == __file__ for w in caught if "update_queries" in str(w.message))
+
+
 def test_reset_forgets_the_corpus():
     metric = CorpusRetrieval(["recall@2"], k=2)
     metric.update_corpus(torch.eye(2), torch.tensor([0, 1]))

@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -54,6 +55,8 @@ _DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 # validation epoch adds thousands of small blocks, and each search and merge has a fixed cost; a group is copied once
 # (the concatenation), which bounds the extra memory
 _GROUP_BYTES = 2**28
+_NO_QUERY = ("CorpusRetrieval.compute(): no query was added by update_queries (on any process) since the metric was "
+             "created or reset, so every value is NaN.")
 # the metadata each process sends in a sync: queries, query dim, relevant width, query dtype, corpus rows, corpus dim,
 # corpus dtype, then the first update with each of PROBLEMS
 _META = 7
@@ -257,11 +260,16 @@ class CorpusRetrieval(KeepStateOnError, Metric):
         self._raise_for_repeated_ids(ids)
         self.measures.reset()
         self.measures.to(ids.device)  # where the search ran: the corpus's device, whatever this metric's
-        if queries is not None and queries.shape[0]:
-            labels = labels.to(ids.device)
-            integral = bool((labels == labels.round()).all())  # integer labels take the exact integer matching
-            self.measures.update(scores, ranked_ids=ids, relevant_ids=relevant_ids.to(ids.device),
-                                 relevant_labels=labels.to(torch.int64) if integral else labels, pad_id=PAD_ID)
+        if queries is None or not queries.shape[0]:  # the inner metric's warning would name it, and DDP wrongly
+            warnings.warn(_NO_QUERY, UserWarning, stacklevel=4)  # past the compute wrappers, to the caller
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=r"RankingMetrics\.compute\(\) was called before any update",
+                                        category=UserWarning)
+                return self.measures.compute()
+        labels = labels.to(ids.device)
+        integral = bool((labels == labels.round()).all())  # integer labels take the exact integer matching
+        self.measures.update(scores, ranked_ids=ids, relevant_ids=relevant_ids.to(ids.device),
+                             relevant_labels=labels.to(torch.int64) if integral else labels, pad_id=PAD_ID)
         return self.measures.compute()
 
     def per_query_values(self) -> Tensor:
