@@ -53,7 +53,7 @@ PROBLEMS = (
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 # Corpus blocks (one per update_corpus call) are searched in groups of at most this many bytes of embeddings: a
 # validation epoch adds thousands of small blocks, and each search and merge has a fixed cost; a group is copied once
-# (the concatenation), which bounds the extra memory
+# (the concatenation), beside the search's chunk: under a memory budget, groups take at most a quarter of it
 _GROUP_BYTES = 2**28
 _NO_QUERY = ("CorpusRetrieval.compute(): no query was added by update_queries (on any process) since the metric was "
              "created or reset, so every value is NaN.")
@@ -306,8 +306,9 @@ class CorpusRetrieval(KeepStateOnError, Metric):
             return nan, torch.full((rows, self.k), PAD_ID, dtype=torch.int64, device=device), err
 
     def _corpus_groups(self) -> Any:
-        """The shard's blocks, consecutive small ones concatenated up to ``_GROUP_BYTES`` (or the memory budget)."""
-        limit = min(_GROUP_BYTES, F.current_memory_budget() or _GROUP_BYTES)
+        """The shard's blocks, consecutive small ones concatenated up to ``_GROUP_BYTES``, or a quarter of the memory
+        budget: the copy lives beside the search's own chunk, which the budget sizes."""
+        limit = min(_GROUP_BYTES, (F.current_memory_budget() or 4 * _GROUP_BYTES) // 4)
         group: list[int] = []
         size = 0
         for j, block in enumerate(self._corpus):
