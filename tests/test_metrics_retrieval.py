@@ -236,6 +236,62 @@ def test_repeated_corpus_ids():
         metric.compute()
 
 
+def test_a_synced_compute_that_raises_leaves_the_local_states():
+    """torchmetrics leaves a metric synced when its synced compute raises: every later compute raised "already
+    synced" and the states held every process's queries. Synced here through a one-process gather."""
+    metric = CorpusRetrieval(["P@2"], k=2, dist_sync_fn=lambda tensor, group=None: [tensor],
+                             distributed_available_fn=lambda: True)
+    metric.update_corpus(torch.tensor([[1.0, 0.0], [0.9, 0.0]]), torch.tensor([0, 0]))  # id 0 twice
+    metric.update_queries(torch.tensor([[1.0, 0.0]]), torch.tensor([[0]]))
+    for _ in range(2):  # the same error again, not torchmetrics' "already synced"
+        with pytest.raises(ValueError, match="Corpus id 0 was added more than once"):
+            metric.compute()
+    assert not metric._is_synced and isinstance(metric.query_embeddings, list)
+    assert len(metric.query_embeddings) == 1
+    metric.reset()
+    metric.update_corpus(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), torch.tensor([0, 1]))
+    metric.update_queries(torch.tensor([[1.0, 0.0]]), torch.tensor([[0]]))
+    assert metric.compute()["P@2"].item() == 0.5
+
+
+def test_compute_without_queries_warns_in_its_own_words():
+    metric = CorpusRetrieval(["ndcg@3"], k=3)
+    metric.update_corpus(torch.eye(3), torch.arange(3))
+    with pytest.warns(UserWarning) as caught:
+        values = metric.compute()
+    assert math.isnan(values["ndcg@3"].item())
+    messages = [str(w.message) for w in caught]
+    assert any("no query was added by update_queries" in m for m in messages), messages
+    assert not any("RankingMetrics" in m for m in messages), messages
+    assert all(w.filename == __file__ for w in caught if "update_queries" in str(w.message))
+
+
+def test_compute_stays_within_the_search_memory_bound():
+    """The search's bound (256 queries, 500,000 x 32, memory_budget(64 MiB): well under 100 MiB beyond the inputs)
+    holds for the metric too, its corpus added in many small blocks that compute concatenates into groups: the
+    allocations compute makes (the torch profiler's, op by op) peak under 100 MiB."""
+    from torch.profiler import ProfilerActivity, profile
+
+    g = torch.Generator().manual_seed(7)
+    corpus, queries = torch.randn(500_000, 32, generator=g), torch.randn(256, 32, generator=g)
+    metric = CorpusRetrieval(["recall@100"], k=100)
+    for block, ids in zip(corpus.split(5_000), torch.arange(500_000).split(5_000), strict=True):
+        metric.update_corpus(block, ids)
+    metric.update_queries(queries, torch.arange(256)[:, None])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with F.memory_budget(64 * 2**20), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            metric.compute()
+    finally:
+        torch.set_num_threads(threads)
+    running = peak = 0
+    for event in sorted(prof.events(), key=lambda e: e.time_range.start):
+        running += event.self_cpu_memory_usage
+        peak = max(peak, running)
+    assert 0 < peak < 100 * 2**20
+
+
 def test_reset_forgets_the_corpus():
     metric = CorpusRetrieval(["recall@2"], k=2)
     metric.update_corpus(torch.eye(2), torch.tensor([0, 1]))

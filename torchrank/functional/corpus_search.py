@@ -37,8 +37,9 @@ PAD_ID = -1
 # Working memory per score of a chunk, in bytes beyond the score itself: the (k + 1) selection's copy of a row
 # (per thread) and, for "euclidean", the norms' sum the product accumulates into; the round figure leaves headroom.
 _EXTRA_BYTES_PER_SCORE = 4
-# Without a memory budget: score blocks of this many bytes. Large enough that the matrix product runs at full
-# speed and the per-chunk merge is a small share of the work; small enough to stay far below any device's memory.
+# Without a memory budget: the bytes of a chunk's scores and their working memory (not the library's default budget,
+# half the free memory). Large enough that the matrix product runs at full speed and the per-chunk merge is a small
+# share of the work; small enough to stay far below any device's memory.
 _DEFAULT_BLOCK_BYTES = 2**29
 # The fewest corpus rows per chunk when the queries are split into blocks to honour the budget.
 _MIN_CHUNK_ROWS = 1024
@@ -74,8 +75,8 @@ def search(
         corpus_ids: ``[C]`` integer ids of the corpus rows (returned as int64); None: the row numbers. Ids are
             expected to be unique and >= 0 (-1 marks padding).
         chunk_size: Corpus rows per matrix product; None: as many as the memory budget allows
-            (:func:`torchrank.functional.memory_budget`, else blocks of 512 MiB of scores), the queries split into
-            blocks too when even 1,024 rows would not fit.
+            (:func:`torchrank.functional.memory_budget`, else 512 MiB for the scores and their working memory), the
+            queries split into blocks too when even 1,024 rows would not fit.
         progress: Called after each chunk as ``progress(rows_done, rows_total)`` (corpus rows; on CUDA, rows whose
             work has been queued). Where the queries are split into blocks, each block searches the corpus in turn
             and the counts run over all of them (``rows_total`` = blocks x corpus rows).

@@ -342,10 +342,15 @@ def _score(raw: bytes, path: str | os.PathLike[str], lineno: int) -> int:
 
 
 def _qrels_tensors(rows: dict[str, dict[str, tuple[int, int]]], corpus: IdMap) -> BeirQrels:
-    width = max((len(judged) for judged in rows.values()), default=0)
+    """The judgments laid out one row per query, left-aligned; one pass over them all (a training split holds
+    hundreds of thousands of queries: no tensor per query). Documents are numbered in file order of their queries."""
+    counts = torch.tensor([len(judged) for judged in rows.values()], dtype=torch.int64)
+    width = int(counts.max()) if len(rows) else 0
+    numbers = corpus.encode([document for judged in rows.values() for document in judged], add=True)
+    flat_labels = torch.tensor([label for judged in rows.values() for label, _ in judged.values()], dtype=torch.int64)
+    row = torch.repeat_interleave(torch.arange(len(rows)), counts)
+    slot = torch.arange(len(row)) - (counts.cumsum(0) - counts)[row]
     ids = torch.full((len(rows), width), -1, dtype=torch.int64)
     labels = torch.zeros((len(rows), width), dtype=torch.int64)
-    for row, judged in enumerate(rows.values()):
-        ids[row, : len(judged)] = corpus.encode(judged, add=True)
-        labels[row, : len(judged)] = torch.tensor([label for label, _ in judged.values()], dtype=torch.int64)
+    ids[row, slot], labels[row, slot] = numbers, flat_labels
     return BeirQrels(list(rows), ids, labels)

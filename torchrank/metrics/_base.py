@@ -52,7 +52,8 @@ def refuse_torchmetrics_names(owner: str, given: Collection[str], accepted: Coll
 
 
 class KeepStateOnError:
-    """Mixin for a torchmetrics ``Metric``: a ``forward`` whose batch is refused leaves the metric as it was.
+    """Mixin for a torchmetrics ``Metric``: a ``forward`` whose batch is refused leaves the metric as it was, and a
+    synced ``compute`` that raises leaves the process's own states in place (not every process's, still synced).
 
     torchmetrics' ``forward`` saves the accumulated state, resets the metric, updates it with the batch alone, then
     merges the saved state back: a batch that ``update`` (or ``compute``) refuses lost everything accumulated
@@ -95,6 +96,26 @@ class KeepStateOnError:
                 delattr(self, name)
             vars(self).update(saved)
             raise
+
+    def _wrap_compute(self, compute: Callable[..., Any]) -> Callable[..., Any]:
+        """torchmetrics' wrapper of ``compute``, which puts the process's own states back after a synced compute
+        but not after one that raised (its ``sync_context`` has no ``finally``): the metric stayed synced, holding
+        every process's states, and each later ``compute`` raised "already synced". Here they are put back too."""
+        wrapped = super()._wrap_compute(compute)  # type: ignore[misc]
+
+        @functools.wraps(compute)
+        def compute_or_unsync(*args: Any, **kwargs: Any) -> Any:
+            synced_before = self._is_synced  # a sync the caller made stays theirs to undo
+            try:
+                return wrapped(*args, **kwargs)
+            except Exception:
+                if not synced_before and self._cache is not None:  # synced (or syncing) for this compute
+                    for name, value in self._cache.items():
+                        setattr(self, name, value)
+                    self._is_synced, self._cache = False, None
+                raise
+
+        return compute_or_unsync
 
 
 class NothingToComputeInOurWords:

@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,6 +34,7 @@ from torchmetrics.utilities.distributed import gather_all_tensors
 import torchrank.functional as F
 from torchrank.functional.backends import uses_numpy
 from torchrank.functional.checks import check_choice, is_integer_tensor
+from torchrank.functional.corpus_search import PAD_ID, SIMILARITIES
 from torchrank.functional.ids import first_occurrence
 from torchrank.functional.measures import parse_measure
 from torchrank.metrics._base import KeepStateOnError, NothingToComputeInOurWords, refuse_torchmetrics_names
@@ -40,8 +42,6 @@ from torchrank.metrics.classes import RankingMetrics
 
 __all__ = ["CorpusRetrieval"]
 
-SIMILARITIES = ("dot", "cosine", "euclidean")
-PAD_ID = -1
 # (method, argument, problem) of the checks that read values: on CPU they run in the update, which then refuses the
 # batch; on other devices they run on the device and the first update with each problem is raised at compute
 PROBLEMS = (
@@ -53,8 +53,10 @@ PROBLEMS = (
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 # Corpus blocks (one per update_corpus call) are searched in groups of at most this many bytes of embeddings: a
 # validation epoch adds thousands of small blocks, and each search and merge has a fixed cost; a group is copied once
-# (the concatenation), which bounds the extra memory
+# (the concatenation), beside the search's chunk: under a memory budget, groups take at most a quarter of it
 _GROUP_BYTES = 2**28
+_NO_QUERY = ("CorpusRetrieval.compute(): no query was added by update_queries (on any process) since the metric was "
+             "created or reset, so every value is NaN.")
 # the metadata each process sends in a sync: queries, query dim, relevant width, query dtype, corpus rows, corpus dim,
 # corpus dtype, then the first update with each of PROBLEMS
 _META = 7
@@ -254,18 +256,23 @@ class CorpusRetrieval(KeepStateOnError, NothingToComputeInOurWords, Metric):
             scores, ids, failure = self._search_shard_or_nan(queries)
             gather = self.dist_sync_fn or gather_all_tensors
             every_scores, every_ids = gather(scores, self.process_group), gather(ids, self.process_group)
-            if any(bool(torch.isnan(part).any()) for part in every_scores):  # a search failed: raise everywhere
+            if bool(torch.isnan(torch.cat(every_scores)).any()):  # a search failed: raise everywhere (one read)
                 raise failure or ValueError("The search of another process's corpus shard failed (its error is "
                                             "raised there): no value.")
             scores, ids = F.merge_top_k(every_scores, every_ids, self.k)
         self._raise_for_repeated_ids(ids)
         self.measures.reset()
         self.measures.to(ids.device)  # where the search ran: the corpus's device, whatever this metric's
-        if queries is not None and queries.shape[0]:
-            labels = labels.to(ids.device)
-            integral = bool((labels == labels.round()).all())  # integer labels take the exact integer matching
-            self.measures.update(scores, ranked_ids=ids, relevant_ids=relevant_ids.to(ids.device),
-                                 relevant_labels=labels.to(torch.int64) if integral else labels, pad_id=PAD_ID)
+        if queries is None or not queries.shape[0]:  # the inner metric's warning would name it, and DDP wrongly
+            warnings.warn(_NO_QUERY, UserWarning, stacklevel=4)  # past the compute wrappers, to the caller
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=r"RankingMetrics\.compute\(\) was called before any update",
+                                        category=UserWarning)
+                return self.measures.compute()
+        labels = labels.to(ids.device)
+        integral = bool((labels == labels.round()).all())  # integer labels take the exact integer matching
+        self.measures.update(scores, ranked_ids=ids, relevant_ids=relevant_ids.to(ids.device),
+                             relevant_labels=labels.to(torch.int64) if integral else labels, pad_id=PAD_ID)
         return self.measures.compute()
 
     def per_query_values(self) -> Tensor:
@@ -302,8 +309,9 @@ class CorpusRetrieval(KeepStateOnError, NothingToComputeInOurWords, Metric):
             return nan, torch.full((rows, self.k), PAD_ID, dtype=torch.int64, device=device), err
 
     def _corpus_groups(self) -> Any:
-        """The shard's blocks, consecutive small ones concatenated up to ``_GROUP_BYTES`` (or the memory budget)."""
-        limit = min(_GROUP_BYTES, F.current_memory_budget() or _GROUP_BYTES)
+        """The shard's blocks, consecutive small ones concatenated up to ``_GROUP_BYTES``, or a quarter of the memory
+        budget: the copy lives beside the search's own chunk, which the budget sizes."""
+        limit = min(_GROUP_BYTES, (F.current_memory_budget() or 4 * _GROUP_BYTES) // 4)
         group: list[int] = []
         size = 0
         for j, block in enumerate(self._corpus):
