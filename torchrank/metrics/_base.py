@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
+import sys
 import warnings
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, ClassVar
 
 import torch
+import torchmetrics
 from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
@@ -34,6 +37,22 @@ from torchrank.functional.checks import (
 from torchrank.functional.ids import ids_to_dense
 
 AGGREGATIONS = ("mean", "median", "min", "max")
+# where a metric's compute passes through wrappers of its own: a warning points past them, at the caller's line
+_WRAPPER_DIRS = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(torchmetrics.__file__)))
+
+
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning raised by the function calling this point at the first frame outside
+    torchrank's metrics and torchmetrics: the user's line, however many compute wrappers stand between.
+
+    Example:
+        >>> caller_stacklevel() >= 2
+        True
+    """
+    frame, level = sys._getframe(2), 2  # the frame that called the function which calls this
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)).startswith(_WRAPPER_DIRS):
+        frame, level = frame.f_back, level + 1
+    return level
 _NOTHING_TO_COMPUTE = (
     "{name}.compute() was called before any update() since the metric was created or reset: no query has been "
     "scored, so its value is NaN (under DDP, a process without data of its own gets the others' synced value)."
@@ -137,7 +156,8 @@ class NothingToComputeInOurWords:
         def compute_or_warn(*args: Any, **kwargs: Any) -> Any:
             if self.update_called:
                 return wrapped(*args, **kwargs)
-            warnings.warn(_NOTHING_TO_COMPUTE.format(name=type(self).__name__), UserWarning, stacklevel=2)
+            message = _NOTHING_TO_COMPUTE.format(name=type(self).__name__)
+            warnings.warn(message, UserWarning, stacklevel=caller_stacklevel())
             with warnings.catch_warnings():  # the same news once, in torchrank's words
                 warnings.filterwarnings("ignore", message=_TORCHMETRICS_NOTHING_TO_COMPUTE, category=UserWarning)
                 warnings.filterwarnings("ignore", message=_NESTED_NOTHING_TO_COMPUTE, category=UserWarning)

@@ -37,7 +37,12 @@ from torchrank.functional.checks import check_choice, is_integer_tensor
 from torchrank.functional.corpus_search import PAD_ID, SIMILARITIES
 from torchrank.functional.ids import first_occurrence
 from torchrank.functional.measures import parse_measure
-from torchrank.metrics._base import KeepStateOnError, NothingToComputeInOurWords, refuse_torchmetrics_names
+from torchrank.metrics._base import (
+    KeepStateOnError,
+    NothingToComputeInOurWords,
+    caller_stacklevel,
+    refuse_torchmetrics_names,
+)
 from torchrank.metrics.classes import RankingMetrics
 
 __all__ = ["CorpusRetrieval"]
@@ -264,7 +269,8 @@ class CorpusRetrieval(KeepStateOnError, NothingToComputeInOurWords, Metric):
         self.measures.reset()
         self.measures.to(ids.device)  # where the search ran: the corpus's device, whatever this metric's
         if queries is None or not queries.shape[0]:  # the inner metric's warning would name it, and DDP wrongly
-            warnings.warn(_NO_QUERY, UserWarning, stacklevel=4)  # past the compute wrappers, to the caller
+            if self.update_called:  # a corpus came; without any update, the compute wrapper has said it already
+                warnings.warn(_NO_QUERY, UserWarning, stacklevel=caller_stacklevel())
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=r"RankingMetrics\.compute\(\) was called before any update",
                                         category=UserWarning)
