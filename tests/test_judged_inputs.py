@@ -215,16 +215,25 @@ def test_the_new_checks_read_nothing_in_a_device_update(monkeypatch):
 
 
 def test_per_query_inputs_in_chunks_and_flat_input():
-    """A request with per-query inputs runs whole past the memory budget (its chunks gave bpref the wrong number of
-    counts); flat input takes one count per query, in ascending id order."""
+    """Past the memory budget, per-query inputs (bpref's counts, one per query; infAP's pool, one flag per item) are
+    cut into the same chunks of queries as the rows: the values equal one call's; flat input takes one count per
+    query, in ascending id order."""
     g = torch.Generator().manual_seed(1)
     preds, target = torch.rand(50, 40, generator=g), torch.randint(0, 2, (50, 40), generator=g)
     ideal = torch.cat([target, torch.randint(0, 2, (50, 10), generator=g)], 1)
-    inputs = {"ideal_target": ideal, "num_judged": torch.full((50,), 50), "ties": "first", "reduction": "none"}
-    whole = F.evaluate(preds, target, ["bpref", "ndcg"], **inputs)
-    with F.memory_budget(2**12):
-        chunked = F.evaluate(preds, target, ["bpref", "ndcg"], **inputs)
-    assert torch.equal(whole["bpref"], chunked["bpref"]) and torch.equal(whole["ndcg"], chunked["ndcg"])
+    counts = 50 + torch.randint(0, 30, (50,), generator=g)  # different per query: a misaligned chunk changes bpref
+    pool = torch.rand(50, 40, generator=g) < 0.3
+    inputs = {"ideal_target": ideal, "num_judged": counts, "pooled_unjudged": pool, "ties": "first",
+              "reduction": "none"}
+    measures = ["bpref", "infAP", "ndcg"]
+    whole = F.evaluate(preds, target, measures, **inputs)
+    with F.memory_budget(2**15):  # chunks of a few queries: a count given to the wrong query of its chunk shows
+        chunked = F.evaluate(preds, target, measures, **inputs)
+        single = F.bpref(preds, target, ideal_target=ideal, num_judged=counts, ties="first", reduction="none")
+    for name in measures:
+        assert torch.equal(whole[name], chunked[name]), name
+    assert torch.equal(single, whole["bpref"])
+    assert whole["bpref"].unique().numel() > 10  # the counts matter
     # query 0: (1 + (1 - 1 / min(3, 2))) / 2; query 1: NR = 2, its relevant item below one: 1 - 1 / min(2, 1) = 0
     preds, target = torch.tensor([0.5, 0.9, 0.4, 0.8, 0.7]), torch.tensor([0, 1, 1, 0, 1])
     indexes = torch.tensor([1, 0, 1, 0, 0])

@@ -86,6 +86,11 @@ def _default_budget(device: torch.device) -> int:
         return 2**62
 
 
+#: Names of the chunked inputs that carry a measure's tensor parameter start with this: in the shape of ``preds``
+#: (a value per item) or ``[*batch, 1]`` (a value per query), cut into the same chunks of queries as the rows.
+PARAMETER_ROWS = "param:"
+
+
 def query_chunks(preds: Tensor, tensors: dict[str, Tensor | None]) -> list[slice] | None:
     """Slices of the query axis that each fit the budget, or None when the input fits (or is not dense
     with consistent shapes: validation then reports it)."""
@@ -97,7 +102,8 @@ def query_chunks(preds: Tensor, tensors: dict[str, Tensor | None]) -> list[slice
             continue
         if not isinstance(tensor, Tensor) or tensor.dim() != preds.dim() or tensor.shape[:-1] != lead:
             return None
-        if name != "ideal_target" and tensor.shape != preds.shape:
+        per_query_column = name.startswith(PARAMETER_ROWS) and tensor.shape[-1] == 1
+        if name != "ideal_target" and tensor.shape != preds.shape and not per_query_column:
             return None
     num_queries = preds.numel() // preds.shape[-1]
     ideal = tensors.get("ideal_target")

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from torchrank.functional._chunking import evaluate_in_chunks, reduce_queries
+from torchrank.functional._chunking import PARAMETER_ROWS, evaluate_in_chunks, reduce_queries
 from torchrank.functional._fused_columns import ERR, fused_columns
 from torchrank.functional._inputs import (
     EMPTY_TARGET_ACTIONS,
@@ -110,6 +110,40 @@ def run_measure(
     return out if k_is_sequence else out[..., 0]
 
 
+def _params_as_rows(requests: Sequence[tuple[Measure, Sequence[int | None], dict]], preds: Tensor) -> dict | None:
+    """The requests' tensor parameters as rows of the input, to be cut into chunks of queries with it: one value per
+    query (``[Q]``, bpref's judged counts) as a ``[*batch, 1]`` column, one per item (``[Q, N]``, infAP's pool) in the
+    shape of ``preds``; None where a parameter is neither (the request then runs whole)."""
+    rows = {}
+    if not isinstance(preds, Tensor) or preds.dim() < 1:
+        return None
+    num_queries = preds.numel() // max(preds.shape[-1], 1)
+    for i, (_, _, params) in enumerate(requests):
+        for name, value in params.items():
+            if not isinstance(value, Tensor):
+                continue
+            if value.shape == (num_queries,):
+                rows[f"{PARAMETER_ROWS}{i}:{name}"] = value.reshape(*preds.shape[:-1], 1)
+            elif value.shape == (num_queries, preds.shape[-1]):
+                rows[f"{PARAMETER_ROWS}{i}:{name}"] = value.reshape(preds.shape)
+            else:
+                return None
+    return rows
+
+
+def _requests_with_params(requests: Sequence[tuple[Measure, Sequence[int | None], dict]], chunk: dict) -> list:
+    """``requests`` with their tensor parameters replaced by the rows of ``chunk`` (see :func:`_params_as_rows`)."""
+    out = []
+    for i, (measure, ks, params) in enumerate(requests):
+        given = dict(params)
+        for name, value in params.items():
+            if isinstance(value, Tensor):
+                rows = chunk[f"{PARAMETER_ROWS}{i}:{name}"]
+                given[name] = rows.reshape(-1) if value.dim() == 1 else rows
+        out.append((measure, ks, given))
+    return out
+
+
 def per_query_values(
     requests: Sequence[tuple[Measure, Sequence[int | None], dict]],
     preds: Tensor,
@@ -135,16 +169,19 @@ def per_query_values(
     if fused is not None:
         return fused
     # dense input past the memory budget: chunks of queries, same values; per-query parameters (bpref's judged counts,
-    # infAP's pool) are not cut into chunks, so such requests run whole
-    if indexes is None and not any(isinstance(v, Tensor) for _, _, params in requests for v in params.values()):
+    # infAP's pool) are cut into the same chunks as the rows
+    rows_of_params = _params_as_rows(requests, preds)
+    if indexes is None and rows_of_params is not None:
         check_options(ties, empty_target_action, "none", relevance_threshold)
         chunked = evaluate_in_chunks(
             lambda t: per_query_values(
-                requests, t["preds"], t["target"], indexes=None, mask=t["mask"], ideal_target=t["ideal_target"],
-                judged=t["judged"], ties=ties, empty_target_action=empty_target_action,
+                _requests_with_params(requests, t), t["preds"], t["target"], indexes=None, mask=t["mask"],
+                ideal_target=t["ideal_target"], judged=t["judged"], ties=ties, empty_target_action=empty_target_action,
                 relevance_threshold=relevance_threshold, validate_args=validate_args,
             ),
-            preds, {"target": target, "mask": mask, "ideal_target": ideal_target, "judged": judged}, "none",
+            preds,
+            {"target": target, "mask": mask, "ideal_target": ideal_target, "judged": judged, **rows_of_params},
+            "none",
         )
         if chunked is not None:
             return chunked
