@@ -46,6 +46,7 @@ __all__ = [
     "check_positive",
     "check_tensor",
     "deferred_value_checks",
+    "described",
     "is_finite",
     "is_integer_tensor",
     "keyword_error",
@@ -54,6 +55,18 @@ __all__ = [
     "value_problems",
     "working_dtype",
 ]
+
+
+def described(value: object) -> str:
+    """What an error message says of an argument that was not what was expected: a tensor's shape and dtype, else
+    the type's name.
+
+    Example:
+        >>> import torch
+        >>> described(torch.zeros(2, 3)), described([1, 2])
+        ('shape (2, 3) dtype torch.float32', 'list')
+    """
+    return f"shape {tuple(value.shape)} dtype {value.dtype}" if isinstance(value, Tensor) else type(value).__name__
 
 
 def check_tensor(name: str, value: object) -> None:

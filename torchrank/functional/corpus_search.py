@@ -31,6 +31,7 @@ from torch import Tensor
 
 from torchrank.functional._chunking import current_memory_budget
 from torchrank.functional._inputs import is_integer_tensor
+from torchrank.functional.checks import described
 
 SIMILARITIES = ("dot", "cosine", "euclidean")
 PAD_ID = -1
@@ -338,7 +339,7 @@ def _check_search(
     """Types, shapes, dtypes, devices and arguments (no value is read)."""
     for name, x in (("queries", queries), ("corpus", corpus)):
         if not isinstance(x, Tensor) or x.ndim != 2 or not x.is_floating_point():
-            raise ValueError(f"Argument `{name}` must be a 2-D float tensor of embeddings, got {_describe(x)}.")
+            raise ValueError(f"Argument `{name}` must be a 2-D float tensor of embeddings, got {described(x)}.")
     if queries.shape[1] != corpus.shape[1]:
         raise ValueError(f"Arguments `queries` and `corpus` must have the same embedding dimension, got "
                          f"{tuple(queries.shape)} and {tuple(corpus.shape)}.")
@@ -352,7 +353,7 @@ def _check_search(
         wrong = not is_integer_tensor(corpus_ids) or corpus_ids.shape != corpus.shape[:1]
         if wrong or corpus_ids.dtype == torch.uint64:
             raise ValueError(f"Argument `corpus_ids` must be a [{corpus.shape[0]}] integer tensor (one id per corpus "
-                             f"row, int64 or narrower), got {_describe(corpus_ids)}.")
+                             f"row, int64 or narrower), got {described(corpus_ids)}.")
         if corpus_ids.device != corpus.device:
             raise ValueError(f"Argument `corpus_ids` must be on {corpus.device}, got {corpus_ids.device}.")
     if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
@@ -370,16 +371,13 @@ def _check_merge(scores: Sequence[Tensor], ids: Sequence[Tensor], k: int) -> Non
     for s, i in zip(scores, ids, strict=True):
         if not isinstance(s, Tensor) or s.ndim != 2 or not s.is_floating_point() or s.dtype != first.dtype:
             raise ValueError(f"Argument `scores` must hold [queries, k] float tensors of one dtype, got "
-                             f"{_describe(s)}.")
+                             f"{described(s)}.")
         if not is_integer_tensor(i) or i.shape != s.shape or i.device != s.device or s.shape[0] != first.shape[0]:
             raise ValueError(f"Argument `ids` must hold integer tensors shaped and placed as their scores "
-                             f"{tuple(s.shape)}, got {_describe(i)}.")
+                             f"{tuple(s.shape)}, got {described(i)}.")
 
 
 def _check_k(k: int) -> None:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"Argument `k` must be a positive int, got {k!r}.")
 
-
-def _describe(x: object) -> str:
-    return f"shape {tuple(x.shape)} dtype {x.dtype}" if isinstance(x, Tensor) else type(x).__name__

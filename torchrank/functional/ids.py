@@ -24,6 +24,7 @@ from torch import Tensor
 from torchrank.functional._chunking import current_memory_budget
 from torchrank.functional._inputs import is_integer_tensor, value_range
 from torchrank.functional.backends import uses_numpy
+from torchrank.functional.checks import described
 
 # top-k working memory per catalogue score: the scores' copy a sort-based top-k may make plus its indices
 _TOPK_BYTES_PER_SCORE = 16
@@ -254,7 +255,7 @@ def first_occurrence(ids: Tensor, pad_id: int = -1) -> Tensor:
         tensor([[ True,  True, False, False, False,  True]])
     """
     if not is_integer_tensor(ids) or ids.ndim != 2:
-        raise ValueError(f"Argument `ids` must be a [lists, items] integer tensor, got {_describe(ids)}.")
+        raise ValueError(f"Argument `ids` must be a [lists, items] integer tensor, got {described(ids)}.")
     first = _first_numpy(ids) if uses_numpy(ids) and ids.numel() >= _NUMPY_FIRST_MIN_IDS else None
     if first is None:
         ordered, order = torch.sort(ids, dim=1, stable=True)
@@ -326,7 +327,7 @@ def top_k_ids(scores: Tensor, k: int, *, max_bytes: int | None = None) -> tuple[
                 [0, 2]])
     """
     if not isinstance(scores, Tensor) or scores.ndim != 2 or not scores.is_floating_point():
-        raise ValueError(f"Argument `scores` must be a [queries, items] float tensor, got {_describe(scores)}.")
+        raise ValueError(f"Argument `scores` must be a [queries, items] float tensor, got {described(scores)}.")
     if isinstance(k, bool) or not isinstance(k, int) or not 0 < k <= scores.shape[1]:
         raise ValueError(f"Argument `k` must be an int in [1, {scores.shape[1]}] (the catalogue size), got {k!r}.")
     budget = max_bytes or current_memory_budget() or _DEFAULT_TOPK_BUDGET
@@ -366,7 +367,7 @@ def _check_ids(
     """Types, shapes, devices and the padding id (no value is read)."""
     for name, ids in (("ranked_ids", ranked_ids), ("relevant_ids", relevant_ids)):
         if not is_integer_tensor(ids) or ids.ndim != 2:
-            raise ValueError(f"Argument `{name}` must be a [queries, items] integer tensor, got {_describe(ids)}.")
+            raise ValueError(f"Argument `{name}` must be a [queries, items] integer tensor, got {described(ids)}.")
     if ranked_ids.shape[0] != relevant_ids.shape[0]:
         raise ValueError(
             f"Arguments `ranked_ids` and `relevant_ids` must have the same number of queries, got "
@@ -379,7 +380,7 @@ def _check_ids(
         like = relevant_ids if name == "relevant_labels" else ranked_ids
         if other is not None and (not isinstance(other, Tensor) or other.shape != like.shape):
             raise ValueError(f"Argument `{name}` must be a tensor of shape {tuple(like.shape)}, got "
-                             f"{_describe(other)}.")
+                             f"{described(other)}.")
     for name, other in (("relevant_ids", relevant_ids), ("relevant_labels", relevant_labels), ("scores", scores)):
         if other is not None and other.device != ranked_ids.device:
             raise ValueError(f"Argument `{name}` must be on {ranked_ids.device}, got {other.device}.")
@@ -394,6 +395,3 @@ def _check_ids(
         raise ValueError(f"Argument `pad_id` must be an int that {ranked_ids.dtype} ids can hold "
                          f"([{info.min}, {info.max}]), got {pad_id!r}.")
 
-
-def _describe(x: object) -> str:
-    return f"shape {tuple(x.shape)} dtype {x.dtype}" if isinstance(x, Tensor) else type(x).__name__

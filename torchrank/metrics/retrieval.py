@@ -33,7 +33,7 @@ from torchmetrics.utilities.distributed import gather_all_tensors
 
 import torchrank.functional as F
 from torchrank.functional.backends import uses_numpy
-from torchrank.functional.checks import check_choice, is_integer_tensor
+from torchrank.functional.checks import check_choice, described, is_integer_tensor
 from torchrank.functional.corpus_search import PAD_ID, SIMILARITIES
 from torchrank.functional.ids import first_occurrence
 from torchrank.functional.measures import parse_measure
@@ -182,10 +182,10 @@ class CorpusRetrieval(KeepStateOnError, NothingToComputeInOurWords, Metric):
         process's shard. A refused call stores nothing."""
         if not isinstance(embeddings, Tensor) or embeddings.ndim != 2 or not embeddings.is_floating_point():
             raise ValueError(f"Argument `embeddings` must be a [documents, dim] float tensor, got "
-                             f"{_describe(embeddings)}.")
+                             f"{described(embeddings)}.")
         if not is_integer_tensor(ids) or ids.shape != embeddings.shape[:1] or ids.dtype == torch.uint64:
             raise ValueError(f"Argument `ids` must be a [{embeddings.shape[0]}] integer tensor (one id per row of "
-                             f"`embeddings`), got {_describe(ids)}.")
+                             f"`embeddings`), got {described(ids)}.")
         if ids.device != embeddings.device:
             raise ValueError(f"Argument `ids` must be on {embeddings.device}, got {ids.device}.")
         self._check_like_before("update_corpus", embeddings)
@@ -201,15 +201,15 @@ class CorpusRetrieval(KeepStateOnError, NothingToComputeInOurWords, Metric):
         nothing."""
         if not isinstance(embeddings, Tensor) or embeddings.ndim != 2 or not embeddings.is_floating_point():
             raise ValueError(f"Argument `embeddings` must be a [queries, dim] float tensor, got "
-                             f"{_describe(embeddings)}.")
+                             f"{described(embeddings)}.")
         if not is_integer_tensor(relevant_ids) or relevant_ids.ndim != 2 \
                 or relevant_ids.shape[0] != embeddings.shape[0] or relevant_ids.dtype == torch.uint64:
             raise ValueError(f"Argument `relevant_ids` must be a [{embeddings.shape[0]}, M] integer tensor (-1 pads), "
-                             f"got {_describe(relevant_ids)}.")
+                             f"got {described(relevant_ids)}.")
         if relevant_labels is not None and (not isinstance(relevant_labels, Tensor)
                                             or relevant_labels.shape != relevant_ids.shape):
             raise ValueError(f"Argument `relevant_labels` must be a tensor of shape {tuple(relevant_ids.shape)}, got "
-                             f"{_describe(relevant_labels)}.")
+                             f"{described(relevant_labels)}.")
         for name, other in (("relevant_ids", relevant_ids), ("relevant_labels", relevant_labels)):
             if other is not None and other.device != embeddings.device:
                 raise ValueError(f"Argument `{name}` must be on {embeddings.device}, got {other.device}.")
@@ -228,7 +228,7 @@ class CorpusRetrieval(KeepStateOnError, NothingToComputeInOurWords, Metric):
         earlier = [*self._corpus[:1], *self.query_embeddings[:1]]
         if earlier and (earlier[0].shape[1] != embeddings.shape[1] or earlier[0].dtype != embeddings.dtype):
             raise ValueError(f"Argument `embeddings` of {method} must be [*, {earlier[0].shape[1]}] {earlier[0].dtype} "
-                             f"like the embeddings added before, got {_describe(embeddings)}.")
+                             f"like the embeddings added before, got {described(embeddings)}.")
 
     def _record(self, found: list[Tensor], offset: int, eager: bool) -> None:
         """Check values: now on CPU (raising before anything is stored), else on the device for compute to raise."""
@@ -422,6 +422,3 @@ def _widen(rows: Tensor | None, width: int, pad: float, dtype: torch.dtype, devi
         return torch.zeros(0, width, dtype=dtype, device=device)
     return torch.nn.functional.pad(rows, (0, width - rows.shape[1]), value=pad).to(device)
 
-
-def _describe(x: object) -> str:
-    return f"shape {tuple(x.shape)} dtype {x.dtype}" if isinstance(x, Tensor) else type(x).__name__
