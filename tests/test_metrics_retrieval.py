@@ -270,7 +270,7 @@ def test_compute_stays_within_the_search_memory_bound():
     """The search's bound (256 queries, 500,000 x 32, memory_budget(64 MiB): well under 100 MiB beyond the inputs)
     holds for the metric too, its corpus added in many small blocks that compute concatenates into groups: the
     allocations compute makes (the torch profiler's, op by op) peak under 100 MiB."""
-    from torch.profiler import ProfilerActivity, profile
+    from _memory import peak_cpu_allocation
 
     g = torch.Generator().manual_seed(7)
     corpus, queries = torch.randn(500_000, 32, generator=g), torch.randn(256, 32, generator=g)
@@ -278,17 +278,8 @@ def test_compute_stays_within_the_search_memory_bound():
     for block, ids in zip(corpus.split(5_000), torch.arange(500_000).split(5_000), strict=True):
         metric.update_corpus(block, ids)
     metric.update_queries(queries, torch.arange(256)[:, None])
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with F.memory_budget(64 * 2**20), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-            metric.compute()
-    finally:
-        torch.set_num_threads(threads)
-    running = peak = 0
-    for event in sorted(prof.events(), key=lambda e: e.time_range.start):
-        running += event.self_cpu_memory_usage
-        peak = max(peak, running)
+    with F.memory_budget(64 * 2**20):
+        peak = peak_cpu_allocation(metric.compute)
     assert 0 < peak < 100 * 2**20
 
 
