@@ -299,10 +299,10 @@ def _dense(
     judged[hit] = label[hit] >= 0
     pooled = np.zeros(len(row), dtype=bool)
     pooled[hit] = label[hit] < 0
-    in_run = np.bincount(row, minlength=num_q) > 0
     # trec_eval -M then -J: each query is cut to its top `depth` first, then the unjudged documents leave and the
     # judged ones below them move up (form_res_rels.c)
     counts = np.bincount(row, minlength=num_q)
+    in_run = counts > 0
     if depth is not None and (counts > depth).any():
         col = np.arange(len(row)) - np.concatenate(([0], np.cumsum(counts)[:-1]))[row]
         kept = col < depth
