@@ -141,7 +141,7 @@ def test_torch_backend_equals_numpy(ties, seed):
 @TRITON
 @pytest.mark.parametrize("ties", TIES)
 def test_triton_backend_equals_numpy(interpreted, ties, monkeypatch):
-    from torchrank.functional import _fused
+    from torchrank.functional.backends._triton import kernel as _fused
 
     launched = []
     real = _fused.fused_values
@@ -193,7 +193,7 @@ def test_triton_backend_single_functions_and_fallbacks(interpreted):
 
 @TRITON
 def test_a_kernel_that_fails_to_build_falls_back_to_torch_with_a_warning(interpreted, monkeypatch):
-    from torchrank.functional import _fused
+    from torchrank.functional.backends._triton import kernel as _fused
 
     class BuildError(Exception):
         pass

@@ -576,7 +576,7 @@ def test_head_items_hold_every_item_that_can_make_the_head(dtype):
     whether found by a bound on groups of items first (heads of 1 and 11 in 600) or by selecting over every item (100):
     with ties at that score, -0.0 and 0.0 there, negative and infinite scores, scores laid out column by column;
     None with a NaN, with both infinities, and with ties too many (rows past a quarter of their length)."""
-    from torchrank.functional._numpy_keys import _head_items
+    from torchrank.functional.backends._numpy.keys import _head_items
 
     g = torch.Generator().manual_seed(12)
     preds = torch.randn(50, 600, generator=g).to(dtype)

@@ -1,7 +1,7 @@
-"""What the triton backend's fused kernel (:mod:`torchrank.functional._fused`) writes: its output columns, one measure
-code each, and which measures it computes, each declared by its measure module next to the kernel function
-(:func:`fused_as`): this module sits below the measures and the pipeline, imports neither (nor triton: importing
-torchrank does not load the compiler), and answers the pipeline's "does the fused kernel cover this request?".
+"""What the triton backend's fused kernel (:mod:`torchrank.functional.backends._triton.kernel`) writes: its output
+columns, one measure code each, and which measures it computes, each declared by its measure module next to the kernel
+function (:func:`fused_as`): this module sits below the measures and the pipeline, imports neither (nor triton:
+importing torchrank does not load the compiler), and answers the pipeline's "does the fused kernel cover this request?".
 """
 
 from __future__ import annotations

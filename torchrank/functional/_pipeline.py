@@ -312,7 +312,9 @@ def fused_per_query(
     """Per-query values ``[..., K]`` of ``requests`` (``(measure, cut-offs, params)``, columns in that order), empty
     queries filled, from the triton backend's fused kernel; None where it does not run (another backend, flat
     input, a measure, option or input it does not cover): the caller then ranks as usual."""
-    from torchrank.functional import _fused  # here, not above: it imports triton, which `import torchrank` does not
+    from torchrank.functional.backends._triton import (
+        kernel as _fused,  # here, not above: it imports triton, which `import torchrank` does not
+    )
 
     if indexes is not None or judged is not None or not isinstance(preds, Tensor) or not isinstance(target, Tensor):
         return None

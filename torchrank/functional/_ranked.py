@@ -21,7 +21,7 @@ from torchrank.functional.backends import uses_numpy
 from torchrank.functional.core import gain_values, top_of_scale
 
 if TYPE_CHECKING:
-    from torchrank.functional._tied_rows import RowsApart
+    from torchrank.functional.backends._numpy.tied_rows import RowsApart
 
 T = TypeVar("T")
 

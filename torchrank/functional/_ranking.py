@@ -33,10 +33,10 @@ import numpy as np
 from torch import Tensor
 
 from torchrank.functional._inputs import RankingInput
-from torchrank.functional._numpy_order import _rank_tied_rows_apart
 from torchrank.functional._ranked import Ranking, _gather_ranking
-from torchrank.functional._torch_order import _sorted_ranking
 from torchrank.functional.backends import uses_numpy
+from torchrank.functional.backends._numpy.order import _rank_tied_rows_apart
+from torchrank.functional.backends._torch import _sorted_ranking
 
 
 def rank(

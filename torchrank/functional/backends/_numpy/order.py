@@ -15,10 +15,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from torchrank.functional._compact_keys import _compact_key_ranking
 from torchrank.functional._descending import _cpu_topk_is_partial
 from torchrank.functional._inputs import RankingInput
-from torchrank.functional._numpy_keys import (
+from torchrank.functional._ranked import Ranking, _gather_ranking, rows_any
+from torchrank.functional.backends._numpy.compact_keys import _compact_key_ranking
+from torchrank.functional.backends._numpy.keys import (
     _LABEL_FLIP,
     _gather_scores,
     _key_ranking,
@@ -32,9 +33,8 @@ from torchrank.functional._numpy_keys import (
     _tied_neighbours,
     _write_label_halves,
 )
-from torchrank.functional._ranked import Ranking, _gather_ranking, rows_any
-from torchrank.functional._tied_rows import _MAX_TIED_SHARE, _select_rows, _set_rows_apart
-from torchrank.functional._torch_order import _sorted_ranking
+from torchrank.functional.backends._numpy.tied_rows import _MAX_TIED_SHARE, _select_rows, _set_rows_apart
+from torchrank.functional.backends._torch import _sorted_ranking
 
 
 def _rank_tied_rows_apart(

@@ -1,0 +1,1 @@
+"""The triton backend: fused kernels that rank each list in registers (see :mod:`torchrank.functional.backends`)."""
