@@ -7,7 +7,6 @@ treat queries without relevant items or reduce.
 
 from __future__ import annotations
 
-import inspect
 import warnings
 from collections.abc import Callable, Sequence
 
@@ -29,57 +28,11 @@ from torchrank.functional._inputs import (
     unfused_value_problems,
     working_dtype,
 )
-from torchrank.functional._keywords import with_keyword_hints
 from torchrank.functional._ranked import Ranking
 from torchrank.functional._ranking import apply_measure, rank
 from torchrank.functional.backends import backend_for, use_backend
 
 Measure = Callable[..., tuple[Tensor, Tensor]]
-
-COMMON_ARGS = {
-    "preds": "Scores ``[..., N]`` (higher ranks first), or 1-D with ``indexes``. Never thresholded.",
-    "target": "Labels of the same shape: bool, int or float, ``>= 0``; binary or graded.",
-    "k": "Cut-off: an int, a sequence of ints (one sort; the output gains a last dimension of that\n"
-    "    length) or ``None`` for the whole list.",
-    "indexes": "Flat input: the query id of each item (1-D, like ``preds``); queries come out in\n"
-    "    ascending id order.",
-    "mask": "Bool ``[..., N]``, True for a real item; padded items are never ranked and never count.",
-    "ideal_target": "Labels ``[..., M]`` of every judged item of each query (0-padded) for the number of\n"
-    "    relevant items and the ideal ranking, when the list does not hold them all; with ``indexes``, one\n"
-    "    label per item, shaped as ``preds``. Default: ``target``.",
-    "ties": "Order of equal scores: ``\"average\"`` (expected value over random orders), ``\"optimistic\"``,\n"
-    "    ``\"pessimistic\"`` or ``\"first\"`` (input order).",
-    "empty_target_action": "Score of a query with no relevant item: ``\"neg\"`` (0), ``\"pos\"`` (1),\n"
-    "    ``\"skip\"`` (NaN, left out of the mean) or ``\"error\"``.",
-    "reduction": "``\"mean\"`` over queries, ``\"sum\"``, or ``\"none\"`` (per-query values ``[...]``).",
-    "relevance_threshold": "Binary relevance is ``label >= relevance_threshold`` (trec_eval's ``-l``).",
-    "validate_args": "Run the checks that read tensor values (NaN scores, negative labels); each\n"
-    "    synchronises a GPU stream once. The shape, dtype and device checks always run. Unchecked, such values\n"
-    "    give undefined results: a NaN score ranks last on the numpy backend and first on the device ones.",
-    "gain": "``\"linear\"`` (the label; trec_eval, scikit-learn, torchmetrics), ``\"exponential\"``\n"
-    "    (``2^label - 1``; ranx ``ndcg_burges``, LightGBM) or a callable on the label tensor.",
-    "discount": "``\"log\"`` (``log_b(i + 1)``), ``\"power\"`` (``i ** power``; Zipf for 1), ``\"linear\"``\n"
-    "    (``i``) or a callable of the 1-based rank returning the divisor.",
-    "log_base": "``b`` of the ``\"log\"`` discount.",
-    "power": "Exponent of the ``\"power\"`` discount.",
-}
-
-
-def with_common_args(fn: Callable) -> Callable:
-    """Document the shared arguments ``fn`` takes where its docstring says ``{common_args}``, and answer a keyword
-    it does not take with what to write instead (torchmetrics' ``top_k``: ``k``; :func:`with_keyword_hints`).
-
-    Only the arguments in ``fn``'s signature are listed, in signature order, so a function that takes no
-    ``k`` documents none.
-    """
-    taken = [name for name in inspect.signature(fn).parameters if name in COMMON_ARGS]
-    lines = ["    Args:"]
-    for name in taken:
-        text = COMMON_ARGS[name].replace("\n", "\n        ")
-        lines.append(f"        {name}: {text}")
-    fn.__doc__ = (fn.__doc__ or "").replace("    {common_args}\n", "\n".join(lines) + "\n")
-    return with_keyword_hints(fn)
-
 
 def run_measure(
     measure: Measure,
@@ -87,18 +40,20 @@ def run_measure(
     target: Tensor,
     *,
     k: int | Sequence[int] | None = None,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
+    indexes: Tensor | None,
+    mask: Tensor | None,
+    ideal_target: Tensor | None,
     judged: Tensor | None = None,
-    ties: str = "average",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
+    ties: str,
+    empty_target_action: str,
+    reduction: str,
+    relevance_threshold: float,
+    validate_args: bool,
     **params: object,
 ) -> Tensor:
-    """Validate and rank the input, apply ``measure`` and reduce its per-query values."""
+    """Validate and rank the input, apply ``measure`` and reduce its per-query values. The shared options come from
+    a public function, with their defaults (:mod:`torchrank.functional._options`); ``k`` and ``judged`` are None for a
+    measure that takes none."""
     ks, k_is_sequence = normalize_k(k)
     check_choice("reduction", reduction, REDUCTIONS)
     values = per_query_values(

@@ -13,7 +13,8 @@ from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index, sum_to_cutoffs
 from torchrank.functional._fused_columns import AP, fused_as
-from torchrank.functional._pipeline import run_measure, with_common_args
+from torchrank.functional._options import RankingOptions, Unpack, with_common_args
+from torchrank.functional._pipeline import run_measure
 from torchrank.functional._ranked import Ranking
 from torchrank.functional.checks import check_choice
 
@@ -91,19 +92,7 @@ def _average_recall(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tenso
 
 @with_common_args
 def average_precision(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    k: int | Sequence[int] | None = None,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
-    ties: str = "average",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
-    denominator: str = "relevant",
+    preds: Tensor, target: Tensor, *, denominator: str = "relevant", **options: Unpack[RankingOptions]
 ) -> Tensor:
     """Average precision at k: the sum of P@i over the relevant ranks i <= k, divided by R.
 
@@ -125,29 +114,12 @@ def average_precision(
         >>> average_precision(preds, target, k=5), average_precision(preds, target, k=5, denominator="found")
         (tensor(0.5917), tensor(0.8875))
     """
-    return run_measure(
-        _average_precision, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target,
-        ties=ties, empty_target_action=empty_target_action, reduction=reduction,
-        relevance_threshold=relevance_threshold, validate_args=validate_args,
-        **_average_precision_options(denominator=denominator),
-    )
+    params = _average_precision_options(denominator=denominator)
+    return run_measure(_average_precision, preds, target, **options, **params)
 
 
 @with_common_args
-def average_recall(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    k: int | Sequence[int] | None = None,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
-    ties: str = "average",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
-) -> Tensor:
+def average_recall(preds: Tensor, target: Tensor, **options: Unpack[RankingOptions]) -> Tensor:
     """Average recall at k: the mean of R@i over the relevant ranks i <= k, over all R relevant items.
 
     The counterpart of AP with recall in place of precision; relevant items not ranked in the top k add
@@ -161,8 +133,4 @@ def average_recall(
         >>> average_recall(torch.tensor([0.9, 0.8, 0.7]), torch.tensor([1, 0, 1]))
         tensor(0.7500)
     """
-    return run_measure(
-        _average_recall, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target,
-        ties=ties, empty_target_action=empty_target_action, reduction=reduction,
-        relevance_threshold=relevance_threshold, validate_args=validate_args,
-    )
+    return run_measure(_average_recall, preds, target, **options)

@@ -16,7 +16,8 @@ from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index, fixed_cutoffs
 from torchrank.functional._fused_columns import DCG, DCG_EXP, NDCG, NDCG_EXP, fused_as
-from torchrank.functional._pipeline import run_measure, with_common_args
+from torchrank.functional._options import RankingOptions, Unpack, with_common_args
+from torchrank.functional._pipeline import run_measure
 from torchrank.functional._ranked import Ranking, rows_any
 from torchrank.functional.core import (
     Discount,
@@ -143,19 +144,11 @@ def dcg(
     preds: Tensor,
     target: Tensor,
     *,
-    k: int | Sequence[int] | None = None,
     gain: Gain = "linear",
     discount: Discount = "log",
     log_base: float = 2.0,
     power: float = 1.0,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
-    ties: str = "average",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
+    **options: Unpack[RankingOptions],
 ) -> Tensor:
     """Discounted cumulative gain at k: ``sum_{i<=k} gain(label_i) / discount(i)``.
 
@@ -169,12 +162,8 @@ def dcg(
         >>> dcg(torch.arange(5, 0, -1.0), labels, k=5)
         tensor(6.9585)
     """
-    options = _dcg_options(gain=gain, discount=discount, log_base=log_base, power=power)
-    return run_measure(
-        _dcg, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
-        empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
-        validate_args=validate_args, **options,
-    )
+    params = _dcg_options(gain=gain, discount=discount, log_base=log_base, power=power)
+    return run_measure(_dcg, preds, target, **options, **params)
 
 
 @with_common_args
@@ -182,19 +171,11 @@ def ndcg(
     preds: Tensor,
     target: Tensor,
     *,
-    k: int | Sequence[int] | None = None,
     gain: Gain = "linear",
     discount: Discount = "log",
     log_base: float = 2.0,
     power: float = 1.0,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
-    ties: str = "average",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
+    **options: Unpack[RankingOptions],
 ) -> Tensor:
     """Normalised DCG at k: DCG@k over the ideal DCG@k of the judged labels (trec_eval ``ndcg_cut_k``).
 
@@ -209,8 +190,5 @@ def ndcg(
         >>> ndcg(torch.arange(5, 0, -1.0), labels, k=5)
         tensor(0.9592)
     """
-    return run_measure(
-        _ndcg, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
-        empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
-        validate_args=validate_args, **_dcg_options(gain=gain, discount=discount, log_base=log_base, power=power),
-    )
+    params = _dcg_options(gain=gain, discount=discount, log_base=log_base, power=power)
+    return run_measure(_ndcg, preds, target, **options, **params)

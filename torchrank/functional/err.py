@@ -22,7 +22,8 @@ from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
 from torchrank.functional._fused_columns import ERR, fused_as
-from torchrank.functional._pipeline import deepest, run_measure, with_common_args
+from torchrank.functional._options import RankingOptions, Unpack, with_common_args
+from torchrank.functional._pipeline import deepest, run_measure
 from torchrank.functional._ranked import Ranking, exclusive_cumprod
 from torchrank.functional.checks import check_max_label
 from torchrank.functional.core import Transform, check_transform, stop_probabilities
@@ -101,17 +102,9 @@ def err(
     preds: Tensor,
     target: Tensor,
     *,
-    k: int | Sequence[int] | None = None,
     transform: Transform = "exponential",
     max_label: float | None = None,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
-    ties: str = "average",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
+    **options: Unpack[RankingOptions],
 ) -> Tensor:
     """Expected reciprocal rank at k (Chapelle et al., 2009).
 
@@ -130,10 +123,6 @@ def err(
         >>> err(torch.arange(5, 0, -1.0), labels, max_label=3)
         tensor(0.9215)
     """
-    options = _err_options(transform=transform, max_label=max_label)
-    check_max_label(max_label, target, validate_args)
-    return run_measure(
-        _err, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
-        empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
-        validate_args=validate_args, **options,
-    )
+    params = _err_options(transform=transform, max_label=max_label)
+    check_max_label(max_label, target, options["validate_args"])
+    return run_measure(_err, preds, target, **options, **params)

@@ -14,7 +14,8 @@ from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
 from torchrank.functional._fused_columns import FRP, MEAN_RANK, RR, SUCCESS, fused_as
-from torchrank.functional._pipeline import run_measure, with_common_args
+from torchrank.functional._options import RankingOptions, Unpack, with_common_args
+from torchrank.functional._pipeline import run_measure
 from torchrank.functional._ranked import Ranking
 
 
@@ -65,20 +66,7 @@ def _mean_rank(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
 
 
 @with_common_args
-def reciprocal_rank(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    k: int | Sequence[int] | None = None,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
-    ties: str = "average",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
-) -> Tensor:
+def reciprocal_rank(preds: Tensor, target: Tensor, **options: Unpack[RankingOptions]) -> Tensor:
     """Reciprocal rank at k: 1 / rank of the first relevant item, 0 if none is in the top k. Mean: MRR.
 
     {common_args}
@@ -90,28 +78,11 @@ def reciprocal_rank(
         >>> reciprocal_rank(torch.tensor([0.9, 0.8, 0.7]), torch.tensor([0, 0, 1]), k=2)
         tensor(0.)
     """
-    return run_measure(
-        _reciprocal_rank, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target,
-        ties=ties, empty_target_action=empty_target_action, reduction=reduction,
-        relevance_threshold=relevance_threshold, validate_args=validate_args,
-    )
+    return run_measure(_reciprocal_rank, preds, target, **options)
 
 
 @with_common_args
-def hit_rate(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    k: int | Sequence[int] | None = None,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
-    ties: str = "average",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
-) -> Tensor:
+def hit_rate(preds: Tensor, target: Tensor, **options: Unpack[RankingOptions]) -> Tensor:
     """Hit rate at k: 1 if a relevant item is in the top k, else 0 (trec_eval ``success_k``).
 
     Under ``ties="average"`` it is the probability that a relevant item is in the top k.
@@ -123,28 +94,11 @@ def hit_rate(
         >>> hit_rate(torch.tensor([[0.9, 0.8, 0.7], [0.1, 0.2, 0.3]]), torch.tensor([[0, 0, 1], [0, 0, 1]]), k=1)
         tensor(0.5000)
     """
-    return run_measure(
-        _hit_rate, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target,
-        ties=ties, empty_target_action=empty_target_action, reduction=reduction,
-        relevance_threshold=relevance_threshold, validate_args=validate_args,
-    )
+    return run_measure(_hit_rate, preds, target, **options)
 
 
 @with_common_args
-def first_relevant_position(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    k: int | Sequence[int] | None = None,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
-    ties: str = "average",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
-) -> Tensor:
+def first_relevant_position(preds: Tensor, target: Tensor, **options: Unpack[RankingOptions]) -> Tensor:
     """First relevant position at k (FRP@k): the 1-based rank of the first relevant item, k+1 if none is in
     the top k (with ``k=None``: the list length + 1). Lower is better.
 
@@ -159,28 +113,11 @@ def first_relevant_position(
         ...                         torch.tensor([[0, 1, 0], [0, 0, 1]]), k=2, reduction="none")
         tensor([2., 3.])
     """
-    return run_measure(
-        _first_relevant_position, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target,
-        ties=ties, empty_target_action=empty_target_action, reduction=reduction,
-        relevance_threshold=relevance_threshold, validate_args=validate_args,
-    )
+    return run_measure(_first_relevant_position, preds, target, **options)
 
 
 @with_common_args
-def mean_rank(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    k: int | Sequence[int] | None = None,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
-    ties: str = "average",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
-) -> Tensor:
+def mean_rank(preds: Tensor, target: Tensor, **options: Unpack[RankingOptions]) -> Tensor:
     """Mean rank at k: the mean 1-based position of the query's R relevant items, where a relevant item not
     ranked in the top k (or not retrieved at all) counts as position k+1 (with ``k=None``: the list
     length + 1). Lower is better.
@@ -197,8 +134,4 @@ def mean_rank(
         >>> mean_rank(torch.tensor([0.9, 0.8, 0.7, 0.6]), torch.tensor([1, 0, 0, 1]), k=2)
         tensor(2.)
     """
-    return run_measure(
-        _mean_rank, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target,
-        ties=ties, empty_target_action=empty_target_action, reduction=reduction,
-        relevance_threshold=relevance_threshold, validate_args=validate_args,
-    )
+    return run_measure(_mean_rank, preds, target, **options)

@@ -30,7 +30,8 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._cutoffs import cutoff_index, sum_to_cutoffs
-from torchrank.functional._pipeline import run_measure, with_common_args
+from torchrank.functional._options import RankingOptions, Unpack, with_common_args
+from torchrank.functional._pipeline import run_measure
 from torchrank.functional._ranked import Ranking
 
 Probabilities = tuple[float, ...]
@@ -120,15 +121,7 @@ def graded_average_precision(
     target: Tensor,
     *,
     grade_probabilities: Sequence[float] | None = None,
-    k: int | Sequence[int] | None = None,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
-    ties: str = "average",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
+    **options: Unpack[RankingOptions],
 ) -> Tensor:
     """Graded average precision at k (Robertson, Kanoulas and Yilmaz, SIGIR 2010): AP for graded labels.
 
@@ -150,10 +143,7 @@ def graded_average_precision(
         >>> graded_average_precision(preds, labels, grade_probabilities=[1.0, 0.0])  # AP of grades >= 1
         tensor(0.8056)
     """
-    options = _gap_options(grade_probabilities=grade_probabilities)
-    _check_grades(options["grade_probabilities"], {"target": target, "ideal_target": ideal_target}, validate_args)
-    return run_measure(
-        _graded_average_precision, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target,
-        ties=ties, empty_target_action=empty_target_action, reduction=reduction,
-        relevance_threshold=relevance_threshold, validate_args=validate_args, **options,
-    )
+    params = _gap_options(grade_probabilities=grade_probabilities)
+    labels = {"target": target, "ideal_target": options["ideal_target"]}
+    _check_grades(params["grade_probabilities"], labels, options["validate_args"])
+    return run_measure(_graded_average_precision, preds, target, **options, **params)

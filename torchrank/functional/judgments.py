@@ -15,7 +15,16 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
-from torchrank.functional._pipeline import run_measure, with_common_args
+from torchrank.functional._options import (
+    Cutoffs,
+    MeasureOptions,
+    RankingOptions,
+    Reduction,
+    Ties,
+    Unpack,
+    with_common_args,
+)
+from torchrank.functional._pipeline import run_measure
 from torchrank.functional._ranked import Ranking
 from torchrank.functional.per_query_auc import _descending_order
 from torchrank.functional.trec_extra import _judged, _none, _refuse_tie_average, _relative_precision
@@ -104,12 +113,12 @@ def judged_fraction(
     preds: Tensor,
     target: Tensor,
     *,
-    k: int | Sequence[int] | None = None,
+    k: Cutoffs = None,
     indexes: Tensor | None = None,
     mask: Tensor | None = None,
     judged: Tensor | None = None,
-    ties: str = "average",
-    reduction: str = "mean",
+    ties: Ties = "average",
+    reduction: Reduction = "mean",
     validate_args: bool = True,
 ) -> Tensor:
     """Judged@k: the share of the top k items that have a judgment (ir_measures' ``Judged@k``).
@@ -128,9 +137,9 @@ def judged_fraction(
         >>> judged_fraction(preds, target, k=[2, 10], judged=torch.tensor([True, False, True, False]))
         tensor([0.5000, 0.5000])
     """
-    return run_measure(
-        _judged_fraction, preds, target, k=k, indexes=indexes, mask=mask, judged=judged, ties=ties,
-        empty_target_action="neg", reduction=reduction, validate_args=validate_args,
+    return run_measure(  # it reads no label: no relevance threshold, no empty queries
+        _judged_fraction, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=None, judged=judged, ties=ties,
+        empty_target_action="neg", reduction=reduction, relevance_threshold=1, validate_args=validate_args,
     )
 
 
@@ -139,16 +148,10 @@ def inferred_average_precision(
     preds: Tensor,
     target: Tensor,
     *,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
     judged: Tensor | None = None,
     pooled_unjudged: Tensor | None = None,
-    ties: str = "first",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
+    ties: Ties = "first",
+    **options: Unpack[MeasureOptions],
 ) -> Tensor:
     """Inferred AP (Yilmaz and Aslam, CIKM 2006), as trec_eval's ``infAP`` computes it.
 
@@ -177,13 +180,10 @@ def inferred_average_precision(
         tensor(1.)
     """
     if pooled_unjudged is not None:
-        preds, target, mask, judged, pooled_unjudged = pooled_in_score_order(
-            preds, target, mask, judged, pooled_unjudged, indexes)
-    return run_measure(
-        _inferred_ap, preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
-        empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
-        validate_args=validate_args, pooled_unjudged=pooled_unjudged,
-    )
+        preds, target, options["mask"], judged, pooled_unjudged = pooled_in_score_order(
+            preds, target, options["mask"], judged, pooled_unjudged, options["indexes"])
+    params = {"judged": judged, "pooled_unjudged": pooled_unjudged}
+    return run_measure(_inferred_ap, preds, target, ties=ties, **options, **params)
 
 
 def pooled_in_score_order(
@@ -220,20 +220,7 @@ def pooled_in_score_order(
 
 
 @with_common_args
-def recall_cap(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    k: int | Sequence[int] | None = None,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
-    ties: str = "average",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
-) -> Tensor:
+def recall_cap(preds: Tensor, target: Tensor, **options: Unpack[RankingOptions]) -> Tensor:
     """Capped recall at k: relevant items in the top k divided by ``min(k, R)`` (BEIR's ``R_cap@k``).
 
     Recall that a perfect ranking brings to 1 at every cut-off, also when a query has more relevant items than
@@ -248,8 +235,4 @@ def recall_cap(
         >>> recall_cap(preds, target, k=[2, 4])  # 1 / min(2, 4), 3 / min(4, 4)
         tensor([0.5000, 0.7500])
     """
-    return run_measure(
-        _relative_precision, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
-        empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
-        validate_args=validate_args,
-    )
+    return run_measure(_relative_precision, preds, target, **options)

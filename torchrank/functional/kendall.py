@@ -15,7 +15,8 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._inputs import RankingInput, format_inputs, working_dtype
-from torchrank.functional._pipeline import check_options, finalize, with_common_args
+from torchrank.functional._options import EmptyTargetAction, Reduction, Ties, with_common_args
+from torchrank.functional._pipeline import check_options, finalize
 from torchrank.functional._ranked import row_blocks
 
 _PAIR_BUDGET = 1 << 24  # pair comparisons per chunk of queries: bounds memory at O(Q N) + O(budget)
@@ -73,9 +74,9 @@ def kendall_tau(
     distance: bool = False,
     indexes: Tensor | None = None,
     mask: Tensor | None = None,
-    ties: str = "average",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
+    ties: Ties = "average",
+    empty_target_action: EmptyTargetAction = "neg",
+    reduction: Reduction = "mean",
     validate_args: bool = True,
 ) -> Tensor:
     """Kendall's tau between the predicted ranking and the labels, or the normalised tau distance.

@@ -13,7 +13,8 @@ from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
 from torchrank.functional._fused_columns import F1, PRECISION, RECALL, RPREC, fused_as
-from torchrank.functional._pipeline import run_measure, with_common_args
+from torchrank.functional._options import ListOptions, RankingOptions, Unpack, with_common_args
+from torchrank.functional._pipeline import run_measure
 from torchrank.functional._ranked import Ranking
 
 
@@ -53,21 +54,7 @@ def _r_precision(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
 
 
 @with_common_args
-def precision(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    k: int | Sequence[int] | None = None,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
-    ties: str = "average",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
-    adaptive_k: bool = False,
-) -> Tensor:
+def precision(preds: Tensor, target: Tensor, *, adaptive_k: bool = False, **options: Unpack[RankingOptions]) -> Tensor:
     """Precision at k: relevant items in the top k divided by k, also when the list is shorter (trec_eval).
 
     With ``k=None`` the denominator is the number of ranked items.
@@ -86,29 +73,11 @@ def precision(
         >>> precision(preds, target, k=8), precision(preds, target, k=8, adaptive_k=True)  # 4 items a list
         (tensor(0.2500), tensor(0.5000))
     """
-    return run_measure(
-        _precision, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
-        empty_target_action=empty_target_action, reduction=reduction,
-        relevance_threshold=relevance_threshold, validate_args=validate_args,
-        **_precision_options(adaptive_k=adaptive_k),
-    )
+    return run_measure(_precision, preds, target, **options, **_precision_options(adaptive_k=adaptive_k))
 
 
 @with_common_args
-def recall(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    k: int | Sequence[int] | None = None,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
-    ties: str = "average",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
-) -> Tensor:
+def recall(preds: Tensor, target: Tensor, **options: Unpack[RankingOptions]) -> Tensor:
     """Recall at k: relevant items in the top k divided by the number of relevant items R.
 
     {common_args}
@@ -118,28 +87,11 @@ def recall(
         >>> recall(torch.tensor([0.9, 0.8, 0.7, 0.6]), torch.tensor([1, 0, 1, 0]), k=2)
         tensor(0.5000)
     """
-    return run_measure(
-        _recall, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
-        empty_target_action=empty_target_action, reduction=reduction,
-        relevance_threshold=relevance_threshold, validate_args=validate_args,
-    )
+    return run_measure(_recall, preds, target, **options)
 
 
 @with_common_args
-def f1(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    k: int | Sequence[int] | None = None,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
-    ties: str = "average",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
-) -> Tensor:
+def f1(preds: Tensor, target: Tensor, **options: Unpack[RankingOptions]) -> Tensor:
     """F1 at k: the harmonic mean ``2PR / (P + R)`` of precision and recall at k (0 when both are 0).
 
     {common_args}
@@ -149,27 +101,11 @@ def f1(
         >>> f1(torch.tensor([0.9, 0.8, 0.7, 0.6]), torch.tensor([1, 0, 1, 0]), k=2)
         tensor(0.5000)
     """
-    return run_measure(
-        _f1, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
-        empty_target_action=empty_target_action, reduction=reduction,
-        relevance_threshold=relevance_threshold, validate_args=validate_args,
-    )
+    return run_measure(_f1, preds, target, **options)
 
 
 @with_common_args
-def r_precision(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
-    ties: str = "average",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
-) -> Tensor:
+def r_precision(preds: Tensor, target: Tensor, **options: Unpack[ListOptions]) -> Tensor:
     """R-precision: precision at R, the number of relevant items of the query (trec_eval ``Rprec``).
 
     It takes no ``k``: the cut-off is each query's R.
@@ -181,8 +117,4 @@ def r_precision(
         >>> r_precision(torch.tensor([0.9, 0.8, 0.7, 0.6]), torch.tensor([1, 0, 1, 0]))
         tensor(0.5000)
     """
-    return run_measure(
-        _r_precision, preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
-        empty_target_action=empty_target_action, reduction=reduction,
-        relevance_threshold=relevance_threshold, validate_args=validate_args,
-    )
+    return run_measure(_r_precision, preds, target, **options)

@@ -18,7 +18,8 @@ from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
 from torchrank.functional._fused_columns import RBP, fused_as
-from torchrank.functional._pipeline import run_measure, with_common_args
+from torchrank.functional._options import RankingOptions, Unpack, with_common_args
+from torchrank.functional._pipeline import run_measure
 from torchrank.functional._ranked import Ranking
 from torchrank.functional.checks import check_max_label
 
@@ -63,19 +64,11 @@ def rbp(
     preds: Tensor,
     target: Tensor,
     *,
-    k: int | Sequence[int] | None = None,
     p: float = 0.9,
     max_label: float | None = None,
     residual: bool = False,
     judged: Tensor | None = None,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
-    ties: str = "average",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
+    **options: Unpack[RankingOptions],
 ) -> Tensor:
     """Rank-biased precision at k with persistence ``p``, or its residual.
 
@@ -96,10 +89,6 @@ def rbp(
         >>> rbp(torch.tensor([0.9, 0.8, 0.7]), torch.tensor([1, 0, 1]), p=0.5, residual=True)  # 0.5 ** 3
         tensor(0.1250)
     """
-    options = _rbp_options(p=p, max_label=max_label, residual=residual)
-    check_max_label(max_label, target, validate_args)
-    return run_measure(
-        _rbp, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged,
-        ties=ties, empty_target_action=empty_target_action, reduction=reduction,
-        relevance_threshold=relevance_threshold, validate_args=validate_args, **options,
-    )
+    params = _rbp_options(p=p, max_label=max_label, residual=residual)
+    check_max_label(max_label, target, options["validate_args"])
+    return run_measure(_rbp, preds, target, **options, judged=judged, **params)

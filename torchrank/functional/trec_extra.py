@@ -18,7 +18,8 @@ from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
 from torchrank.functional._inputs import is_integer_tensor, judged_count_problems
-from torchrank.functional._pipeline import run_measure, with_common_args
+from torchrank.functional._options import MeasureOptions, Ties, Unpack, with_common_args
+from torchrank.functional._pipeline import run_measure
 from torchrank.functional._ranked import Ranking
 
 __all__ = ["bpref"]
@@ -216,16 +217,10 @@ def bpref(
     preds: Tensor,
     target: Tensor,
     *,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
     judged: Tensor | None = None,
     num_judged: Tensor | None = None,
-    ties: str = "first",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
+    ties: Ties = "first",
+    **options: Unpack[MeasureOptions],
 ) -> Tensor:
     """Binary preference (Buckley and Voorhees, SIGIR 2004; trec_eval ``bpref``), for incomplete judgments.
 
@@ -255,9 +250,5 @@ def bpref(
         ...       num_judged=torch.tensor(5))  # 3 judged non-relevant items, 2 not retrieved: 1 - min(1, 2) / 2
         tensor(0.7500)
     """
-    num_judged = judged_counts(num_judged, ideal_target)
-    return run_measure(
-        _bpref, preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
-        empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
-        validate_args=validate_args, num_judged=num_judged,
-    )
+    num_judged = judged_counts(num_judged, options["ideal_target"])
+    return run_measure(_bpref, preds, target, **options, judged=judged, ties=ties, num_judged=num_judged)

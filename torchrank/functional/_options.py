@@ -1,0 +1,162 @@
+"""The keyword arguments the ranking functions share, declared once: their types, defaults and docs.
+
+A public function takes its own options by name and the shared ones as ``**options`` typed by one of the
+``TypedDict``s below (PEP 692), which type checkers and IDEs expand into keywords; :func:`with_common_args` gives
+the function at run time the expanded signature (what ``inspect.signature``, ``help`` and the registry read), the
+shared defaults, the docs of the shared arguments it takes and the errors for keywords it does not take. So
+:func:`~torchrank.functional.recall` reads ``def recall(preds, target, **options: Unpack[RankingOptions])`` and
+passes ``options`` on to :func:`~torchrank.functional._pipeline.run_measure`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+import typing
+from collections.abc import Callable, Sequence
+from typing import Literal, TypedDict, TypeVar
+
+from torch import Tensor
+
+from torchrank.functional._keywords import keyword_error, with_keyword_hints
+
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:  # typing_extensions comes with torch
+    from typing_extensions import Unpack
+
+__all__ = [
+    "COMMON_ARGS", "DEFAULTS", "Cutoffs", "EmptyTargetAction", "ListOptions", "MeasureOptions", "RankingOptions",
+    "Reduction", "Ties", "Unpack", "with_common_args",
+]
+
+Fn = TypeVar("Fn", bound=Callable[..., object])
+Cutoffs = int | Sequence[int] | None
+Ties = Literal["average", "optimistic", "pessimistic", "first"]
+EmptyTargetAction = Literal["neg", "pos", "skip", "error"]
+Reduction = Literal["mean", "sum", "none"]
+
+
+class MeasureOptions(TypedDict, total=False):
+    """The options of every measure of a ranking, except the order of ties (bpref's and infAP's default
+    ``"first"`` differs: they take ``ties`` themselves) and the cut-off."""
+
+    indexes: Tensor | None
+    mask: Tensor | None
+    ideal_target: Tensor | None
+    empty_target_action: EmptyTargetAction
+    reduction: Reduction
+    relevance_threshold: float
+    validate_args: bool
+
+
+class ListOptions(MeasureOptions, total=False):
+    """:class:`MeasureOptions` and ``ties``: a measure of whole lists (R-precision; no cut-off)."""
+
+    ties: Ties
+
+
+class RankingOptions(ListOptions, total=False):
+    """:class:`ListOptions` and the cut-off ``k``: most measures."""
+
+    k: Cutoffs
+
+
+#: The shared arguments' defaults, in the order their docs list them.
+DEFAULTS: dict[str, object] = {
+    "k": None, "indexes": None, "mask": None, "ideal_target": None, "ties": "average", "empty_target_action": "neg",
+    "reduction": "mean", "relevance_threshold": 1, "validate_args": True,
+}
+
+#: The docs of the shared arguments (and of DCG's and NDCG's gain and discount), in the order the docs list them.
+COMMON_ARGS = {
+    "preds": "Scores ``[..., N]`` (higher ranks first), or 1-D with ``indexes``. Never thresholded.",
+    "target": "Labels of the same shape: bool, int or float, ``>= 0``; binary or graded.",
+    "k": "Cut-off: an int, a sequence of ints (one sort; the output gains a last dimension of that\n"
+    "    length) or ``None`` for the whole list.",
+    "gain": "``\"linear\"`` (the label; trec_eval, scikit-learn, torchmetrics), ``\"exponential\"``\n"
+    "    (``2^label - 1``; ranx ``ndcg_burges``, LightGBM) or a callable on the label tensor.",
+    "discount": "``\"log\"`` (``log_b(i + 1)``), ``\"power\"`` (``i ** power``; Zipf for 1), ``\"linear\"``\n"
+    "    (``i``) or a callable of the 1-based rank returning the divisor.",
+    "log_base": "``b`` of the ``\"log\"`` discount.",
+    "power": "Exponent of the ``\"power\"`` discount.",
+    "indexes": "Flat input: the query id of each item (1-D, like ``preds``); queries come out in\n"
+    "    ascending id order.",
+    "mask": "Bool ``[..., N]``, True for a real item; padded items are never ranked and never count.",
+    "ideal_target": "Labels ``[..., M]`` of every judged item of each query (0-padded) for the number of\n"
+    "    relevant items and the ideal ranking, when the list does not hold them all; with ``indexes``, one\n"
+    "    label per item, shaped as ``preds``. Default: ``target``.",
+    "ties": "Order of equal scores: ``\"average\"`` (expected value over random orders), ``\"optimistic\"``,\n"
+    "    ``\"pessimistic\"`` or ``\"first\"`` (input order).",
+    "empty_target_action": "Score of a query with no relevant item: ``\"neg\"`` (0), ``\"pos\"`` (1),\n"
+    "    ``\"skip\"`` (NaN, left out of the mean) or ``\"error\"``.",
+    "reduction": "``\"mean\"`` over queries, ``\"sum\"``, or ``\"none\"`` (per-query values ``[...]``).",
+    "relevance_threshold": "Binary relevance is ``label >= relevance_threshold`` (trec_eval's ``-l``).",
+    "validate_args": "Run the checks that read tensor values (NaN scores, negative labels); each\n"
+    "    synchronises a GPU stream once. The shape, dtype and device checks always run. Unchecked, such values\n"
+    "    give undefined results: a NaN score ranks last on the numpy backend and first on the device ones.",
+}
+
+
+def with_common_args(fn: Fn) -> Fn:
+    """``fn`` documented and checked as a ranking function: ``{common_args}`` in its docstring becomes the docs of the
+    shared arguments it takes (in :data:`COMMON_ARGS`' order, so a function without ``k`` documents none), and a
+    keyword it does not take raises :func:`~torchrank.functional._keywords.keyword_error`'s ``TypeError`` (with
+    torchmetrics' names: ``top_k``, use ``k``).
+
+    A function whose ``**options`` are typed ``Unpack[<one of the TypedDicts above>]`` gets them expanded: its
+    signature lists them as keywords with :data:`DEFAULTS`, and ``options`` holds every one of them when it runs.
+    """
+    shared = _shared_options(fn)
+    if shared is None:
+        _document(fn, inspect.signature(fn))
+        return with_keyword_hints(fn)
+    signature = _expanded(inspect.signature(fn), shared)
+    defaults = {name: DEFAULTS[name] for name in shared}
+    accepted = frozenset(signature.parameters)
+
+    @functools.wraps(fn)
+    def call(*args: object, **kwargs: object) -> object:
+        if not accepted.issuperset(kwargs):  # checked first: `options` would take any keyword
+            raise keyword_error(fn.__name__, kwargs.keys() - accepted, accepted)
+        return fn(*args, **{**defaults, **kwargs})
+
+    call.__signature__ = signature  # type: ignore[attr-defined]
+    _document(call, signature)
+    return call  # type: ignore[return-value]
+
+
+def _shared_options(fn: Callable) -> tuple[str, ...] | None:
+    """The names of the shared options ``fn`` takes as ``**options: Unpack[...]`` (None: it takes none)."""
+    hint = typing.get_type_hints(fn).get(next(
+        (p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.VAR_KEYWORD), ""))
+    if hint is None:
+        return None
+    (options,) = typing.get_args(hint)  # Unpack[X] -> X
+    return tuple(options.__annotations__)
+
+
+def _expanded(signature: inspect.Signature, shared: tuple[str, ...]) -> inspect.Signature:
+    """``signature`` with its ``**options`` replaced by the ``shared`` keywords: the cut-off first (as every function
+    listed it), then the function's own options, then the rest in :data:`DEFAULTS`' order."""
+    annotations = {n: getattr(a, "__forward_arg__", a) for n, a in RankingOptions.__annotations__.items()}  # as written
+    params = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    positional = [p for p in params if p.kind is not p.KEYWORD_ONLY]
+    own = [p for p in params if p.kind is p.KEYWORD_ONLY]
+    names = [n for n in DEFAULTS if n in shared]
+    names = [n for n in names if n == "k"] + [p.name for p in own] + [n for n in names if n != "k"]
+    own_by_name = {p.name: p for p in own}
+    keywords = [
+        own_by_name.get(n) or inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=DEFAULTS[n],
+                                                annotation=annotations[n])
+        for n in names
+    ]
+    return signature.replace(parameters=[*positional, *keywords])
+
+
+def _document(fn: Callable, signature: inspect.Signature) -> None:
+    """Replace ``{common_args}`` in ``fn``'s docstring with the docs of the shared arguments in ``signature``."""
+    taken = [name for name in COMMON_ARGS if name in signature.parameters]
+    lines = ["    Args:"] + [f"        {name}: {COMMON_ARGS[name]}".replace("\n", "\n        ") for name in taken]
+    fn.__doc__ = (fn.__doc__ or "").replace("    {common_args}\n", "\n".join(lines) + "\n")
