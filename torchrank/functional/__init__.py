@@ -3,7 +3,7 @@
 Every function ranks each list once (:mod:`torchrank.functional._ranking`) and returns the mean over
 queries, their sum, or per-query values (``reduction="none"``). The functions exported here are those the
 measure registry declares (:data:`MEASURES`, read-only; :mod:`torchrank.functional.registry`), with
-:func:`evaluate` for several measures by name over one sort.
+:func:`evaluate` for several measures by name over one sort, and a few more.
 
 Example:
     >>> import torchrank.functional as F
@@ -12,19 +12,29 @@ Example:
 """
 
 from torchrank.functional._chunking import current_memory_budget, memory_budget
+from torchrank.functional.average_precision import average_precision, average_recall
 from torchrank.functional.corpus_search import merge_top_k, search
+from torchrank.functional.dcg import dcg, ndcg
+from torchrank.functional.err import err
+from torchrank.functional.first_relevant import first_relevant_position, hit_rate, mean_rank, reciprocal_rank
+from torchrank.functional.gap import graded_average_precision
 from torchrank.functional.ids import catalogue_to_dense, ids_to_dense, top_k_ids
+from torchrank.functional.judgments import inferred_average_precision, judged_fraction, recall_cap
+from torchrank.functional.kendall import kendall_tau
 from torchrank.functional.measures import evaluate, parse_measure
 from torchrank.functional.per_query_auc import auroc, gauc
 from torchrank.functional.pr_curve import precision_recall_curve, recall_at_fixed_precision
-from torchrank.functional.registry import MEASURES, public_functions
+from torchrank.functional.precision import f1, precision, r_precision, recall
+from torchrank.functional.rbp import rbp
+from torchrank.functional.registry import MEASURES
+from torchrank.functional.trec_extra import bpref
 
-# every declared measure's public function under its own name: declaring a measure exports it
-globals().update(public_functions())
-
+# the declared measures' functions are imported by name above (a test checks that every one is), so that type
+# checkers and IDEs see them with their parameters
 __all__ = [
-    "MEASURES", "auroc", "catalogue_to_dense", "current_memory_budget", "evaluate", "gauc", "ids_to_dense",
-    "memory_budget", "merge_top_k",
-    "parse_measure", "precision_recall_curve", "recall_at_fixed_precision", "search", "top_k_ids",
+    "MEASURES", "auroc", "average_precision", "average_recall", "bpref", "catalogue_to_dense", "current_memory_budget",
+    "dcg", "err", "evaluate", "f1", "first_relevant_position", "gauc", "graded_average_precision", "hit_rate",
+    "ids_to_dense", "inferred_average_precision", "judged_fraction", "kendall_tau", "mean_rank", "memory_budget",
+    "merge_top_k", "ndcg", "parse_measure", "precision", "precision_recall_curve", "r_precision", "rbp", "recall",
+    "recall_at_fixed_precision", "recall_cap", "reciprocal_rank", "search", "top_k_ids",
 ]
-__all__ += sorted(public_functions())
