@@ -24,6 +24,7 @@ from torch import Tensor
 from torchrank.functional._chunking import reduce_queries
 from torchrank.functional._inputs import REDUCTIONS, check_choice
 from torchrank.functional._keywords import with_keyword_hints
+from torchrank.functional._options import EmptyTargetAction, Reduction, Ties
 from torchrank.functional._pipeline import check_parameter_values, finalize, per_query_values, prepare
 from torchrank.functional._ranking import apply_measure
 from torchrank.functional.judgments import judged_only_mask, pooled_in_score_order
@@ -136,9 +137,9 @@ def evaluate(
     judged_only: bool = False,
     num_judged: Tensor | None = None,
     pooled_unjudged: Tensor | None = None,
-    ties: str = "average",
-    empty_target_action: str = "neg",
-    reduction: str = "mean",
+    ties: Ties = "average",
+    empty_target_action: EmptyTargetAction = "neg",
+    reduction: Reduction = "mean",
     relevance_threshold: float = 1,
     validate_args: bool = True,
 ) -> dict[str, Tensor]:

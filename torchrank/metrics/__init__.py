@@ -12,6 +12,7 @@ Example:
 
 from torchrank.metrics import classes as _classes
 from torchrank.metrics._base import KeepStateOnError, RankingMetric
+from torchrank.metrics.classes import *  # noqa: F403  every derived class (type checkers read them in classes.pyi)
 from torchrank.metrics.classes import FunctionalMetric, RankingMetrics
 from torchrank.metrics.per_query_auc import AUROC, GAUC
 from torchrank.metrics.recommenders import (
@@ -25,9 +26,6 @@ from torchrank.metrics.recommenders import (
     Personalization,
 )
 from torchrank.metrics.retrieval import CorpusRetrieval
-
-# every derived class under its own name (as torchrank.functional exports the declared functions)
-globals().update({name: getattr(_classes, name) for name in _classes.__all__})
 
 __all__ = [  # a literal list first: linters see these
     "AUROC",
