@@ -243,6 +243,7 @@ def test_a_zero_dimensional_tensor_cut_off():
         (lambda: F.recall(P, T, adaptive_k=True), r"`adaptive_k` has no counterpart in recall; torchrank\.compat"),
         (lambda: F.ndcg(P, T, gian="linear"), r"`gian`: did you mean `gain`\?"),
         (lambda: F.ndcg(P, T, colour=1), r"ndcg got an unexpected keyword argument `colour`\.$"),
+        (lambda: F.r_precision(P, T, k=2), r"r_precision got an unexpected keyword argument `k`"),
     ],
 )
 def test_a_keyword_the_function_does_not_take_says_what_to_write(call, match):
