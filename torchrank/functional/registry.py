@@ -10,8 +10,11 @@ declaration: the grammar of :func:`~torchrank.functional.parse_measure`, the exp
 suite runs through its tie oracle and invariance tests.
 
 Adding a measure: its kernel ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])``, optionally its
-public function (a thin call of :func:`~torchrank.functional._pipeline.run_measure`), one :class:`Declaration`
-in :data:`DECLARATIONS` below, and its section in ``docs/measures.md``.
+public function (its own options, the shared ones as ``**options: Unpack[RankingOptions]`` of
+:mod:`torchrank.functional._options`, passed on to :func:`~torchrank.functional._pipeline.run_measure`; imported
+by name in ``torchrank/functional/__init__.py``), one :class:`Declaration` in :data:`DECLARATIONS` below, and its
+section in ``docs/measures.md``; with a class, ``python -m torchrank.metrics._stubs`` writes the classes' type stub.
+The test suite says when an export or the stub is missing.
 
 Example:
     >>> from torchrank.functional import MEASURES
