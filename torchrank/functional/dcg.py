@@ -141,14 +141,8 @@ def _named_weights(
 
 @with_common_args
 def dcg(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    gain: Gain = "linear",
-    discount: Discount = "log",
-    log_base: float = 2.0,
-    power: float = 1.0,
-    **options: Unpack[RankingOptions],
+    preds: Tensor, target: Tensor, *, gain: Gain = "linear", discount: Discount = "log", log_base: float = 2.0,
+    power: float = 1.0, **options: Unpack[RankingOptions],
 ) -> Tensor:
     """Discounted cumulative gain at k: ``sum_{i<=k} gain(label_i) / discount(i)``.
 
@@ -168,14 +162,8 @@ def dcg(
 
 @with_common_args
 def ndcg(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    gain: Gain = "linear",
-    discount: Discount = "log",
-    log_base: float = 2.0,
-    power: float = 1.0,
-    **options: Unpack[RankingOptions],
+    preds: Tensor, target: Tensor, *, gain: Gain = "linear", discount: Discount = "log", log_base: float = 2.0,
+    power: float = 1.0, **options: Unpack[RankingOptions],
 ) -> Tensor:
     """Normalised DCG at k: DCG@k over the ideal DCG@k of the judged labels (trec_eval ``ndcg_cut_k``).
 

@@ -99,11 +99,7 @@ def _err_options(*, transform: Transform, max_label: float | None) -> dict[str, 
 
 @with_common_args
 def err(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    transform: Transform = "exponential",
-    max_label: float | None = None,
+    preds: Tensor, target: Tensor, *, transform: Transform = "exponential", max_label: float | None = None,
     **options: Unpack[RankingOptions],
 ) -> Tensor:
     """Expected reciprocal rank at k (Chapelle et al., 2009).

@@ -117,10 +117,7 @@ def _check_grades(grade_probabilities: Probabilities | None, labels: dict[str, o
 
 @with_common_args
 def graded_average_precision(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    grade_probabilities: Sequence[float] | None = None,
+    preds: Tensor, target: Tensor, *, grade_probabilities: Sequence[float] | None = None,
     **options: Unpack[RankingOptions],
 ) -> Tensor:
     """Graded average precision at k (Robertson, Kanoulas and Yilmaz, SIGIR 2010): AP for graded labels.

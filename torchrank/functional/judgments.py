@@ -110,16 +110,8 @@ def _inferred_ap(r: Ranking, ks: Sequence[int | None], pooled_unjudged: Tensor |
 
 @with_common_args
 def judged_fraction(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    k: Cutoffs = None,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    judged: Tensor | None = None,
-    ties: Ties = "average",
-    reduction: Reduction = "mean",
-    validate_args: bool = True,
+    preds: Tensor, target: Tensor, *, k: Cutoffs = None, indexes: Tensor | None = None, mask: Tensor | None = None,
+    judged: Tensor | None = None, ties: Ties = "average", reduction: Reduction = "mean", validate_args: bool = True,
 ) -> Tensor:
     """Judged@k: the share of the top k items that have a judgment (ir_measures' ``Judged@k``).
 
@@ -145,13 +137,8 @@ def judged_fraction(
 
 @with_common_args
 def inferred_average_precision(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    judged: Tensor | None = None,
-    pooled_unjudged: Tensor | None = None,
-    ties: Ties = "first",
-    **options: Unpack[MeasureOptions],
+    preds: Tensor, target: Tensor, *, judged: Tensor | None = None, pooled_unjudged: Tensor | None = None,
+    ties: Ties = "first", **options: Unpack[MeasureOptions],
 ) -> Tensor:
     """Inferred AP (Yilmaz and Aslam, CIKM 2006), as trec_eval's ``infAP`` computes it.
 

@@ -68,15 +68,8 @@ def _kendall(inputs: RankingInput, ties: str, distance: bool) -> tuple[Tensor, T
 
 @with_common_args
 def kendall_tau(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    distance: bool = False,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ties: Ties = "average",
-    empty_target_action: EmptyTargetAction = "neg",
-    reduction: Reduction = "mean",
+    preds: Tensor, target: Tensor, *, distance: bool = False, indexes: Tensor | None = None, mask: Tensor | None = None,
+    ties: Ties = "average", empty_target_action: EmptyTargetAction = "neg", reduction: Reduction = "mean",
     validate_args: bool = True,
 ) -> Tensor:
     """Kendall's tau between the predicted ranking and the labels, or the normalised tau distance.

@@ -61,14 +61,8 @@ def _rbp_options(*, p: float, max_label: float | None, residual: bool) -> dict[s
 
 @with_common_args
 def rbp(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    p: float = 0.9,
-    max_label: float | None = None,
-    residual: bool = False,
-    judged: Tensor | None = None,
-    **options: Unpack[RankingOptions],
+    preds: Tensor, target: Tensor, *, p: float = 0.9, max_label: float | None = None, residual: bool = False,
+    judged: Tensor | None = None, **options: Unpack[RankingOptions],
 ) -> Tensor:
     """Rank-biased precision at k with persistence ``p``, or its residual.
 

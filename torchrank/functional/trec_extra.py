@@ -214,13 +214,8 @@ def judged_counts(num_judged: object, ideal_target: object, measure: str = "bpre
 
 @with_common_args
 def bpref(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    judged: Tensor | None = None,
-    num_judged: Tensor | None = None,
-    ties: Ties = "first",
-    **options: Unpack[MeasureOptions],
+    preds: Tensor, target: Tensor, *, judged: Tensor | None = None, num_judged: Tensor | None = None,
+    ties: Ties = "first", **options: Unpack[MeasureOptions],
 ) -> Tensor:
     """Binary preference (Buckley and Voorhees, SIGIR 2004; trec_eval ``bpref``), for incomplete judgments.
 
