@@ -129,30 +129,27 @@ def with_common_args(fn: Fn) -> Fn:
 
 def _shared_options(fn: Callable) -> tuple[str, ...] | None:
     """The names of the shared options ``fn`` takes as ``**options: Unpack[...]`` (None: it takes none)."""
-    hint = typing.get_type_hints(fn).get(next(
-        (p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.VAR_KEYWORD), ""))
-    if hint is None:
+    var_keyword = [p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.VAR_KEYWORD]
+    if not var_keyword:
         return None
-    (options,) = typing.get_args(hint)  # Unpack[X] -> X
+    (options,) = typing.get_args(typing.get_type_hints(fn)[var_keyword[0]])  # Unpack[X] -> (X,)
     return tuple(options.__annotations__)
 
 
 def _expanded(signature: inspect.Signature, shared: tuple[str, ...]) -> inspect.Signature:
     """``signature`` with its ``**options`` replaced by the ``shared`` keywords: the cut-off first (as every function
     listed it), then the function's own options, then the rest in :data:`DEFAULTS`' order."""
-    annotations = {n: getattr(a, "__forward_arg__", a) for n, a in RankingOptions.__annotations__.items()}  # as written
+    written = {n: getattr(a, "__forward_arg__", a) for n, a in RankingOptions.__annotations__.items()}
+
+    def keyword(name: str) -> inspect.Parameter:
+        return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=DEFAULTS[name], annotation=written[name])
+
     params = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
     positional = [p for p in params if p.kind is not p.KEYWORD_ONLY]
     own = [p for p in params if p.kind is p.KEYWORD_ONLY]
-    names = [n for n in DEFAULTS if n in shared]
-    names = [n for n in names if n == "k"] + [p.name for p in own] + [n for n in names if n != "k"]
-    own_by_name = {p.name: p for p in own}
-    keywords = [
-        own_by_name.get(n) or inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=DEFAULTS[n],
-                                                annotation=annotations[n])
-        for n in names
-    ]
-    return signature.replace(parameters=[*positional, *keywords])
+    cutoff = [keyword("k")] if "k" in shared else []
+    rest = [keyword(name) for name in DEFAULTS if name in shared and name != "k"]
+    return signature.replace(parameters=[*positional, *cutoff, *own, *rest])
 
 
 def _document(fn: Callable, signature: inspect.Signature) -> None:
