@@ -9,6 +9,33 @@ from torchrank.functional._options import Cutoffs, EmptyTargetAction, Ties, Unpa
 from torchrank.functional.core import Discount, Gain, Transform
 from torchrank.metrics._base import RankingMetric
 
+__all__ = [
+    "DCG",
+    "ERR",
+    "F1",
+    "GAP",
+    "MAP",
+    "MAR",
+    "MRR",
+    "NDCG",
+    "RBP",
+    "FirstRelevantPosition",
+    "FunctionalMetric",
+    "HitRate",
+    "InfAP",
+    "JudgedFraction",
+    "KendallTau",
+    "KendallTauDistance",
+    "MeanRank",
+    "Precision",
+    "RPrecision",
+    "RankingMetrics",
+    "Recall",
+    "RecallCap",
+]
+
+_INPUTS: tuple[str, ...]
+
 class _MetricOptions(TypedDict, total=False):  # torchmetrics.Metric's keyword arguments
     compute_on_cpu: bool
     dist_sync_on_step: bool
