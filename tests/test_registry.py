@@ -62,9 +62,10 @@ def test_each_code_of_the_fused_kernel_is_declared_once_and_no_other():
     :data:`CODES` is refused."""
     declared = [spec.fused_code() for spec in DECLARATIONS]
     assert sorted(code for code in declared if code is not None) == sorted(CODES)
+    recall = F.MEASURES["recall"].kernel.kernel
     with pytest.raises(ValueError, match="no column code 99"):
-        measure(fused=99)
-    claims = measure(fused=lambda params: len(CODES))(F.MEASURES["recall"].kernel.kernel)
+        measure(fused=99)(recall)
+    claims = measure(fused=lambda params: len(CODES))(recall)
     with pytest.raises(ValueError, match=f"no column code {len(CODES)}"):
         Declaration("x", "doc", "linear", claims).fused_code()
 
