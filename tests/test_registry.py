@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
+import pickle
 import re
 from pathlib import Path
 
@@ -14,6 +16,8 @@ from conftest import ALL_MEASURES, NOT_IN_SHARED_TESTS
 import torchrank.functional as F
 import torchrank.metrics.classes as classes
 from torchrank import compare
+from torchrank.functional._fused_columns import CODES
+from torchrank.functional._measure import measure
 from torchrank.functional.registry import DECLARATIONS, Declaration, TrecName, _check_names
 from torchrank.io import trec_eval
 
@@ -50,6 +54,41 @@ def test_declarations_are_checked():
     twin = dataclasses.replace(F.MEASURES["precision"], name="precision2", metric=None, trec=())
     with pytest.raises(ValueError, match="grammar name 'p' is declared by 'precision' and 'precision2'"):
         _check_names((*DECLARATIONS, twin))
+
+
+def test_each_code_of_the_fused_kernel_is_declared_once_and_no_other():
+    """The families the fused kernel computes, as declared, take every code it has (tests/test_backends.py compares
+    each with the numpy backend, so a code its branches lack fails there) and no other: a claim of a code outside
+    :data:`CODES` is refused."""
+    declared = [spec.fused_code() for spec in DECLARATIONS]
+    assert sorted(code for code in declared if code is not None) == sorted(CODES)
+    recall = F.MEASURES["recall"].kernel.kernel
+    with pytest.raises(ValueError, match="no column code 99"):
+        measure(fused=99)(recall)
+    claims = measure(fused=lambda params: len(CODES))(recall)
+    with pytest.raises(ValueError, match=f"no column code {len(CODES)}"):
+        Declaration("x", "doc", "linear", claims).fused_code()
+
+
+def test_the_fused_kernel_takes_the_options_it_computes_only():
+    """Each declared rule: the options the fused kernel computes give its column, the others none (the torch backend
+    computes them)."""
+    ndcg, rbp = F.MEASURES["ndcg"], F.MEASURES["rbp"]
+    assert ndcg.fused_code() != F.MEASURES["ndcg_exp"].fused_code() == ndcg.fused_code(gain="exponential")
+    assert rbp.fused_code(p=0.5, max_label=4) == rbp.fused_code() and F.MEASURES["rbp_resid"].fused_code() is None
+    refused = [
+        ndcg.fused_code(discount="power"), ndcg.fused_code(log_base=10), ndcg.fused_code(gain=lambda x: x),
+        F.MEASURES["dcg"].fused_code(discount="linear"), F.MEASURES["precision"].fused_code(adaptive_k=True),
+        F.MEASURES["map"].fused_code(denominator="found"), F.MEASURES["err"].fused_code(max_label=4),
+        F.MEASURES["err"].fused_code(transform="sigmoid"),
+    ]
+    assert refused == [None] * len(refused)
+
+
+def test_a_declared_kernel_is_its_function_to_callers():
+    kernel = F.MEASURES["precision"].kernel
+    assert kernel.__name__ == "_precision" and "adaptive_k" in inspect.signature(kernel).parameters
+    assert pickle.loads(pickle.dumps(kernel)) is kernel
 
 
 @pytest.mark.parametrize("spec", GRAMMAR, ids=[s.name for s in GRAMMAR])

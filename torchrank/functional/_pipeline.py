@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._chunking import PARAMETER_ROWS, evaluate_in_chunks, reduce_queries
-from torchrank.functional._fused_columns import ERR, fused_columns
+from torchrank.functional._fused_columns import ERR
 from torchrank.functional._inputs import (
     EMPTY_TARGET_ACTIONS,
     REDUCTIONS,
@@ -28,6 +28,7 @@ from torchrank.functional._inputs import (
     unfused_value_problems,
     working_dtype,
 )
+from torchrank.functional._measure import fused_code, fused_columns
 from torchrank.functional._ranked import Ranking
 from torchrank.functional._ranking import apply_measure, rank
 from torchrank.functional.backends import backend_for, use_backend
@@ -185,8 +186,8 @@ def prepare(
 
 def check_parameter_values(requests: Sequence[tuple[Measure, Sequence[int | None], dict]], ranking: Ranking) -> None:
     """The value checks of the kernels' own parameters against the ranking (bpref's judged counts against R): a
-    kernel declares them as an attribute ``value_problems(ranking, params)`` returning :data:`VALUE_PROBLEMS`' flags
-    on the device (or None), read here or kept for a metric's update as the input's are."""
+    kernel declares them (:class:`~torchrank.functional._measure.Measure`'s ``value_problems``), flags on the device
+    (or None), read here or kept for a metric's update as the input's are."""
     for measure, _, params in requests:
         declared = getattr(measure, "value_problems", None)
         flags = None if declared is None else declared(ranking, params)
@@ -197,7 +198,8 @@ def check_parameter_values(requests: Sequence[tuple[Measure, Sequence[int | None
 def label_limit(requests: Sequence[tuple[Measure, Sequence[int | None], dict]], preds: Tensor) -> float | None:
     """The largest label every requested kernel takes in ``preds``' working dtype; None where any label goes. A kernel
     whose values grow without bound in the label (DCG's undivided exponential gain ``2^label - 1``, inf past label 127
-    in float32) declares it as an attribute ``label_limit(params, dtype)``; the value checks then refuse larger ones.
+    in float32) declares it (:class:`~torchrank.functional._measure.Measure`'s ``label_limit``); the value checks then
+    refuse larger ones.
     """
     if not isinstance(preds, Tensor):
         return None
@@ -340,7 +342,7 @@ def _err_of_mixed_ties(
     column = 0
     for measure, ks, params in requests:
         width = len(ks)
-        if fused_columns(measure, ks, params)[0].code == ERR:
+        if fused_code(measure, params) == ERR:
             with use_backend("torch"):
                 inputs, ranking = prepare(
                     preds.reshape(-1, n)[rows], target.reshape(-1, n)[rows], indexes=None, mask=sub_mask,

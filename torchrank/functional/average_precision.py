@@ -12,7 +12,8 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index, sum_to_cutoffs
-from torchrank.functional._fused_columns import AP, fused_as
+from torchrank.functional._fused_columns import AP
+from torchrank.functional._measure import measure
 from torchrank.functional._options import RankingOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import run_measure
 from torchrank.functional._ranked import Ranking
@@ -29,7 +30,7 @@ def _average_precision_options(*, denominator: str) -> dict[str, object]:
     return {} if denominator == "relevant" else {"denominator": denominator}
 
 
-@fused_as(AP)
+@measure(fused=AP)
 def _average_precision(r: Ranking, ks: Sequence[int | None], denominator: str = "relevant") -> tuple[Tensor, Tensor]:
     index, _ = cutoff_index(r, ks)
     if denominator == "found":

@@ -15,7 +15,8 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index, fixed_cutoffs
-from torchrank.functional._fused_columns import DCG, DCG_EXP, NDCG, NDCG_EXP, fused_as
+from torchrank.functional._fused_columns import DCG, DCG_EXP, NDCG, NDCG_EXP
+from torchrank.functional._measure import measure
 from torchrank.functional._options import RankingOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import run_measure
 from torchrank.functional._ranked import Ranking, rows_any
@@ -91,21 +92,18 @@ def _log2(weights: object) -> bool:
     return named and weights.args == ("log", 2.0, 1.0)
 
 
-@fused_as(_fused_code(DCG, DCG_EXP))
-def _dcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> tuple[Tensor, Tensor]:
-    return _dcg_at(r, ks, gain, weights), ~_has_ideal_gain(r, gain)
-
-
 def _dcg_label_limit(params: dict, dtype: torch.dtype) -> int | None:
     """DCG sums exponential gains undivided: labels past the largest power of 2 ``dtype`` holds are refused by the
     value checks (on every backend, on the device on GPU backends) rather than summed to inf."""
     return largest_exponent(dtype) if params.get("gain") == "exponential" else None
 
 
-_dcg.label_limit = _dcg_label_limit  # type: ignore[attr-defined]  # read by the pipeline's value checks
+@measure(fused=_fused_code(DCG, DCG_EXP), label_limit=_dcg_label_limit)
+def _dcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> tuple[Tensor, Tensor]:
+    return _dcg_at(r, ks, gain, weights), ~_has_ideal_gain(r, gain)
 
 
-@fused_as(_fused_code(NDCG, NDCG_EXP))
+@measure(fused=_fused_code(NDCG, NDCG_EXP))
 def _ndcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> tuple[Tensor, Tensor]:
     # exponential gains over 2^(the query's top label): at most 1, so 2^label never overflows (labels > 127 in
     # float32); DCG / ideal DCG is the same ratio

@@ -21,7 +21,8 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
-from torchrank.functional._fused_columns import ERR, fused_as
+from torchrank.functional._fused_columns import ERR
+from torchrank.functional._measure import measure
 from torchrank.functional._options import RankingOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import deepest, run_measure
 from torchrank.functional._ranked import Ranking, exclusive_cumprod
@@ -34,7 +35,7 @@ def _fused_code(params: dict) -> int | None:
     return ERR if params == {"transform": "exponential", "max_label": None} else None
 
 
-@fused_as(_fused_code)
+@measure(fused=_fused_code)
 def _err(r: Ranking, ks: Sequence[int | None], transform: Transform, max_label: float | None) -> tuple[Tensor, Tensor]:
     prob = stop_probabilities(r.labels, r.valid, transform, r.top_label(max_label))  # R_i, 0 at padding
     index, _ = cutoff_index(r, ks)

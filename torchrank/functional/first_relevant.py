@@ -13,7 +13,8 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
-from torchrank.functional._fused_columns import FRP, MEAN_RANK, RR, SUCCESS, fused_as
+from torchrank.functional._fused_columns import FRP, MEAN_RANK, RR, SUCCESS
+from torchrank.functional._measure import measure
 from torchrank.functional._options import RankingOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import run_measure
 from torchrank.functional._ranked import Ranking
@@ -27,7 +28,7 @@ def _found_within(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor,
     return position <= k_eff, position, k_eff
 
 
-@fused_as(RR)
+@measure(fused=RR)
 def _reciprocal_rank(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     if not r.averages_ties:
         found, position, _ = _found_within(r, ks)
@@ -37,7 +38,7 @@ def _reciprocal_rank(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tens
     return at_cutoffs(reciprocal_sum, index), r.no_relevant
 
 
-@fused_as(SUCCESS)
+@measure(fused=SUCCESS)
 def _hit_rate(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     if not r.averages_ties:
         return _found_within(r, ks)[0].to(r.dtype), r.no_relevant
@@ -45,7 +46,7 @@ def _hit_rate(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     return at_cutoffs(torch.cumsum(r.first_relevant_probability, 1), index), r.no_relevant
 
 
-@fused_as(FRP)
+@measure(fused=FRP)
 def _first_relevant_position(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     if not r.averages_ties:
         found, position, k_eff = _found_within(r, ks)
@@ -56,7 +57,7 @@ def _first_relevant_position(r: Ranking, ks: Sequence[int | None]) -> tuple[Tens
     return position_sum + (k_eff + 1) * (1 - found), r.no_relevant
 
 
-@fused_as(MEAN_RANK)
+@measure(fused=MEAN_RANK)
 def _mean_rank(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     index, k_eff = cutoff_index(r, ks)
     position_sum = at_cutoffs(torch.cumsum(r.expected_relevant * r.positions, 1), index)

@@ -12,7 +12,8 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
-from torchrank.functional._fused_columns import F1, PRECISION, RECALL, RPREC, fused_as
+from torchrank.functional._fused_columns import F1, PRECISION, RECALL, RPREC
+from torchrank.functional._measure import measure
 from torchrank.functional._options import ListOptions, RankingOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import run_measure
 from torchrank.functional._ranked import Ranking
@@ -25,7 +26,7 @@ def _precision_options(*, adaptive_k: bool) -> dict[str, object]:
     return {"adaptive_k": True} if adaptive_k else {}
 
 
-@fused_as(PRECISION)
+@measure(fused=PRECISION)
 def _precision(r: Ranking, ks: Sequence[int | None], adaptive_k: bool = False) -> tuple[Tensor, Tensor]:
     index, k_eff = cutoff_index(r, ks)
     if adaptive_k:  # a list shorter than k: divided by its length
@@ -33,20 +34,20 @@ def _precision(r: Ranking, ks: Sequence[int | None], adaptive_k: bool = False) -
     return at_cutoffs(r.hits, index) / k_eff.clamp_min(1), r.no_relevant
 
 
-@fused_as(RECALL)
+@measure(fused=RECALL)
 def _recall(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     index, _ = cutoff_index(r, ks)
     return at_cutoffs(r.hits, index) / r.num_relevant.clamp_min(1).unsqueeze(1), r.no_relevant
 
 
-@fused_as(F1)
+@measure(fused=F1)
 def _f1(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     # 2PR/(P+R) with P = h/k and R = h/|rel| is 2h/(k+|rel|): linear in the hits h
     index, k_eff = cutoff_index(r, ks)
     return 2 * at_cutoffs(r.hits, index) / (k_eff + r.num_relevant.unsqueeze(1)).clamp_min(1), r.no_relevant
 
 
-@fused_as(RPREC)
+@measure(fused=RPREC)
 def _r_precision(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     # one column per cut-off asked for (all None: evaluate groups 'rprec' and 'r_precision' in one call)
     index = (r.num_relevant - 1).clamp(0, r.list_size - 1).long().unsqueeze(1).expand(-1, len(ks))

@@ -17,7 +17,8 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
-from torchrank.functional._fused_columns import RBP, fused_as
+from torchrank.functional._fused_columns import RBP
+from torchrank.functional._measure import measure
 from torchrank.functional._options import RankingOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import run_measure
 from torchrank.functional._ranked import Ranking
@@ -29,7 +30,7 @@ def _fused_code(params: dict) -> int | None:
     return RBP if not params["residual"] else None
 
 
-@fused_as(_fused_code)
+@measure(fused=_fused_code)
 def _rbp(
     r: Ranking, ks: Sequence[int | None], p: float, max_label: float | None, residual: bool
 ) -> tuple[Tensor, Tensor]:

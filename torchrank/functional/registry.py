@@ -15,6 +15,10 @@ public function (its own options, the shared ones as ``**options: Unpack[Ranking
 by name in ``torchrank/functional/__init__.py``), one :class:`Declaration` in :data:`DECLARATIONS` below, and its
 section in ``docs/measures.md``; with a class, ``python -m torchrank.metrics._stubs`` writes the classes' type stub.
 The test suite says when an export or the stub is missing.
+Where the triton backend's fused kernel computes it too, the kernel says so with the kernel's column code
+(``@measure(fused=CODE)``, or a rule of the params: :func:`~torchrank.functional._measure.measure`), and
+:meth:`Declaration.fused_code` reads it; a new column is a code in :mod:`~torchrank.functional._fused_columns` and
+its branch in the fused kernel.
 
 Example:
     >>> from torchrank.functional import MEASURES
@@ -25,6 +29,8 @@ Example:
     False
     >>> "gap" in MEASURES and MEASURES["gap"].function.__name__
     'graded_average_precision'
+    >>> MEASURES["ndcg"].fused_code() is not None, MEASURES["ndcg"].fused_code(discount="power")
+    (True, None)
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import torch
 from torch import Tensor
 
 from torchrank.functional import trec_extra, trec_gain
+from torchrank.functional._measure import Kernel, fused_code
 from torchrank.functional.average_precision import (
     _average_precision,
     _average_precision_options,
@@ -81,8 +88,6 @@ from torchrank.functional.precision import (
 from torchrank.functional.rbp import _rbp, _rbp_options, rbp
 
 __all__ = ["DECLARATIONS", "MEASURES", "TIE_FORMS", "Declaration", "TrecName", "grammar_names", "public_functions"]
-
-Kernel = Callable[..., tuple[Tensor, Tensor]]
 
 #: How a family treats ``ties="average"``: ``"linear"`` (linear in per-position values: each tie group's mean
 #: gives the exact expectation), ``"closed form"`` (an exact formula or recurrence per tie group) or
@@ -135,8 +140,10 @@ class Declaration:
         name: The family's name in :func:`~torchrank.functional.evaluate`'s grammar (lower case).
         doc: One line: what it computes.
         ties: Its form under ``ties="average"``, one of :data:`TIE_FORMS`.
-        kernel: ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])``; None for a family computed
-            from the inputs rather than a ranking (Kendall tau: its function only).
+        kernel: ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])``, a
+            :class:`~torchrank.functional._measure.Measure` where it declares more (the fused kernel's column: see
+            :meth:`fused_code`); None for a family computed from the inputs rather than a ranking (Kendall tau: its
+            function only).
         aliases: Other grammar names (lower case; trec_eval's names of the same measure included).
         takes_k: Whether a name may carry a cut-off (``ndcg@10``).
         options: Maps the function's own options (keywords) to kernel parameters, checking them: the function
@@ -197,6 +204,16 @@ class Declaration:
         if self.options is None:
             return {**self.params, **overrides}
         return self.options(**{**_option_defaults(self.function, self.options), **self.function_params, **overrides})
+
+    def fused_code(self, **overrides: object) -> int | None:
+        """The column of the triton backend's fused kernel that computes the family with some options changed (its
+        :mod:`~torchrank.functional._fused_columns` code, as its kernel declares it), None where that kernel does not.
+
+        Example:
+            >>> MEASURES["rbp"].fused_code(p=0.95) == MEASURES["rbp"].fused_code(), MEASURES["rbp_resid"].fused_code()
+            (True, None)
+        """
+        return None if self.kernel is None else fused_code(self.kernel, self.kernel_params(**overrides))
 
     @property
     def public_function(self) -> Callable[..., Tensor] | None:

@@ -18,6 +18,7 @@ from torch import Tensor
 
 from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
 from torchrank.functional._inputs import is_integer_tensor, judged_count_problems
+from torchrank.functional._measure import measure
 from torchrank.functional._options import MeasureOptions, Ties, Unpack, with_common_args
 from torchrank.functional._pipeline import run_measure
 from torchrank.functional._ranked import Ranking
@@ -45,6 +46,17 @@ def _refuse_tie_average(r: Ranking, name: str) -> None:
         )
 
 
+def _bpref_value_problems(r: Ranking, params: dict) -> Tensor | None:
+    """The value check of bpref's ``num_judged`` (the pipeline's, with ``validate_args``): no count below R and the
+    judged non-relevant items listed (fewer would make ``NR`` smaller than ``n`` and a relevant item's term < 0)."""
+    num_judged = params.get("num_judged")
+    if num_judged is None:
+        return None
+    listed = (_judged(r) & (r.relevant == 0)).sum(1)
+    return judged_count_problems(num_judged, r.num_relevant + listed)
+
+
+@measure(value_problems=_bpref_value_problems)
 def _bpref(r: Ranking, ks: Sequence[int | None], num_judged: Tensor | None = None) -> tuple[Tensor, Tensor]:
     _refuse_tie_average(r, "bpref")
     # bpref = 1/R * sum over retrieved relevant items of 1 - min(n, R) / min(NR, R), n = judged non-relevant
@@ -66,19 +78,6 @@ def _bpref(r: Ranking, ks: Sequence[int | None], num_judged: Tensor | None = Non
     # printed rounding boundary (71/160 = 0.44375), where a pairwise sum's last bit would print 0.4438 for 0.4437
     value = torch.cumsum(terms, 1)[:, -1:] / big_r.clamp_min(1)
     return value.expand(-1, len(ks)), r.no_relevant
-
-
-def _bpref_value_problems(r: Ranking, params: dict) -> Tensor | None:
-    """The value check of bpref's ``num_judged`` (the pipeline's, with ``validate_args``): no count below R and the
-    judged non-relevant items listed (fewer would make ``NR`` smaller than ``n`` and a relevant item's term < 0)."""
-    num_judged = params.get("num_judged")
-    if num_judged is None:
-        return None
-    listed = (_judged(r) & (r.relevant == 0)).sum(1)
-    return judged_count_problems(num_judged, r.num_relevant + listed)
-
-
-_bpref.value_problems = _bpref_value_problems  # type: ignore[attr-defined]  # read by the pipeline's value checks
 
 
 def _interpolated_precision(r: Ranking, levels: Sequence[float], round_up: float = 0.5) -> Tensor:
