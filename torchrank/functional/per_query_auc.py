@@ -79,31 +79,24 @@ def auroc(
 def _auroc(r: Ranking, ks: Sequence[int | None], max_fpr: float | None) -> tuple[Tensor, Tensor]:
     """AUROC (or with ``max_fpr`` the standardised partial AUROC) of each query's top k real items ``[Q, K]``, and
     where it is undefined (no relevant or no non-relevant item among them) ``[Q, K]``."""
+    _, start, _ = r.tie_groups
     columns, undefined = [], []
     for k in ks:
         kept = r.valid if k is None else r.valid & (r.positions <= k)
         relevant = r.relevant * kept
         negative = kept.to(r.dtype) - relevant
         n_rel, n_neg = relevant.sum(1), negative.sum(1)
-        area = _wins(r, relevant, negative, n_neg) / (n_rel * n_neg).clamp(min=1)
-        if max_fpr is not None:
-            area = _standardised_partial_auroc(r, kept, relevant, negative, max_fpr)
-        columns.append(area)
+        if max_fpr is None:  # a relevant item beats the non-relevant items below its tie group, half of those in it
+            above = (torch.cumsum(negative, 1) - negative).gather(1, start)
+            wins = (relevant * (n_neg.unsqueeze(1) - above - r.group_sum(negative) / 2)).sum(1)
+            columns.append(wins / (n_rel * n_neg).clamp(min=1))
+        else:
+            columns.append(_standardised_partial_auroc(r, kept, relevant, negative, max_fpr))
         undefined.append((n_rel == 0) | (n_neg == 0))
     return torch.stack(columns, 1), torch.stack(undefined, 1)
 
 
-def _wins(r: Ranking, relevant: Tensor, negative: Tensor, n_neg: Tensor) -> Tensor:
-    """The (relevant, non-relevant) pairs ranked right, pairs tied in score one half ``[Q]``: each relevant item
-    wins over the non-relevant items of the tie groups below its own and half of those in its own group."""
-    _, start, _ = r.tie_groups
-    before_group = (torch.cumsum(negative, 1) - negative).gather(1, start)
-    return (relevant * (n_neg.unsqueeze(1) - before_group - r.group_sum(negative) / 2)).sum(1)
-
-
-def _standardised_partial_auroc(
-    r: Ranking, kept: Tensor, relevant: Tensor, negative: Tensor, max_fpr: float
-) -> Tensor:
+def _standardised_partial_auroc(r: Ranking, kept: Tensor, relevant: Tensor, negative: Tensor, max_fpr: float) -> Tensor:
     """McClish's standardised area under each row's ROC curve up to ``max_fpr`` ``[Q]`` (0 where undefined).
 
     In rank order, each tie group ends a straight segment of the curve from (false, true positives) before the
