@@ -214,16 +214,13 @@ def _merge_chunk(best: tuple[Tensor, Tensor] | None, scores: Tensor, chunk_ids: 
 
 
 def _candidates(scores: Tensor, k: int, floor: Tensor | None) -> tuple[Tensor | None, Tensor | None]:
-    """``(cols, padding)``: the columns of each row's candidates, a subset of the chunk that holds every item that
-    can enter the row's top ``k`` (under any order of ties), and their padding (bool, None if none); ``cols`` None:
-    every column is a candidate.
+    """``(cols, padding)``: each row's candidate columns, every item that can enter its top ``k`` under any order of
+    ties, and their padding (bool, None if none); ``cols`` None: every column is a candidate.
 
-    The columns fall into ``g`` strided groups (group ``j``: columns ``j``, ``j + c / g``, ...), and one reduction
-    over the chunk gives each group's maximum. An item enters the top ``k`` only if it scores at least the
-    ``floor`` (``[q, 1]``: the ``k``-th score held so far), and at least the chunk's own ``k``-th score, which the
-    ``k``-th highest group maximum bounds from below (``k`` groups hold an item scoring that much): the first
-    chunk's floor. The candidates are the groups whose maximum reaches the floor, ties included, found with
-    ``nonzero`` and laid out one row per query, as wide as the fullest row (a host read), no sort.
+    The columns fall into strided groups (group ``j``: columns ``j``, ``j + c / g``, ...) whose maxima take one
+    reduction. The candidates are the groups whose maximum reaches the ``floor`` (``[q, 1]``, the ``k``-th score
+    held so far; for the first chunk the ``k``-th highest group maximum, below the chunk's own ``k``-th score),
+    ties included, laid out one row per query as wide as the fullest row (a host read), no sort.
     """
     num_queries, num_cols = scores.shape
     size = _group_size(num_cols, k)
