@@ -79,6 +79,8 @@ def auroc(
 def _auroc(r: Ranking, ks: Sequence[int | None], max_fpr: float | None) -> tuple[Tensor, Tensor]:
     """AUROC (or with ``max_fpr`` the standardised partial AUROC) of each query's top k real items ``[Q, K]``, and
     where it is undefined (no relevant or no non-relevant item among them) ``[Q, K]``."""
+    # counts in the ranking's working dtype (float32 for float16 scores, where a pair count past 65,504 is inf); tie
+    # groups from the scores as ranked, in their own dtype (integers past 2^24 do not round into ties)
     _, start, _ = r.tie_groups
     columns, undefined = [], []
     for k in ks:
