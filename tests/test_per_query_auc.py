@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 from sklearn.metrics import roc_auc_score
+from torch.utils._python_dispatch import TorchDispatchMode
 
+import torchrank
 import torchrank.functional as F
 from torchrank.metrics import AUROC, GAUC
 
@@ -192,3 +194,40 @@ def test_gauc_class_flat_input_errors() -> None:
         GAUC().update(preds, target[:5], indexes=indexes)
     with pytest.raises(ValueError, match="`indexes`"):
         GAUC().update(preds, target, indexes=indexes.float())
+
+
+class _HostReads(TorchDispatchMode):
+    """Records the aten calls that read a tensor's values on the host (a GPU synchronisation off CPU)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func._overloadpacket.__name__ in ("_local_scalar_dense", "nonzero", "masked_select", "is_nonzero"):
+            self.reads.append(func._overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_auroc_and_gauc_from_the_ranking_of_each_backend_equal_sklearn(backend: str) -> None:
+    """AUROC and GAUC come from the ranking step every measure shares: each backend's ranking (tied, padded rows;
+    ties across the cut-off k kept in input order) gives scikit-learn's values and torchmetrics' top k; the torch
+    backend reads nothing on the host."""
+    preds, target, mask = _random(5)
+    want = [float("nan") if auc is None else auc for auc, _ in _reference(preds, target, mask)]
+    with torchrank.use_backend(backend):
+        got = F.auroc(preds, target, mask=mask, k=[3, 12], max_fpr=None, empty_target_action="skip", reduction="none")
+        torch.testing.assert_close(got[:, 1], torch.tensor(want, dtype=got.dtype), equal_nan=True)
+        for q in range(preds.shape[0]):
+            kept = torch.arange(12)[mask[q]][torch.sort(preds[q][mask[q]], descending=True, stable=True).indices[:3]]
+            labels = (target[q, kept] >= 1).int().numpy()
+            ref = roc_auc_score(labels, preds[q, kept].numpy()) if 0 < labels.sum() < 3 else float("nan")
+            torch.testing.assert_close(got[q, 0].item(), ref, equal_nan=True)
+        defined = [(auc, n) for auc, n in _reference(preds, target, mask) if auc is not None]
+        assert F.gauc(preds, target, mask=mask).item() == pytest.approx(
+            sum(a * n for a, n in defined) / sum(n for _, n in defined))
+        if backend == "torch":
+            with _HostReads() as mode:
+                F.auroc(preds, target, mask=mask, k=[3, 12], max_fpr=0.5, reduction="none", validate_args=False)
+            assert mode.reads == []

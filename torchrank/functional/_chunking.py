@@ -16,7 +16,6 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TypeVar
 
 import torch
 from torch import Tensor
@@ -32,8 +31,6 @@ BYTES_PER_ITEM = 96
 _ALWAYS_FITS = 256 * 2**20  # working memory that any device has to spare without asking
 
 _BUDGET: ContextVar[int | None] = ContextVar("torchrank_memory_budget", default=None)
-
-T = TypeVar("T")
 
 
 @contextmanager
@@ -130,26 +127,19 @@ def reduce_queries(values: Tensor, reduction: str, batch_shape: Sequence[int]) -
 
 
 def evaluate_in_chunks(
-    call: Callable[[dict[str, Tensor | None]], T], preds: Tensor, tensors: dict[str, Tensor | None], reduction: str
-) -> T | None:
-    """``call`` (per-query output: a tensor or a dict of them) on each chunk of ``{"preds": preds, **tensors}``,
-    joined and reduced as ``reduction`` says; None if one call fits the budget.
-
-    Each chunk's values are copied into the joined output as soon as they exist, so the values of all
-    queries are held once, not twice as a list of parts and their concatenation would be.
-    """
-    everything = {"preds": preds, **tensors}
+    call: Callable[[dict[str, Tensor | None]], Tensor], preds: Tensor, tensors: dict[str, Tensor | None], reduction: str
+) -> Tensor | None:
+    """``call`` (per-query values ``[q, ...]``) on each chunk of ``{"preds": preds, **tensors}``, joined and reduced
+    as ``reduction`` says; None if one call fits the budget. Each chunk's values go into the joined output as soon
+    as they exist: the values of all queries are held once, not also as a list of parts."""
     chunks = query_chunks(preds, tensors)
     if chunks is None:
         return None
+    everything = {"preds": preds, **tensors}
     joined = None
     for rows in chunks:  # the queries `rows` of each tensor, batch dimensions flattened into one query axis
         part = call({name: None if t is None else t.reshape(-1, t.shape[-1])[rows] for name, t in everything.items()})
-        named = part if isinstance(part, dict) else {None: part}
         if joined is None:
-            total = chunks[-1].stop
-            joined = {k: v.new_empty((total, *v.shape[1:])) for k, v in named.items()}
-        for k, v in named.items():
-            joined[k][rows] = v
-    reduced = {k: reduce_queries(v, reduction, preds.shape[:-1]) for k, v in joined.items()}
-    return reduced if isinstance(part, dict) else reduced[None]
+            joined = part.new_empty((chunks[-1].stop, *part.shape[1:]))
+        joined[rows] = part
+    return reduce_queries(joined, reduction, preds.shape[:-1])

@@ -58,8 +58,9 @@ def _nonnegative_head(values: np.ndarray, depth: int | None, select: bool = True
 
 def descending_rows(values: Tensor, depth: int | None) -> Tensor:
     """Each row of ``values`` sorted descending, the first ``depth`` (all for None) ``[Q, <=M]``: the ideal ranking's
-    labels or gains (:meth:`Ranking.ideal_gains`), by the fastest route of their device."""
-    if not uses_numpy(values):
+    labels or gains (:meth:`Ranking.ideal_gains`, the losses' :func:`~torchrank.functional.core.ideal_dcg`), by the
+    fastest route of their device; torch's under ``torch.compile``, which cannot trace numpy's."""
+    if not uses_numpy(values) or torch.compiler.is_compiling():
         if depth is not None and depth < values.shape[1]:
             return torch.topk(values, depth, dim=1).values
         return torch.sort(values, dim=1, descending=True).values

@@ -18,7 +18,7 @@ from torch import Tensor
 from torchrank.functional._descending import descending_rows
 from torchrank.functional._inputs import RankingInput, read_by_blocks, working_dtype
 from torchrank.functional.backends import uses_numpy
-from torchrank.functional.core import gain_values, top_of_scale
+from torchrank.functional.core import Gain, gain_values, top_of_scale
 
 if TYPE_CHECKING:
     from torchrank.functional.backends._numpy.tied_rows import RowsApart
@@ -39,9 +39,6 @@ def _cached(compute: Callable[[Any], T]) -> T:
 
     read.__doc__ = compute.__doc__
     return property(read)  # type: ignore[return-value]
-
-Gain = str | Callable[[Tensor], Tensor]
-Discount = str | Callable[[Tensor], Tensor]
 
 
 def _gather_ranking(

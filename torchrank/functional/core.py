@@ -25,6 +25,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from torchrank.functional._descending import descending_rows
 from torchrank.functional.checks import check_choice, is_finite
 
 __all__ = [
@@ -246,7 +247,4 @@ def ideal_dcg(gains: Tensor, weights: Tensor, k: int | None = None, mask: Tensor
         tensor([3.6309])
     """
     ideal = gains.detach() if mask is None else torch.where(mask, gains.detach(), 0)
-    n = ideal.shape[1]
-    depth = n if k is None else min(k, n)
-    top = torch.topk(ideal, depth, dim=1).values if depth < n else torch.sort(ideal, dim=1, descending=True).values
-    return discounted_gains(top, weights).sum(1)
+    return discounted_gains(descending_rows(ideal, k), weights).sum(1)  # the ideal ranking of the measures

@@ -132,7 +132,7 @@ def search(
                 chunk = tnf.normalize(chunk, dim=1)
             out = buffer[:block.shape[0] * chunk.shape[0]].view(block.shape[0], chunk.shape[0])
             scores = _score(block, chunk, block_sq, out)
-            best = _merge_chunk(best, scores, _RowIds(ids_of_rows, start), k)
+            best = _merge_chunk(best, scores, ids_of_rows, start, k)
             if progress is not None:
                 progress(block_number * num_rows + start + chunk.shape[0], len(blocks) * num_rows)
         results.append(best)
@@ -178,30 +178,22 @@ def _score(queries: Tensor, chunk: Tensor, query_sq: Tensor | None, out: Tensor)
     return squared.clamp_min_(0).sqrt_().neg_()
 
 
-class _RowIds:
-    """The ids of a chunk's columns: the corpus row numbers from ``start``, or the caller's ids of those rows."""
-
-    def __init__(self, ids_of_rows: Tensor | None, start: int) -> None:
-        self.ids_of_rows, self.start = ids_of_rows, start
-
-    def __getitem__(self, cols: Tensor) -> Tensor:
-        rows = cols + self.start
-        return rows if self.ids_of_rows is None else self.ids_of_rows[rows]
-
-    def of_all(self, num_queries: int, num_cols: int, device: torch.device) -> Tensor:
-        return self[torch.arange(num_cols, device=device)].expand(num_queries, -1)
-
-
-def _merge_chunk(best: tuple[Tensor, Tensor] | None, scores: Tensor, chunk_ids: _RowIds, k: int
+def _merge_chunk(best: tuple[Tensor, Tensor] | None, scores: Tensor, ids_of_rows: Tensor | None, start: int, k: int
                  ) -> tuple[Tensor, Tensor]:
-    """The running top ``k`` (scores, ids; None before the first chunk) merged with a chunk's ``[q, c]`` scores."""
+    """The running top ``k`` (scores, ids; None before the first chunk) merged with a chunk's ``[q, c]`` scores, the
+    chunk's columns being corpus rows ``start, start + 1, ...`` (their ids: ``ids_of_rows``, else the row numbers)."""
+
+    def ids_of(cols: Tensor) -> Tensor:
+        return cols + start if ids_of_rows is None else ids_of_rows[cols + start]
+
     # once k items are held, only chunk items scoring at least the k-th of them can enter (ties with a lower id)
     floor = None if best is None or best[0].shape[1] < k else best[0].amin(1, keepdim=True)
     cols, padding = _candidates(scores, k, floor)
     if cols is None:
-        candidates, ids = scores, chunk_ids.of_all(*scores.shape, scores.device)
+        every = torch.arange(scores.shape[1], device=scores.device)
+        candidates, ids = scores, ids_of(every).expand(scores.shape[0], -1)
     else:
-        candidates, ids = scores.gather(1, cols), chunk_ids[cols]
+        candidates, ids = scores.gather(1, cols), ids_of(cols)
         if padding is not None:  # rows with fewer candidates than the fullest: score -inf, id -1
             candidates.masked_fill_(padding, float("-inf"))
             ids.masked_fill_(padding, PAD_ID)
@@ -214,16 +206,13 @@ def _merge_chunk(best: tuple[Tensor, Tensor] | None, scores: Tensor, chunk_ids: 
 
 
 def _candidates(scores: Tensor, k: int, floor: Tensor | None) -> tuple[Tensor | None, Tensor | None]:
-    """``(cols, padding)``: the columns of each row's candidates, a subset of the chunk that holds every item that
-    can enter the row's top ``k`` (under any order of ties), and their padding (bool, None if none); ``cols`` None:
-    every column is a candidate.
+    """``(cols, padding)``: each row's candidate columns, every item that can enter its top ``k`` under any order of
+    ties, and their padding (bool, None if none); ``cols`` None: every column is a candidate.
 
-    The columns fall into ``g`` strided groups (group ``j``: columns ``j``, ``j + c / g``, ...), and one reduction
-    over the chunk gives each group's maximum. An item enters the top ``k`` only if it scores at least the
-    ``floor`` (``[q, 1]``: the ``k``-th score held so far), and at least the chunk's own ``k``-th score, which the
-    ``k``-th highest group maximum bounds from below (``k`` groups hold an item scoring that much): the first
-    chunk's floor. The candidates are the groups whose maximum reaches the floor, ties included, found with
-    ``nonzero`` and laid out one row per query, as wide as the fullest row (a host read), no sort.
+    The columns fall into strided groups (group ``j``: columns ``j``, ``j + c / g``, ...) whose maxima take one
+    reduction. The candidates are the groups whose maximum reaches the ``floor`` (``[q, 1]``, the ``k``-th score
+    held so far; for the first chunk the ``k``-th highest group maximum, below the chunk's own ``k``-th score),
+    ties included, laid out one row per query as wide as the fullest row (a host read), no sort.
     """
     num_queries, num_cols = scores.shape
     size = _group_size(num_cols, k)

@@ -26,7 +26,6 @@ from torchrank.functional._options import (
 )
 from torchrank.functional._pipeline import run_measure
 from torchrank.functional._ranked import Ranking
-from torchrank.functional.per_query_auc import _descending_order
 from torchrank.functional.trec_extra import _judged, _none, _refuse_tie_average, _relative_precision
 
 __all__ = ["inferred_average_precision", "judged_fraction", "judged_only_mask", "recall_cap"]
@@ -197,7 +196,10 @@ def pooled_in_score_order(
             f"Argument `pooled_unjudged` must have the shape of `preds` {tuple(preds.shape)}, "
             f"got {tuple(pooled_unjudged.shape)}."
         )
-    order = _descending_order(preds, torch.ones_like(preds, dtype=torch.bool) if mask is None else mask)
+    # real items first (a stable sort of the mask), then by descending score (stable: ties keep that order)
+    order = torch.sort(preds, dim=-1, descending=True, stable=True).indices
+    if mask is not None:
+        order = order.gather(-1, torch.sort(mask.gather(-1, order).byte(), descending=True, stable=True).indices)
 
     def take(x: Tensor | None) -> Tensor | None:
         return None if x is None else x.gather(-1, order)

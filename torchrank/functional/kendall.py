@@ -46,12 +46,8 @@ def _kendall(inputs: RankingInput, ties: str, distance: bool) -> tuple[Tensor, T
     q, n = inputs.preds.shape
     work = working_dtype(inputs.preds)
     preds = inputs.preds.to(work)
-    counts = torch.cat(
-        [
-            _pair_counts(preds[rows], inputs.target[rows].to(work), inputs.mask[rows])
-            for rows in row_blocks(q, n * n, _PAIR_BUDGET)  # chunks of queries bound memory; each one batched op
-        ]
-    )
+    blocks = row_blocks(q, n * n, _PAIR_BUDGET)  # chunks of queries bound memory; each one batched op
+    counts = torch.cat([_pair_counts(preds[rows], inputs.target[rows].to(work), inputs.mask[rows]) for rows in blocks])
     pairs, label_tied, s_sum, discordant, tied_up, tied_down = counts.unbind(1)
     ordered = pairs - label_tied
     tied = tied_up + tied_down

@@ -262,8 +262,7 @@ def _plan(measures: tuple[str, ...]) -> list[tuple[Declaration, dict, list[Parse
     groups: dict[tuple, list[ParsedMeasure]] = {}
     for m in parsed:
         groups.setdefault((m.family, m.params), []).append(m)
-    plan = [
+    return [
         (FAMILIES[family], FAMILIES[family].kernel_params(**dict(params)), members)
         for (family, params), members in groups.items()
     ]
-    return plan

@@ -37,10 +37,6 @@ def _sum_in_order(terms: Tensor) -> Tensor:
     return torch.cumsum(terms, 1)[:, -1] if terms.shape[1] else terms.new_zeros(terms.shape[0])
 
 
-def _widths(r: Ranking, ideal: Tensor) -> int:
-    return max(r.list_size, ideal.shape[1]) + 1
-
-
 def _padded(x: Tensor, width: int) -> Tensor:
     return torch.nn.functional.pad(x, (0, width - x.shape[1])) if x.shape[1] < width else x[:, :width]
 
@@ -48,7 +44,7 @@ def _padded(x: Tensor, width: int) -> Tensor:
 def _gains_and_ideal(r: Ranking) -> tuple[Tensor, Tensor, Tensor]:
     """Ranked gains, ideal gains (descending) and ``log2(rank + 1)``, all ``[Q, W]`` (zero-padded, W past both)."""
     ideal = r.ideal_gains("linear")
-    width = _widths(r, ideal)
+    width = max(r.list_size, ideal.shape[1]) + 1
     gains = _padded(torch.where(r.valid, r.labels, 0).to(r.dtype), width)
     log2_rank = torch.log2(torch.arange(2, width + 2, device=gains.device, dtype=r.dtype))
     return gains, _padded(ideal.to(r.dtype), width), log2_rank
