@@ -70,7 +70,8 @@ def auroc(
     # ranked with ties="first": the top k keep input order across the cut-off; the pairs tied in score count one half
     # whatever the order (the tie groups of the ranking)
     return run_measure(
-        _auroc, preds, target, k=k, indexes=indexes, mask=mask, ties="first", empty_target_action=empty_target_action,
+        _auroc, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=None, ties="first",
+        empty_target_action=empty_target_action,
         reduction=reduction, relevance_threshold=relevance_threshold, validate_args=validate_args,
         max_fpr=None if max_fpr is None or max_fpr == 1 else float(max_fpr),
     )
