@@ -68,7 +68,7 @@ def test_selection_by_call_context_and_environment(monkeypatch):
     torchrank.set_backend("auto")
     monkeypatch.delenv("TORCHRANK_BACKEND")
     backends._from_environment.cache_clear()
-    assert backends.backend_for(torch.device("cpu")) == "numpy"
+    assert backends.backend_for(torch.device("cpu")).name == "numpy"
 
 
 @pytest.mark.parametrize("call", [backends.set_backend, backends.use_backend])
@@ -96,7 +96,7 @@ def test_triton_without_a_kernel_for_the_device_runs_on_torch(monkeypatch):
     monkeypatch.setattr(backends, "triton_interprets", lambda: False)
     monkeypatch.setattr(backends, "triton_available", lambda: True)
     with torchrank.use_backend("triton"):
-        assert backends.backend_for(torch.device("cpu")) == "torch"
+        assert backends.backend_for(torch.device("cpu")).name == "torch"
 
 
 @CUDA

@@ -1,4 +1,4 @@
-"""Rows sorted descending (:func:`descending_rows`: the ideal ranking's labels or gains, for
+"""CPU rows sorted descending (:func:`descending_rows`: the numpy backend's ideal ranking, for
 :meth:`~torchrank.functional._ranked.Ranking.ideal_gains`), and the thresholds where a selection of each row's head,
 or torch's partial top-k, beats sorting whole rows, which the numpy backend's key sort shares."""
 
@@ -7,8 +7,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import Tensor
-
-from torchrank.functional.backends import uses_numpy
 
 # torch.topk(k) on CPU partially sorts each row while k * 64 <= its length, and past that selects then sorts the k,
 # slower (benchmarks/notes/numpy_routes.md)
@@ -57,12 +55,8 @@ def _nonnegative_head(values: np.ndarray, depth: int | None, select: bool = True
 
 
 def descending_rows(values: Tensor, depth: int | None) -> Tensor:
-    """Each row of ``values`` sorted descending, the first ``depth`` (all for None) ``[Q, <=M]``: the ideal ranking's
-    labels or gains (:meth:`Ranking.ideal_gains`), by the fastest route of their device."""
-    if not uses_numpy(values):
-        if depth is not None and depth < values.shape[1]:
-            return torch.topk(values, depth, dim=1).values
-        return torch.sort(values, dim=1, descending=True).values
+    """Each row of CPU ``values`` sorted descending, the first ``depth`` (all for None) ``[Q, <=M]``: the ideal
+    ranking's labels or gains (:meth:`Ranking.ideal_gains`), by the fastest route on a CPU."""
     if values.dtype in (torch.float32, torch.float64):
         head = _nonnegative_head(values.numpy(), depth, select=_partitioned(depth, values.shape[1]))
         if head is not None:

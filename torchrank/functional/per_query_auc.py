@@ -18,9 +18,9 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from torchrank.functional._inputs import format_inputs, normalize_k, working_dtype
+from torchrank.functional._inputs import normalize_k, working_dtype
 from torchrank.functional._keywords import with_keyword_hints
-from torchrank.functional._pipeline import check_options, finalize
+from torchrank.functional._pipeline import check_options, finalize, format_on_backend
 
 
 @with_keyword_hints
@@ -67,7 +67,7 @@ def auroc(
     if max_fpr is not None and (isinstance(max_fpr, bool) or not isinstance(max_fpr, int | float)
                                 or not 0 < max_fpr <= 1):
         raise ValueError(f"Argument `max_fpr` must be a number in (0, 1] or None, got {max_fpr!r}.")
-    inputs = format_inputs(preds, target, indexes=indexes, mask=mask, validate_args=validate_args)
+    inputs = format_on_backend(preds, target, indexes=indexes, mask=mask, validate_args=validate_args)
     relevant = inputs.target >= relevance_threshold
     columns, undefined = [], []
     for cutoff in ks:
@@ -180,7 +180,7 @@ def gauc(
         tensor(0.5000)
     """
     check_options("average", "neg", "mean", relevance_threshold)
-    inputs = format_inputs(preds, target, indexes=indexes, mask=mask, validate_args=validate_args)
+    inputs = format_on_backend(preds, target, indexes=indexes, mask=mask, validate_args=validate_args)
     values, relevant, other = per_query_auroc(inputs.preds, inputs.target >= relevance_threshold, inputs.mask)
     if weights is None:
         weights = inputs.mask.sum(1).to(values.dtype)
