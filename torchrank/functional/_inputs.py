@@ -208,15 +208,13 @@ def _check_scores_and_labels(preds: Tensor, target: Tensor) -> None:
                          "0-d tensor.")
 
 
-def check_dense_inputs(
-    preds: Tensor, target: Tensor, *, mask: Tensor | None, ideal_target: Tensor | None, validate_args: bool
-) -> None:
-    """Every check :func:`format_inputs` runs on dense input, without formatting it (for kernels that read the
-    caller's tensors as they are); the value checks on the device, read once (``validate_args``).
+def check_dense_inputs(preds: Tensor, target: Tensor, *, mask: Tensor | None, ideal_target: Tensor | None) -> None:
+    """The checks :func:`format_inputs` runs on dense input that read no value, without formatting it (for kernels
+    that read the caller's tensors as they are, and check the values as they read them).
 
     Example:
         >>> import torch
-        >>> check_dense_inputs(torch.zeros(2, 3), torch.zeros(2, 4), mask=None, ideal_target=None, validate_args=True)
+        >>> check_dense_inputs(torch.zeros(2, 3), torch.zeros(2, 4), mask=None, ideal_target=None)
         Traceback (most recent call last):
         ...
         ValueError: Arguments `preds` and `target` must have the same shape, got (2, 3) and (2, 4).
@@ -225,8 +223,6 @@ def check_dense_inputs(
     _check_bool_like_preds("mask", mask, preds)
     if ideal_target is not None:
         _check_ideal(ideal_target, tuple(preds.shape[:-1]), preds.device)
-    if validate_args:
-        report_value_problems(value_problems(preds, target, ideal_target, mask=mask))
 
 
 def _detached(x: Tensor | None) -> Tensor | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -157,8 +158,8 @@ def per_query_values(
     """The per-query values ``[*batch, K]`` of ``requests`` (``(measure, cut-offs, params)``, their columns in that
     order), queries without a relevant item scored as ``empty_target_action`` says: by the triton backend's fused
     kernel where it covers them, else from one ranking of the input (by chunks of queries past the memory budget)."""
-    backend = backend_of(preds)
-    fused = fused_per_query(
+    backend = backend_for(preds.device) if isinstance(preds, Tensor) else None
+    fused = None if backend is None else fused_per_query(
         requests, preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
         empty_target_action=empty_target_action, relevance_threshold=relevance_threshold,
         validate_args=validate_args, backend=backend,
@@ -227,20 +228,11 @@ def prepare(
     return inputs, rank(inputs, ties=ties, relevance_threshold=relevance_threshold, depth=depth)
 
 
-def format_on_backend(
-    preds: Tensor, target: Tensor, *, backend: Backend | None = None, **options: object
-) -> RankingInput:
+def format_on_backend(preds: Tensor, target: Tensor, *, backend: Backend | None = None, **options: Any) -> RankingInput:
     """:func:`~torchrank.functional._inputs.format_inputs` on ``backend``, by default the one that runs ``preds``'
-    device (:func:`backend_of`)."""
-    return format_inputs(preds, target, backend=backend or backend_of(preds), **options)  # type: ignore[arg-type]
-
-
-def backend_of(preds: object) -> Backend:
-    """The backend that runs ``preds``' device (the CPU's for what is not a tensor, which the checks then refuse)."""
-    return backend_for(preds.device if isinstance(preds, Tensor) else _CPU)
-
-
-_CPU = torch.device("cpu")
+    device (the CPU's for what is not a tensor, which the checks then refuse): a request's one look-up."""
+    backend = backend or backend_for(preds.device if isinstance(preds, Tensor) else torch.device("cpu"))
+    return format_inputs(preds, target, backend=backend, **options)
 
 
 def check_parameter_values(requests: Sequence[tuple[Measure, Sequence[int | None], dict]], ranking: Ranking) -> None:

@@ -5,7 +5,7 @@
 ``ndcg(**ids_to_dense(ranked, relevant), k=10)`` evaluates id lists. :func:`top_k_ids` takes the top-K of
 catalogue scores ``[B, C]`` in chunks of queries, and :func:`catalogue_to_dense` chains the two.
 
-Two exact matchings, chosen as the ranking backend is (:mod:`torchrank.functional.backends`), both memory
+Two exact matchings, by the backend of the ids' device (:mod:`torchrank.functional.backends`), both memory
 ``O(B (K + M))`` with no loop over queries:
 
 - CPU tensors under the ``"numpy"``/``"auto"`` backend, binary or non-negative integer labels: one sort-merge

@@ -38,9 +38,9 @@ class TorchBackend:
     checks_on_host = False
 
     def order(self, inputs: RankingInput, ties: str, relevance_threshold: float, depth: int | None) -> Ranking:
-        """Each list of ``inputs`` ranked once, ties as ``ties`` says, padding last; ``depth``: the deepest position a
-        measure reads (None: the whole list), where the ranking may stop. Here whole rows sorted once: every measure
-        then applies ``"average"`` by its closed form per tie group."""
+        """Each list of ``inputs`` ranked once, ties as ``ties`` says, padding last, to ``depth`` (the deepest position
+        a measure reads, None: the whole list). Here whole rows, sorted once: every measure applies ``"average"`` by its
+        closed form per tie group."""
         if in_rank_order(inputs):  # no sort (the device backends never look for ties: `ties` kept for the forms)
             return _gather_ranking(inputs, _width(inputs, depth), ties, relevance_threshold)
         return _sorted_ranking(inputs, ties, relevance_threshold)
@@ -68,9 +68,7 @@ class TorchBackend:
         return means.gather(1, group_id)
 
     def rows_any(self, x: Tensor) -> Tensor:
-        """``x.any(1)`` of a bool (or 0/1 byte) ``[Q, N]``, as the byte maximum."""
-        if x.shape[1] == 0:
-            return torch.zeros(x.shape[0], dtype=torch.bool, device=x.device)
+        """``x.any(1)`` of a bool (or 0/1 byte) ``[Q, N >= 1]``, as the byte maximum."""
         return x.view(torch.uint8).amax(1).bool()
 
     def real_mask(self, mask: Tensor | None) -> Tensor | None:

@@ -27,7 +27,7 @@ class TritonBackend(TorchBackend):
         if preds.ndim == 0 or not kernel.fits(preds, target, ideal_target):
             return None
         check_options(options["ties"], options["empty_target_action"], "none", options["relevance_threshold"])
-        check_dense_inputs(preds, target, mask=mask, ideal_target=ideal_target, validate_args=False)
+        check_dense_inputs(preds, target, mask=mask, ideal_target=ideal_target)
         try:
             return kernel.fused_values(preds, target, list(columns), **options)
         except kernel.KERNEL_ERRORS as error:  # this triton cannot build or run the kernel: the same values by torch
