@@ -178,8 +178,7 @@ def format_inputs(
     ranges = backend.check_values(given, target, ideal, label_limit) if validate_args else None
     return RankingInput(
         preds=preds, target=target, mask=mask, ideal_target=ideal, batch_shape=batch_shape, backend=backend,
-        judged=judged,
-        padded=padded, padding_last=padding_last, integer_labels=integer_labels,
+        judged=judged, padded=padded, padding_last=padding_last, integer_labels=integer_labels,
         finite_scores=ranges is not None and all(math.isfinite(v) for v in ranges[0]),
         # flat input's rows hold padding scores the caller never gave; padding's label is 0
         score_range=ranges[0] if ranges and indexes is None else None,
