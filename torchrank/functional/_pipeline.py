@@ -308,7 +308,7 @@ def fused_per_query(
     queries filled, from ``backend``'s fused kernel (:meth:`~torchrank.functional.backends.Backend.fused`); None where
     it has none or it does not run (flat input, a measure, option or input it does not cover): the caller then ranks
     as usual."""
-    if indexes is not None or judged is not None or not isinstance(preds, Tensor) or not isinstance(target, Tensor):
+    if indexes is not None or judged is not None or not isinstance(target, Tensor):
         return None
     columns = []
     for measure, ks, params in requests:

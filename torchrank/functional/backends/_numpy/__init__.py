@@ -69,17 +69,18 @@ class NumpyBackend(TorchBackend):
         if math.isnan(scores[0]):
             _raise_problem(0)
         bounds = value_range(labels)
-        if not _finite(bounds):  # an infinite gain makes the measures NaN or inf, with no error of their own
+        # a NaN makes both bounds NaN, an infinity is a bound; an infinite gain makes the measures NaN or inf, unraised
+        if not all(map(math.isfinite, bounds)):
             _raise_problem(1)
         if bounds[0] < 0:
             _raise_problem(2)
         if label_limit is not None and bounds[1] > label_limit:
             _raise_problem(4)
         if ideal_target is not None and ideal_target.dtype != torch.bool and ideal_target.numel():
-            lowest, highest = value_range(ideal_target)
-            if lowest < 0 or not _finite((lowest, highest)):  # a NaN passes `< 0`: finiteness catches it
+            ideal_bounds = value_range(ideal_target)
+            if ideal_bounds[0] < 0 or not all(map(math.isfinite, ideal_bounds)):  # a NaN passes `< 0`, not this
                 _raise_problem(3)
-            if label_limit is not None and highest > label_limit:
+            if label_limit is not None and ideal_bounds[1] > label_limit:
                 _raise_problem(5)
         if ideal is not target:
             top = None if labels.is_floating_point() else bounds[1]
@@ -106,12 +107,6 @@ class NumpyBackend(TorchBackend):
 
     def first_occurrence(self, ids: Tensor) -> Tensor | None:
         return _first_numpy(ids) if ids.numel() >= _NUMPY_FIRST_MIN_IDS else None
-
-
-def _finite(bounds: Bounds) -> bool:
-    """Whether the values whose :func:`value_range` is ``bounds`` are all finite: no NaN (it makes both bounds NaN),
-    no infinity (it is a bound)."""
-    return math.isfinite(bounds[0]) and math.isfinite(bounds[1])
 
 
 def _misses_labels(target: Tensor, ideal: Tensor, top: float | None) -> bool:
