@@ -7,9 +7,11 @@ CUDA cases skip without a GPU.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -69,7 +71,7 @@ def test_selection_by_call_context_and_environment(monkeypatch):
     torchrank.set_backend("auto")
     monkeypatch.delenv("TORCHRANK_BACKEND")
     backends._from_environment.cache_clear()
-    assert backends.backend_for(torch.device("cpu")) == "numpy"
+    assert backends.backend_for(torch.device("cpu")).name == "numpy"
 
 
 @pytest.mark.parametrize("call", [backends.set_backend, backends.use_backend])
@@ -97,7 +99,30 @@ def test_triton_without_a_kernel_for_the_device_runs_on_torch(monkeypatch):
     monkeypatch.setattr(backends, "triton_interprets", lambda: False)
     monkeypatch.setattr(backends, "triton_available", lambda: True)
     with torchrank.use_backend("triton"):
-        assert backends.backend_for(torch.device("cpu")) == "torch"
+        assert backends.backend_for(torch.device("cpu")).name == "torch"
+
+
+def test_only_a_request_s_entry_points_look_up_the_backend():
+    """The ordering seam: the backend is looked up where a request starts (the pipeline, the id-list helpers) and by
+    the metrics, which ask it whether values are checked on the host; every other module calls the backend object the
+    input and the ranking carry, and none reads the setting (``get_backend``) to branch on it."""
+    root = Path(torchrank.__file__).parent
+    lookups: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        name = path.relative_to(root).as_posix()
+        if name.startswith("functional/backends/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                called = getattr(node.func, "id", getattr(node.func, "attr", None))
+                if called in ("backend_for", "get_backend", "uses_numpy"):
+                    lookups.setdefault(name, set()).add(called)
+    assert lookups == {name: {"backend_for"} for name in (
+        "functional/_pipeline.py", "functional/ids.py", "metrics/_base.py", "metrics/retrieval.py")}
+    for name in ("numpy", "torch"):
+        with torchrank.use_backend(name):
+            backend = backends.backend_for(torch.device("cpu"))
+        assert isinstance(backend, backends.Backend) and backend.name == name
 
 
 @CUDA

@@ -87,7 +87,7 @@ def test_flat_input_equals_its_dense_rows(name, fn, _, ties, layout):
     """Flat ``(preds, target, indexes)`` gives exactly the values of the dense rows it groups into, whether its
     queries come grouped and equally long (the rows are then unpadded views of the input), grouped with ragged
     lengths, or shuffled with items masked out."""
-    from torchrank.functional._inputs import format_inputs
+    from torchrank.functional._pipeline import format_on_backend as format_inputs
 
     preds, target = _data(q=30, n=40, dtype=torch.float32)  # float32: the CPU key sorts and the top-k
     lengths = torch.full((30,), 40) if layout == "grouped-equal" else torch.randint(1, 41, (30,))

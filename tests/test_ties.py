@@ -469,8 +469,8 @@ def test_a_ranking_and_its_rows_apart_are_freed_without_the_garbage_collector():
     import gc
     import weakref
 
-    from torchrank.functional._inputs import format_inputs
-    from torchrank.functional._ranking import rank
+    from torchrank.functional._pipeline import format_on_backend as format_inputs
+    from torchrank.functional._ranked import rank
 
     preds, target, _ = _batch_with_tied_pairs(padded=False)
     gc.disable()
@@ -799,7 +799,7 @@ def test_finite_scores_are_known_from_the_checks_only():
     """The input checks' sum tells finite scores apart (the head selection then skips its own NaN test): never
     with an infinity, a NaN unvalidated, or the checks off; always for integer scores. Long rows cut far inside (the
     head selection's input, 30,000 items) rank as the reference, with distinct scores and with both infinities."""
-    from torchrank.functional._inputs import format_inputs
+    from torchrank.functional._pipeline import format_on_backend as format_inputs
 
     g = torch.Generator().manual_seed(41)
     preds, target = torch.rand(100, 300, generator=g), torch.randint(0, 3, (100, 300), generator=g)

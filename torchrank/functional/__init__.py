@@ -1,6 +1,6 @@
 """Stateless, batched ranking metrics on dense ``[..., N]`` or flat ``(preds, target, indexes)`` input.
 
-Every function ranks each list once (:mod:`torchrank.functional._ranking`) and returns the mean over
+Every function ranks each list once (:mod:`torchrank.functional._ranked`) and returns the mean over
 queries, their sum, or per-query values (``reduction="none"``). The functions exported here are those the
 measure registry declares (:data:`MEASURES`, read-only; :mod:`torchrank.functional.registry`), with
 :func:`evaluate` for several measures by name over one sort, and a few more.

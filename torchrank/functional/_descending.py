@@ -1,4 +1,4 @@
-"""Rows sorted descending (:func:`descending_rows`: the ideal ranking's labels or gains, for
+"""CPU rows sorted descending (:func:`descending_rows`: the numpy backend's ideal ranking, for
 :meth:`~torchrank.functional._ranked.Ranking.ideal_gains`), and the thresholds where a selection of each row's head,
 or torch's partial top-k, beats sorting whole rows, which the numpy backend's key sort shares."""
 
@@ -7,8 +7,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import Tensor
-
-from torchrank.functional.backends import uses_numpy
 
 # torch.topk(k) on CPU partially sorts each row while k * 64 <= its length, and past that selects then sorts the k,
 # slower (benchmarks/notes/numpy_routes.md)
@@ -58,9 +56,10 @@ def _nonnegative_head(values: np.ndarray, depth: int | None, select: bool = True
 
 def descending_rows(values: Tensor, depth: int | None) -> Tensor:
     """Each row of ``values`` sorted descending, the first ``depth`` (all for None) ``[Q, <=M]``: the ideal ranking's
-    labels or gains (:meth:`Ranking.ideal_gains`, the losses' :func:`~torchrank.functional.core.ideal_dcg`), by the
-    fastest route of their device; torch's under ``torch.compile``, which cannot trace numpy's."""
-    if not uses_numpy(values) or torch.compiler.is_compiling():
+    labels or gains (the numpy backend's :meth:`~torchrank.functional.backends.Backend.descending`, and the losses'
+    :func:`~torchrank.functional.core.ideal_dcg`), by the fastest route on a CPU; torch's elsewhere, and under
+    ``torch.compile``, which cannot trace numpy's (the values are the same: a sort has one answer)."""
+    if not values.is_cpu or torch.compiler.is_compiling():
         if depth is not None and depth < values.shape[1]:
             return torch.topk(values, depth, dim=1).values
         return torch.sort(values, dim=1, descending=True).values

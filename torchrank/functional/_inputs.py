@@ -14,12 +14,13 @@ import functools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
 import torch
 from torch import Tensor
 
-from torchrank.functional.backends import uses_numpy
+if TYPE_CHECKING:
+    from torchrank.functional.backends import Backend
 
 TIES = ("average", "optimistic", "pessimistic", "first")
 EMPTY_TARGET_ACTIONS = ("neg", "pos", "skip", "error")
@@ -43,6 +44,7 @@ class RankingInput:
     mask: Tensor  # [Q, N] bool, True for a real item
     ideal_target: Tensor  # [Q, M] labels of all judged items, 0 at padding (``target`` itself when not given)
     batch_shape: tuple[int, ...]
+    backend: Backend  # the backend of the tensors' device, which checked them and ranks them
     judged: Tensor | None = None  # [Q, N] bool, True for an item with a judgment (RBP residual)
     padded: bool = True  # False when every position is a real item (known without reading values)
     padding_last: bool = False  # True when each row's real items come before its padding (flat input)
@@ -88,6 +90,19 @@ def normalize_k(k: int | Sequence[int] | None) -> tuple[list[int | None], bool]:
     return ks, is_seq
 
 
+def check_options(ties: str, empty_target_action: str, reduction: str, relevance_threshold: float) -> None:
+    """The checks of the options every ranking function shares."""
+    check_choice("ties", ties, TIES)
+    check_choice("empty_target_action", empty_target_action, EMPTY_TARGET_ACTIONS)
+    check_choice("reduction", reduction, REDUCTIONS)
+    if isinstance(relevance_threshold, bool) or not isinstance(relevance_threshold, int | float):
+        raise TypeError(f"Argument `relevance_threshold` must be a number, got {relevance_threshold!r}.")
+    if not relevance_threshold > 0:
+        raise ValueError(
+            f"Argument `relevance_threshold` must be > 0 (label 0 means not relevant), got {relevance_threshold}."
+        )
+
+
 def _is_int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -107,33 +122,34 @@ def format_inputs(
     judged: Tensor | None = None,
     validate_args: bool = True,
     label_limit: float | None = None,
+    backend: Backend,
 ) -> RankingInput:
-    """Validate the caller's tensors and return them as dense ``[Q, N]`` rows. ``label_limit``: the largest label the
-    measures can take (exponential DCG's), checked with the values (``validate_args``); None: any.
+    """Validate the caller's tensors on ``backend`` (the backend of their device) and return them as dense ``[Q, N]``
+    rows. ``label_limit``: the largest label the measures can take (exponential DCG's), checked with the values
+    (``validate_args``); None: any.
 
     Example:
         >>> import torch
-        >>> x = format_inputs(torch.tensor([0.3, 0.1, 0.2]), torch.tensor([1, 0, 0]))
+        >>> from torchrank.functional.backends import backend_for
+        >>> cpu = backend_for(torch.device("cpu"))
+        >>> x = format_inputs(torch.tensor([0.3, 0.1, 0.2]), torch.tensor([1, 0, 0]), backend=cpu)
         >>> x.preds.shape, x.batch_shape
         (torch.Size([1, 3]), ())
     """
     _check_scores_and_labels(preds, target)
     _check_bool_like_preds("mask", mask, preds)
     _check_bool_like_preds("judged", judged, preds)
-    if mask is not None and uses_numpy(mask) and bool(mask.numpy().all()):  # no list is padded: no mask to apply
-        mask = None
+    mask = backend.real_mask(mask)  # None where no list is padded: no mask to apply
     # a ranking reads values only (no measure is differentiable): scores or labels a model still holds a graph
     # for are read without it, and numpy can read them
     preds, target, ideal_target = (_detached(x) for x in (preds, target, ideal_target))
-
-    ranges = _check_values(preds, target, label_limit) if validate_args and uses_numpy(preds) else None
     given = (preds, target, ideal_target)
 
     if indexes is not None:
         # flat input's ideal labels are per item, as `target`, and are grouped with it into rows
         _check_flat_ideal(ideal_target, preds)
         extra = {name: x for name, x in (("ideal_target", ideal_target), ("judged", judged)) if x is not None}
-        (preds, target, *rest), mask = _group_flat([preds, target, *extra.values()], indexes, mask)
+        (preds, target, *rest), mask = _group_flat([preds, target, *extra.values()], indexes, mask, backend)
         grouped = dict(zip(extra, rest, strict=True))
         ideal_target, judged = grouped.get("ideal_target"), grouped.get("judged")
         batch_shape: tuple[int, ...] = (preds.shape[0],)
@@ -157,18 +173,12 @@ def format_inputs(
         target = torch.where(mask, target.to(work), 0)
     elif padded or not read_by_blocks(target):  # flat input's padding holds 0 already (_group_flat)
         target = target.to(work)
-    ideal = _format_ideal(ideal_target, target, batch_shape, preds.device, work, validate_args, label_limit)
-    if validate_args and uses_numpy(preds) and ideal is not target:
-        top = ranges[1][1] if ranges is not None and integer_labels else None
-        if _misses_labels(target, ideal, top):
-            _raise_problem(IDEAL_MISSES_LABELS)
-    if validate_args and not uses_numpy(preds):  # the device backends: checks on the device, one read of their flags
-        # the ideal labels against the target's of each query, as the rows are formatted (masked, flat input grouped)
-        missing = _false(preds.device) if ideal is target else ideal_misses_labels(target, ideal)
-        report_value_problems(_value_problems(*given, label_limit, missing))
+    ideal = _format_ideal(ideal_target, target, batch_shape, preds.device, work)
+    # the ideal labels are checked against the target's of each query as the rows are formatted (masked, grouped)
+    ranges = backend.check_values(given, target, ideal, label_limit) if validate_args else None
     return RankingInput(
-        preds=preds, target=target, mask=mask, ideal_target=ideal, batch_shape=batch_shape, judged=judged,
-        padded=padded, padding_last=padding_last, integer_labels=integer_labels,
+        preds=preds, target=target, mask=mask, ideal_target=ideal, batch_shape=batch_shape, backend=backend,
+        judged=judged, padded=padded, padding_last=padding_last, integer_labels=integer_labels,
         finite_scores=ranges is not None and all(math.isfinite(v) for v in ranges[0]),
         # flat input's rows hold padding scores the caller never gave; padding's label is 0
         score_range=ranges[0] if ranges and indexes is None else None,
@@ -197,15 +207,13 @@ def _check_scores_and_labels(preds: Tensor, target: Tensor) -> None:
                          "0-d tensor.")
 
 
-def check_dense_inputs(
-    preds: Tensor, target: Tensor, *, mask: Tensor | None, ideal_target: Tensor | None, validate_args: bool
-) -> None:
-    """Every check :func:`format_inputs` runs on dense input, without formatting it (for kernels that read the
-    caller's tensors as they are); the value checks on the device, read once (``validate_args``).
+def check_dense_inputs(preds: Tensor, target: Tensor, *, mask: Tensor | None, ideal_target: Tensor | None) -> None:
+    """The checks :func:`format_inputs` runs on dense input that read no value, without formatting it (for kernels
+    that read the caller's tensors as they are, and check the values as they read them).
 
     Example:
         >>> import torch
-        >>> check_dense_inputs(torch.zeros(2, 3), torch.zeros(2, 4), mask=None, ideal_target=None, validate_args=True)
+        >>> check_dense_inputs(torch.zeros(2, 3), torch.zeros(2, 4), mask=None, ideal_target=None)
         Traceback (most recent call last):
         ...
         ValueError: Arguments `preds` and `target` must have the same shape, got (2, 3) and (2, 4).
@@ -214,8 +222,6 @@ def check_dense_inputs(
     _check_bool_like_preds("mask", mask, preds)
     if ideal_target is not None:
         _check_ideal(ideal_target, tuple(preds.shape[:-1]), preds.device)
-    if validate_args:
-        report_value_problems(value_problems(preds, target, ideal_target, mask=mask))
 
 
 def _detached(x: Tensor | None) -> Tensor | None:
@@ -225,8 +231,8 @@ def _detached(x: Tensor | None) -> Tensor | None:
 
 def read_by_blocks(x: Tensor) -> bool:
     """Whether the labels ``x`` form a large CPU batch (more than ``LARGE_BATCH_ITEMS``): kept in the caller's
-    dtype and read by blocks of rows."""
-    return uses_numpy(x) and x.numel() > LARGE_BATCH_ITEMS
+    dtype and read by blocks of rows (torch ops only: no host read)."""
+    return x.is_cpu and x.numel() > LARGE_BATCH_ITEMS
 
 
 @functools.lru_cache(maxsize=16)
@@ -274,31 +280,6 @@ def _check_bool_like_preds(name: str, value: Tensor | None, preds: Tensor) -> No
             f"Argument `{name}` must have the shape of `preds` {tuple(preds.shape)}, got {tuple(value.shape)}."
         )
     _check_same_device(name, value, preds)
-
-
-def _check_values(
-    preds: Tensor, target: Tensor, label_limit: float | None
-) -> tuple[tuple[float, float], tuple[float, float]]:
-    """Checks that read values (host reads); skipped with ``validate_args=False``. The smallest and largest score and
-    label they read, which the CPU keys reuse (a NaN makes the smallest NaN: it is found on the way; an infinite label
-    is the largest or the smallest)."""
-    scores = value_range(preds)
-    if math.isnan(scores[0]):
-        _raise_problem(0)
-    labels = value_range(target)
-    if not _finite_range(labels):  # an infinite gain makes the measures NaN or inf, with no error of their own
-        _raise_problem(1)
-    if labels[0] < 0:
-        _raise_problem(2)
-    if label_limit is not None and labels[1] > label_limit:
-        _raise_problem(4)
-    return scores, labels
-
-
-def _finite_range(bounds: tuple[float, float]) -> bool:
-    """Whether the values whose :func:`value_range` is ``bounds`` are all finite: no NaN (it makes both bounds NaN),
-    no infinity (it is a bound)."""
-    return math.isfinite(bounds[0]) and math.isfinite(bounds[1])
 
 
 def value_range(x: Tensor) -> tuple[float, float]:
@@ -413,21 +394,6 @@ def ideal_misses_labels(target: Tensor, ideal_target: Tensor) -> Tensor:
     return (listed[:, :m] > judged[:, : listed.shape[1]]).any() | beyond
 
 
-def _misses_labels(target: Tensor, ideal: Tensor, top: float | None) -> bool:
-    """:func:`ideal_misses_labels` of CPU rows by numpy (whose sorts beat torch's on CPU); ``top``: the largest of
-    integer labels (read by the value checks), else None. Small integer labels are compared by counts at each value."""
-    listed, judged = (x.numpy() if x.dtype != torch.bfloat16 else x.float().numpy() for x in (target, ideal))
-    if top is not None and top <= _COUNTED_LABELS:
-        return any(bool((np.count_nonzero(listed >= t, 1) > np.count_nonzero(judged >= t, 1)).any())
-                   for t in range(1, int(top) + 1))
-    listed, judged = np.sort(listed, 1)[:, ::-1], np.sort(judged, 1)[:, ::-1]  # descending views
-    n, m = listed.shape[1], judged.shape[1]
-    return bool((listed[:, :m] > judged[:, :n]).any()) or bool((listed[:, m:] > 0).any())
-
-
-_COUNTED_LABELS = 4  # integer labels up to this are compared by counts at each value (a pass each), others by sorts
-
-
 def judged_count_problems(num_judged: Tensor, least: Tensor) -> Tensor:
     """:data:`VALUE_PROBLEMS`' flags ``[8]`` bool, on the device, of judged counts per query (bpref's ``num_judged``)
     below ``least`` ``[Q]``, the judged items the ranking knows of (R and the judged non-relevant items listed).
@@ -509,18 +475,10 @@ def _format_ideal(
     batch_shape: tuple[int, ...],
     device: torch.device,
     work: torch.dtype,
-    validate_args: bool,
-    label_limit: float | None,
 ) -> Tensor:
     if ideal_target is None:
         return target
     _check_ideal(ideal_target, batch_shape, device)
-    if validate_args and uses_numpy(ideal_target) and ideal_target.dtype != torch.bool and ideal_target.numel():
-        lowest, highest = value_range(ideal_target)  # as the target's labels (_check_values)
-        if lowest < 0 or not _finite_range((lowest, highest)):  # a NaN passes `< 0`: finiteness catches it
-            _raise_problem(3)
-        if label_limit is not None and highest > label_limit:
-            _raise_problem(5)
     return ideal_target.reshape(-1, ideal_target.shape[-1]).to(work)
 
 
@@ -552,7 +510,7 @@ def _check_ideal(ideal_target: Tensor, batch_shape: tuple[int, ...], device: tor
 
 
 def _group_flat(
-    items: list[Tensor], indexes: Tensor, mask: Tensor | None
+    items: list[Tensor], indexes: Tensor, mask: Tensor | None, backend: Backend
 ) -> tuple[list[Tensor], Tensor | None]:
     """Group flat per-item tensors into padded ``[Q, N]`` rows, one per distinct value of ``indexes``, and the
     rows' mask; None for the mask where no row is padded (items grouped by ascending index, every query as long:
@@ -576,7 +534,7 @@ def _group_flat(
         if indexes.numel() == 0:
             raise ValueError("Argument `mask` leaves no item to rank.")
     # already grouped (each query's items together, ids ascending) is the common case: no sort then
-    grouped = uses_numpy(indexes) and bool((indexes[1:] >= indexes[:-1]).all())
+    grouped = backend.grouped(indexes)
     order = None if grouped else torch.sort(indexes, stable=True).indices
     counts = torch.unique_consecutive(indexes if order is None else indexes[order], return_counts=True)[1]
     num_rows, width = counts.numel(), int(counts.max())  # the output shape needs one host read
@@ -585,15 +543,5 @@ def _group_flat(
     # each row's first `counts` positions, row by row: in that order they are the items grouped by query, so each
     # padded tensor is one masked scatter (no per-item row or place to compute, and no device synchronisation)
     dense_mask = torch.arange(width, device=preds.device) < counts.unsqueeze(1)
-    dense = [_scatter_rows(x if order is None else x[order], dense_mask) for x in items]
+    dense = [backend.scatter_rows(x if order is None else x[order], dense_mask) for x in items]
     return dense, dense_mask
-
-
-def _scatter_rows(x: Tensor, mask: Tensor) -> Tensor:
-    """A zero tensor shaped as ``mask`` holding the values ``x`` at its True positions, in row-major order; on CPU by
-    numpy's boolean assignment, faster there than torch's ``masked_scatter_``."""
-    out = x.new_zeros(mask.shape)
-    if uses_numpy(x) and x.dtype != torch.bfloat16:
-        out.numpy()[mask.numpy()] = x.numpy()
-        return out
-    return out.masked_scatter_(mask, x)

@@ -7,8 +7,8 @@ treat queries without relevant items or reduce.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -16,12 +16,10 @@ from torch import Tensor
 from torchrank.functional._chunking import PARAMETER_ROWS, evaluate_in_chunks, reduce_queries
 from torchrank.functional._fused_columns import ERR
 from torchrank.functional._inputs import (
-    EMPTY_TARGET_ACTIONS,
     REDUCTIONS,
-    TIES,
     RankingInput,
     check_choice,
-    check_dense_inputs,
+    check_options,
     format_inputs,
     normalize_k,
     report_value_problems,
@@ -29,9 +27,8 @@ from torchrank.functional._inputs import (
     working_dtype,
 )
 from torchrank.functional._measure import fused_code, fused_columns
-from torchrank.functional._ranked import Ranking
-from torchrank.functional._ranking import apply_measure, rank
-from torchrank.functional.backends import backend_for, use_backend
+from torchrank.functional._ranked import Ranking, apply_measure, rank
+from torchrank.functional.backends import Backend, backend_for, use_backend
 
 Measure = Callable[..., tuple[Tensor, Tensor]]
 
@@ -117,10 +114,11 @@ def per_query_values(
     """The per-query values ``[*batch, K]`` of ``requests`` (``(measure, cut-offs, params)``, their columns in that
     order), queries without a relevant item scored as ``empty_target_action`` says: by the triton backend's fused
     kernel where it covers them, else from one ranking of the input (by chunks of queries past the memory budget)."""
-    fused = fused_per_query(
+    backend = backend_for(preds.device) if isinstance(preds, Tensor) else None
+    fused = None if backend is None else fused_per_query(
         requests, preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
         empty_target_action=empty_target_action, relevance_threshold=relevance_threshold,
-        validate_args=validate_args,
+        validate_args=validate_args, backend=backend,
     )
     if fused is not None:
         return fused
@@ -145,7 +143,7 @@ def per_query_values(
         preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
         empty_target_action=empty_target_action, reduction="none", relevance_threshold=relevance_threshold,
         validate_args=validate_args, depth=deepest([k for _, ks, _ in requests for k in ks]),
-        label_limit=label_limit(requests, preds),
+        label_limit=label_limit(requests, preds), backend=backend,
     )
     measured = [apply_measure(measure, ranking, ks, **params) for measure, ks, params in requests]  # one per family
     if validate_args:
@@ -173,15 +171,24 @@ def prepare(
     validate_args: bool,
     depth: int | None = None,
     label_limit: float | None = None,
+    backend: Backend | None = None,
 ) -> tuple[RankingInput, Ranking]:
-    """Check the shared options, format the input and rank it once, to ``depth`` (None: whole lists); ``label_limit``
-    is the largest label the measures take (:func:`label_limit`)."""
+    """Check the shared options, format the input and rank it once, to ``depth`` (None: whole lists), on ``backend``
+    (None: the one of ``preds``' device); ``label_limit`` is the largest label the measures take (:func:`label_limit`).
+    """
     check_options(ties, empty_target_action, reduction, relevance_threshold)
-    inputs = format_inputs(
+    inputs = format_on_backend(
         preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged,
-        validate_args=validate_args, label_limit=label_limit,
+        validate_args=validate_args, label_limit=label_limit, backend=backend,
     )
     return inputs, rank(inputs, ties=ties, relevance_threshold=relevance_threshold, depth=depth)
+
+
+def format_on_backend(preds: Tensor, target: Tensor, *, backend: Backend | None = None, **options: Any) -> RankingInput:
+    """:func:`~torchrank.functional._inputs.format_inputs` on ``backend``, by default the one that runs ``preds``'
+    device (the CPU's for what is not a tensor, which the checks then refuse): a request's one look-up."""
+    backend = backend or backend_for(preds.device if isinstance(preds, Tensor) else torch.device("cpu"))
+    return format_inputs(preds, target, backend=backend, **options)
 
 
 def check_parameter_values(requests: Sequence[tuple[Measure, Sequence[int | None], dict]], ranking: Ranking) -> None:
@@ -215,19 +222,6 @@ def label_limit(requests: Sequence[tuple[Measure, Sequence[int | None], dict]], 
 def deepest(ks: Sequence[int | None]) -> int | None:
     """The deepest rank the cut-offs read: None when one of them is the whole list."""
     return None if None in ks else max(ks)
-
-
-def check_options(ties: str, empty_target_action: str, reduction: str, relevance_threshold: float) -> None:
-    """The checks of the options every ranking function shares."""
-    check_choice("ties", ties, TIES)
-    check_choice("empty_target_action", empty_target_action, EMPTY_TARGET_ACTIONS)
-    check_choice("reduction", reduction, REDUCTIONS)
-    if isinstance(relevance_threshold, bool) or not isinstance(relevance_threshold, int | float):
-        raise TypeError(f"Argument `relevance_threshold` must be a number, got {relevance_threshold!r}.")
-    if not relevance_threshold > 0:
-        raise ValueError(
-            f"Argument `relevance_threshold` must be > 0 (label 0 means not relevant), got {relevance_threshold}."
-        )
 
 
 def finalize(
@@ -265,17 +259,13 @@ def fused_per_query(
     empty_target_action: str,
     relevance_threshold: float,
     validate_args: bool,
+    backend: Backend,
 ) -> Tensor | None:
     """Per-query values ``[..., K]`` of ``requests`` (``(measure, cut-offs, params)``, columns in that order), empty
-    queries filled, from the triton backend's fused kernel; None where it does not run (another backend, flat
-    input, a measure, option or input it does not cover): the caller then ranks as usual."""
-    from torchrank.functional.backends._triton import (
-        kernel as _fused,  # here, not above: it imports triton, which `import torchrank` does not
-    )
-
-    if indexes is not None or judged is not None or not isinstance(preds, Tensor) or not isinstance(target, Tensor):
-        return None
-    if backend_for(preds.device) != "triton":
+    queries filled, from ``backend``'s fused kernel (:meth:`~torchrank.functional.backends.Backend.fused`); None where
+    it has none or it does not run (flat input, a measure, option or input it does not cover): the caller then ranks
+    as usual."""
+    if indexes is not None or judged is not None or not isinstance(target, Tensor):
         return None
     columns = []
     for measure, ks, params in requests:
@@ -283,19 +273,13 @@ def fused_per_query(
         if found is None:
             return None
         columns += found
-    if preds.ndim == 0 or not _fused.fits(preds, target, ideal_target):
+    fused = backend.fused(
+        preds, target, columns, mask=mask, ideal_target=ideal_target, ties=ties,
+        relevance_threshold=relevance_threshold, empty_target_action=empty_target_action, check_values=validate_args,
+    )
+    if fused is None:
         return None
-    check_options(ties, empty_target_action, "none", relevance_threshold)
-    check_dense_inputs(preds, target, mask=mask, ideal_target=ideal_target, validate_args=False)
-    try:
-        values, empty, mixed, problems = _fused.fused_values(
-            preds, target, columns, mask=mask, ideal_target=ideal_target, ties=ties,
-            relevance_threshold=relevance_threshold, empty_target_action=empty_target_action,
-            check_values=validate_args,
-        )
-    except _fused.KERNEL_ERRORS as error:  # this triton cannot build or run the kernel: the same values by torch
-        _warn_kernel_failed(error)
-        return None
+    values, empty, mixed, problems = fused
     if problems is not None:  # the kernel's own value checks: read here, or kept for a metric's update
         # the kernel checks the first four problems; the label limit and the ideal's labels are ours
         report_value_problems(torch.cat([problems, unfused_value_problems(
@@ -306,18 +290,6 @@ def fused_per_query(
         values = _err_of_mixed_ties(values, mixed, requests, preds, target, mask, ideal_target, empty_target_action,
                                     relevance_threshold)
     return values.reshape(*preds.shape[:-1], len(columns))
-
-
-def _warn_kernel_failed(error: Exception) -> None:
-    """Say that the fused kernel did not run (the call goes on on the torch backend); Python's warning filters show
-    it once per place."""
-    warnings.warn(
-        f"torchrank's fused Triton kernel failed to build or run ({type(error).__name__}: {str(error)[:200]}); "
-        "this call ran on the torch backend instead, with the same values. Please report it with your triton and "
-        "GPU versions; torchrank.set_backend('torch') silences this.",
-        RuntimeWarning,
-        stacklevel=4,
-    )
 
 
 def _err_of_mixed_ties(

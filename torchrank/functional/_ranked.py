@@ -1,10 +1,17 @@
-"""The :class:`Ranking`: labels of each list in rank order, and the quantities the metrics share.
+"""The one sort every ranking metric builds on: :func:`rank` and the :class:`Ranking` it returns.
 
-Built by :func:`~torchrank.functional._ranking.rank` (and by the numpy backend's routes, which build on this module
-as :func:`_gather_ranking` does): everything here is below every ordering route, so each imports it and it imports
-none. The ties' semantics and the closed forms are in :mod:`torchrank.functional._ranking`'s docstring.
+:func:`rank` orders each list once, on the backend that formatted it (:mod:`torchrank.functional.backends`; each
+implements :meth:`~torchrank.functional.backends.Backend.order`, and builds its :class:`Ranking` on this module, which
+imports no backend): labels in rank order, the validity mask, the number of relevant items and, lazily and cached,
+everything the metrics share (tie groups, cumulative hits, the distribution of the first relevant position, ideal
+gains). A metric is then a few tensor operations over these, and several metrics over the same input share one sort.
+
+Ties (DESIGN section 4). ``"first"`` keeps input order among equal scores; ``"optimistic"`` /
+``"pessimistic"`` put higher / lower labels first. ``"average"`` gives the exact expected value of a
+metric when each group of equal scores is ordered uniformly at random: every position of a tie group then
+holds each of the group's items with equal probability, so a metric linear in per-position values uses
+the group mean; the non-linear ones (AP, RR, ERR, Kendall tau, ...) use the closed forms of :class:`Ranking`.
 """
-
 from __future__ import annotations
 
 import functools
@@ -15,12 +22,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from torchrank.functional._descending import descending_rows
 from torchrank.functional._inputs import RankingInput, read_by_blocks, working_dtype
-from torchrank.functional.backends import uses_numpy
 from torchrank.functional.core import Gain, gain_values, top_of_scale
 
 if TYPE_CHECKING:
+    from torchrank.functional.backends import Backend
     from torchrank.functional.backends._numpy.tied_rows import RowsApart
 
 T = TypeVar("T")
@@ -64,9 +70,47 @@ def _gather_ranking(
         judged=None if inputs.judged is None else take(inputs.judged),
         ties=ties,
         relevance_threshold=relevance_threshold,
+        backend=inputs.backend,
         all_valid=not inputs.padded,
         ranks_every_judged_item=_ranks_every_judged_item(inputs, width),
     )
+
+
+def rank(
+    inputs: RankingInput, *, ties: str = "average", relevance_threshold: float = 1, depth: int | None = None
+) -> Ranking:
+    """Sort each list of ``inputs`` by descending score once, ordering ties as ``ties`` says, on the backend that
+    formatted them (:meth:`~torchrank.functional.backends.Backend.order`).
+
+    Padded items go last (after real items scored ``-inf``) and never count. ``depth``: the deepest
+    position any measure will read (None: the whole list); the ranking may then stop there.
+
+    Example:
+        >>> import torch
+        >>> from torchrank.functional._inputs import format_inputs
+        >>> from torchrank.functional.backends import backend_for
+        >>> cpu = backend_for(torch.device("cpu"))
+        >>> x = format_inputs(torch.tensor([0.1, 0.9, 0.5]), torch.tensor([0, 2, 1]), backend=cpu)
+        >>> rank(x, ties="first").labels
+        tensor([[2., 1., 0.]])
+    """
+    return inputs.backend.order(inputs, ties, relevance_threshold, depth)
+
+
+def apply_measure(
+    measure: Callable[..., tuple[Tensor, Tensor]], ranking: Ranking, ks: Sequence[int | None], **params: object
+) -> tuple[Tensor, Tensor]:
+    """``measure(ranking, ks, **params)``, with the rows of ``ranking.apart`` taken from their own ranking (and
+    per-query tensor parameters ``[Q, ...]`` cut to those rows)."""
+    values, no_relevant = measure(ranking, ks, **params)
+    for rows, sub, _, owner, orders in ranking.apart_for(ks):
+        sub_rows = rows if owner is None else rows[owner]
+        sub_params = {name: v[sub_rows] if isinstance(v, Tensor) else v for name, v in params.items()}
+        sub_values = measure(sub, ks, **sub_params)[0]
+        if owner is not None:  # the other tie orders of each row, all equally likely: the mean over every order
+            sub_values = values[rows].index_add(0, owner, sub_values) / orders.unsqueeze(1)
+        values = values.index_copy(0, rows, sub_values)
+    return values, no_relevant
 
 
 def _leading(x: Tensor, width: int) -> Tensor:
@@ -129,6 +173,7 @@ class Ranking:
         ideal_labels: Tensor,
         ties: str,
         relevance_threshold: float,
+        backend: Backend,
         judged: Tensor | None = None,
         all_valid: bool = False,
         ranks_every_judged_item: bool = False,
@@ -143,6 +188,7 @@ class Ranking:
         self.ranks_every_judged_item = ranks_every_judged_item
         self.ties = ties
         self.relevance_threshold = relevance_threshold
+        self.backend = backend  # the backend that ranked it, which computes the per-group work its way
         self.dtype = labels.dtype
         self.num_queries, self.list_size = labels.shape
         self.cutoffs: dict[tuple[int | None, ...], tuple[Tensor, Tensor]] = {}  # see _cutoffs.cutoff_index
@@ -269,12 +315,9 @@ class Ranking:
 
     @_cached
     def averages_ties(self) -> bool:
-        """Whether tie groups need averaging: ``ties="average"`` and a tie exists (or, off CPU, may exist:
-        finding out would synchronise the device)."""
-        if self.ties != "average":
-            return False
-        # the device backends never read the host: closed forms for every row
-        return not uses_numpy(self.labels) or self.holds_tie
+        """Whether tie groups need averaging: ``ties="average"`` and a tie exists (or, on the device backends, may
+        exist: finding out would synchronise the device)."""
+        return self.ties == "average" and self.backend.may_tie(self)
 
     @_cached
     def holds_tie(self) -> bool:
@@ -291,13 +334,7 @@ class Ranking:
 
     def expected(self, values: Tensor) -> Tensor:
         """Expected per-position value under random order of tie groups (the group mean), or ``values``."""
-        if not self.averages_ties:
-            return values
-        if uses_numpy(values):  # CPU: the group sums over the cached sizes (scatter_reduce's mean is slower there)
-            return self.group_sum(values) / self._group_sizes
-        group_id = self._group_ids[1]  # the device backends: the group means in one scatter, fewer launches
-        means = torch.zeros_like(values).scatter_reduce_(1, group_id, values, reduce="mean", include_self=False)
-        return means.gather(1, group_id)
+        return self.backend.tie_means(self, values) if self.averages_ties else values
 
     # ---------------------------------------------------------------- shared cumulative quantities
     @_cached
@@ -400,15 +437,16 @@ class Ranking:
         """Gains of the judged items sorted descending, the top ``depth`` of them (all for None) ``[Q, <=M]``; a
         callable's negative gains count 0 there (the ideal ranking gains nothing from them: trec_eval's ideal DCG)."""
         if callable(gain):  # any map: the gains first, then their order
-            return descending_rows(self.gains(gain, self.ideal_labels).clamp_min(0), depth)
+            return self.backend.descending(self.gains(gain, self.ideal_labels).clamp_min(0), depth)
         # the linear and exponential gains never decrease with the label: sort the labels, map the top ones
-        return self.gains(gain, self.per_ideal_row(lambda labels: descending_rows(labels, depth)))
+        return self.gains(gain, self.per_ideal_row(lambda labels: self.backend.descending(labels, depth)))
 
 
 def rows_any(x: Tensor) -> Tensor:
-    """``x.any(1)`` for a bool (or 0/1 byte) ``[Q, N]``, as the byte maximum: faster on CPU, where numpy's maximum
-    is faster again than torch's (benchmarks/notes/code_comment_timings.md); and on short CPU rows holding few
-    nonzero bytes (the ties of a batch), the rows of those bytes: numpy reduces each row at a fixed cost.
+    """``x.any(1)`` for a CPU bool (or 0/1 byte) ``[Q, N]``, as numpy's byte maximum, faster than torch's
+    (benchmarks/notes/code_comment_timings.md); and on short rows holding few nonzero bytes (the ties of a batch), the
+    rows of those bytes: numpy reduces each row at a fixed cost. The numpy backend's (the others': their
+    ``rows_any``).
 
     Example:
         >>> import torch
@@ -418,8 +456,6 @@ def rows_any(x: Tensor) -> Tensor:
     q, n = x.shape
     if n == 0:
         return torch.zeros(q, dtype=torch.bool, device=x.device)
-    if not uses_numpy(x):
-        return x.view(torch.uint8).amax(1).bool()
     flags = x.view(torch.bool).numpy()
     if n < _SHORT_ROW_ITEMS and np.count_nonzero(flags) <= q:
         held = np.zeros(q, bool)

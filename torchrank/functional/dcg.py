@@ -19,7 +19,7 @@ from torchrank.functional._fused_columns import DCG, DCG_EXP, NDCG, NDCG_EXP
 from torchrank.functional._measure import measure
 from torchrank.functional._options import RankingOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import run_measure
-from torchrank.functional._ranked import Ranking, rows_any
+from torchrank.functional._ranked import Ranking
 from torchrank.functional.core import (
     Discount,
     Gain,
@@ -120,7 +120,7 @@ def _ndcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) ->
 def _has_ideal_gain(r: Ranking, gain: Gain) -> Tensor:
     if not callable(gain):  # linear and exponential gains are > 0 exactly for labels > 0
         return r.has_positive_label
-    return rows_any(r.gains(gain, r.ideal_labels) > 0)
+    return r.backend.rows_any(r.gains(gain, r.ideal_labels) > 0)
 
 
 def _weights(discount: Discount, log_base: float, power: float) -> Weights:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from torchrank.functional._inputs import RankingInput, format_inputs, working_dtype
+from torchrank.functional._inputs import RankingInput, working_dtype
 from torchrank.functional._options import EmptyTargetAction, Reduction, Ties, with_common_args
-from torchrank.functional._pipeline import check_options, finalize
+from torchrank.functional._pipeline import check_options, finalize, format_on_backend
 from torchrank.functional._ranked import row_blocks
 
 _PAIR_BUDGET = 1 << 24  # pair comparisons per chunk of queries: bounds memory at O(Q N) + O(budget)
@@ -85,6 +85,6 @@ def kendall_tau(
         tensor(1.)
     """
     check_options(ties, empty_target_action, reduction, relevance_threshold=1)
-    inputs = format_inputs(preds, target, indexes=indexes, mask=mask, validate_args=validate_args)
+    inputs = format_on_backend(preds, target, indexes=indexes, mask=mask, validate_args=validate_args)
     values, no_order = _kendall(inputs, ties, distance)
     return finalize(values, no_order, inputs, empty_target_action, reduction, k_is_sequence=False)

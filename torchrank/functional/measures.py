@@ -26,7 +26,7 @@ from torchrank.functional._inputs import REDUCTIONS, check_choice
 from torchrank.functional._keywords import with_keyword_hints
 from torchrank.functional._options import EmptyTargetAction, Reduction, Ties
 from torchrank.functional._pipeline import check_parameter_values, finalize, per_query_values, prepare
-from torchrank.functional._ranking import apply_measure
+from torchrank.functional._ranked import apply_measure
 from torchrank.functional.judgments import judged_only_mask, pooled_in_score_order
 from torchrank.functional.registry import DECLARATIONS, Declaration, grammar_names, parse_suffix
 from torchrank.functional.trec_extra import judged_counts

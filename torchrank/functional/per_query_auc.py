@@ -21,8 +21,7 @@ from torch import Tensor
 
 from torchrank.functional._keywords import with_keyword_hints
 from torchrank.functional._pipeline import prepare, run_measure
-from torchrank.functional._ranked import Ranking
-from torchrank.functional._ranking import apply_measure
+from torchrank.functional._ranked import Ranking, apply_measure
 
 
 @with_keyword_hints

@@ -32,7 +32,7 @@ from torchmetrics import Metric
 from torchmetrics.utilities.distributed import gather_all_tensors
 
 import torchrank.functional as F
-from torchrank.functional.backends import uses_numpy
+from torchrank.functional.backends import backend_for
 from torchrank.functional.checks import check_choice, described, is_integer_tensor
 from torchrank.functional.corpus_search import PAD_ID, SIMILARITIES
 from torchrank.functional.ids import first_occurrence
@@ -190,7 +190,7 @@ class CorpusRetrieval(KeepStateOnError, NothingToComputeInOurWords, Metric):
             raise ValueError(f"Argument `ids` must be on {embeddings.device}, got {ids.device}.")
         self._check_like_before("update_corpus", embeddings)
         found = [_not_finite(embeddings), (ids < 0).any()]
-        self._record(found, offset=0, eager=uses_numpy(embeddings))
+        self._record(found, offset=0, on=embeddings)
         self._begin_update()
         self._corpus.append(embeddings.detach())
         self._corpus_ids.append(ids.to(torch.int64))
@@ -217,7 +217,7 @@ class CorpusRetrieval(KeepStateOnError, NothingToComputeInOurWords, Metric):
         ids = relevant_ids.to(torch.int64)
         labels = (ids != PAD_ID).to(torch.float64) if relevant_labels is None else relevant_labels.to(torch.float64)
         bad_labels = ((labels < 0) | torch.isnan(labels)) & (ids != PAD_ID)
-        self._record([_not_finite(embeddings), bad_labels.any()], offset=2, eager=uses_numpy(embeddings))
+        self._record([_not_finite(embeddings), bad_labels.any()], offset=2, on=embeddings)
         self._begin_update()
         self.query_embeddings.append(embeddings.detach())
         self.query_relevant_ids.append(ids)
@@ -230,9 +230,10 @@ class CorpusRetrieval(KeepStateOnError, NothingToComputeInOurWords, Metric):
             raise ValueError(f"Argument `embeddings` of {method} must be [*, {earlier[0].shape[1]}] {earlier[0].dtype} "
                              f"like the embeddings added before, got {described(embeddings)}.")
 
-    def _record(self, found: list[Tensor], offset: int, eager: bool) -> None:
-        """Check values: now on CPU (raising before anything is stored), else on the device for compute to raise."""
-        if eager:
+    def _record(self, found: list[Tensor], offset: int, on: Tensor) -> None:
+        """Check values: now where the backend of ``on``'s device checks on the host (raising before anything is
+        stored), else on the device for compute to raise."""
+        if backend_for(on.device).checks_on_host:
             for j, flag in enumerate(found):
                 if bool(flag):
                     method, name, problem = PROBLEMS[offset + j]

@@ -15,6 +15,11 @@ Every backend returns the same values (the test suite runs each on CPU). Choose 
 :func:`set_backend`, for a block with :func:`use_backend`, or with the environment variable
 ``TORCHRANK_BACKEND``.
 
+Each backend is an object (:func:`backend_for` gives the one that runs a device) implementing one seam,
+:class:`Backend`: ``order(inputs, ties, relevance_threshold, depth) -> Ranking`` and the few operations whose fastest
+form differs by backend (the value checks, the ideal's sort, tie-group means, a fused kernel). The pipeline asks for
+the backend once per request and calls it; nothing else asks which backend runs (docs/architecture.md).
+
 Example:
     >>> import torch
     >>> import torchrank
@@ -38,6 +43,11 @@ from collections.abc import Iterator
 import torch
 
 from torchrank.functional._compile import constant_when_compiled
+from torchrank.functional.backends._numpy import NumpyBackend
+from torchrank.functional.backends._torch import TorchBackend
+from torchrank.functional.backends._triton import TritonBackend
+
+Backend = TorchBackend  # the seam: every backend is one (the torch backend's methods are the defaults)
 
 BACKENDS = ("auto", "numpy", "torch", "triton")
 # the longest list a fused kernel ranks in registers; longer lists run on the torch backend
@@ -96,8 +106,8 @@ def _from_environment() -> str:
     return _checked(os.environ.get(_ENV, "auto").strip().lower() or "auto", f"Environment variable {_ENV}")
 
 
-def backend_for(device: torch.device) -> str:
-    """The concrete backend (``"numpy"``, ``"torch"`` or ``"triton"``) that ranks tensors on ``device``.
+def backend_for(device: torch.device) -> Backend:
+    """The backend (the numpy, torch or triton one; its ``name`` says which) that ranks tensors on ``device``.
 
     Raises ``ValueError`` for a backend that cannot run there: ``"numpy"`` off the CPU, ``"triton"`` where triton
     does not import. ``"triton"`` on tensors no kernel runs on (CPU without ``TRITON_INTERPRET=1``, other devices)
@@ -106,21 +116,20 @@ def backend_for(device: torch.device) -> str:
     name = get_backend()
     if name == "auto":
         if device.type == "cpu":
-            return "numpy"
-        return "triton" if device.type == "cuda" and triton_available() else "torch"
+            return _NUMPY
+        return _TRITON if device.type == "cuda" and triton_available() else _TORCH
     if name == "numpy" and device.type != "cpu":
         raise ValueError(f"The 'numpy' backend ranks CPU tensors only, got tensors on {device}; use 'torch' or 'auto'.")
     if name == "triton":
         if not triton_available():
             raise ValueError("The 'triton' backend needs the triton package, which does not import here.")
         if device.type != "cuda" and not (device.type == "cpu" and triton_interprets()):
-            return "torch"  # no kernel runs there: the torch backend, as for any request the kernels do not cover
-    return name
+            return _TORCH  # no kernel runs there: the torch backend, as for any request the kernels do not cover
+    return _BY_NAME[name]
 
 
-def uses_numpy(x: torch.Tensor) -> bool:
-    """Whether ``x`` is ranked by the numpy backend (a CPU tensor while ``"numpy"`` or ``"auto"`` is in force)."""
-    return x.is_cpu and get_backend() in ("auto", "numpy")  # is_cpu: no device object built (asked per op)
+_NUMPY, _TORCH, _TRITON = NumpyBackend(), TorchBackend(), TritonBackend()
+_BY_NAME = {b.name: b for b in (_NUMPY, _TORCH, _TRITON)}
 
 
 @functools.cache

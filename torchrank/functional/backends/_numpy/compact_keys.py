@@ -155,6 +155,7 @@ def _compact_key_ranking(
             ideal_labels=of.ideal_target,
             ties=tie_order,
             relevance_threshold=relevance_threshold,
+            backend=inputs.backend,
             all_valid=padding is None,
             ranks_every_judged_item=_ranks_every_judged_item(of, cut),
         )

@@ -66,6 +66,7 @@ def _key_ranking(
         ideal_labels=inputs.ideal_target,
         ties=ties,
         relevance_threshold=relevance_threshold,
+        backend=inputs.backend,
         all_valid=not padded,
         ranks_every_judged_item=_ranks_every_judged_item(inputs, keys.shape[1]),
     )

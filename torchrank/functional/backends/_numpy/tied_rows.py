@@ -1,7 +1,7 @@
 """The numpy backend's rows apart: the few rows whose tie order matters get a ranking of their own.
 
 Under ``"average"`` a row whose ties that matter are a few pairs is evaluated in each order of them; every other
-such row is ranked again with the tie order applied (:func:`_set_rows_apart`); ``_ranking.apply_measure`` merges
+such row is ranked again with the tie order applied (:func:`_set_rows_apart`); ``_ranked.apply_measure`` merges
 their values. Planning reads the tied pairs on the host (one read), which is why only the numpy backend does it.
 """
 
@@ -156,6 +156,7 @@ def _other_tie_orders(
         judged=None if ranking.judged is None else swapped(ranking.judged),
         ties="first",
         relevance_threshold=ranking.relevance_threshold,
+        backend=ranking.backend,
         all_valid=ranking.all_valid,
         ranks_every_judged_item=ranking.ranks_every_judged_item,
     )
