@@ -15,8 +15,8 @@ The engine by concern (:mod:`torchrank.functional.backends` picks the ordering),
 listed after it:
 
 - this module: :func:`rank`, which picks the route, and :func:`apply_measure`;
-- ``_numpy_order``: the numpy backend's choice of route for a CPU batch (top-k, packed keys, label keys);
-- ``_compact_keys`` / ``_numpy_keys``: its 32-bit and 64-bit sort keys and the selection of each row's head;
+- ``_numpy_order``: the numpy backend's choice of route for a CPU batch (label keys, index keys, argsort);
+- ``_numpy_keys``: its 64-bit sort keys and the selection of each row's head;
 - ``_tied_rows``: its rows apart, the few rows whose tie order matters, ranked or enumerated on their own;
 - ``_torch_order``: the torch backend's ordering (:func:`_ranking_order`: one sort, stable where the tie order is a
   key), also every backend's exact ranking of rows whose ties must be ordered;
