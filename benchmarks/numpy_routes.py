@@ -5,9 +5,12 @@ test answering "not taken"), in every engine module that binds the name, so what
 route deleted. Each cell times public calls (``F.evaluate`` of a few measures) on its own pool of distinct batches:
 no contender sees a batch twice in a row, and on small batches no batch is seen twice at all (a CPU learns the
 branches of a data-dependent route on an input timed over and over: benchmarks/notes/numpy_routes.md). The
-contenders are interleaved, their order rotated every repetition; one thread. A cell's figure is the median time
+contenders are interleaved, their order rotated every repetition; one thread; by default each call's CPU time
+(``time.process_time``: on a machine shared with other processes, wall time also counts the time slices they
+take, CPU time does not, though their use of the caches still shows). A cell's figure is the median time
 of each configuration and the median over repetitions of its ratio to the default (every route on), with the
-quartiles of that ratio (the noise). A switch whose names this tree no longer binds (a deleted route) is skipped:
+quartiles of that ratio (the noise), and the ratio of the fastest calls (the least disturbed by other processes on
+a shared machine). A switch whose names this tree no longer binds (a deleted route) is skipped:
 the figures that deleted a route come from the commit before (benchmarks/notes/numpy_routes.md).
 
     PYTHONPATH=$PWD python -m benchmarks.numpy_routes                   # every cell -> results/numpy_routes_cpu.json
@@ -192,7 +195,9 @@ def _available(config: str) -> bool:
     return all(any(hasattr(m, name) for m in ENGINE) for name in SWITCHES[config])
 
 
-def measure(cell: Cell, reps: int, log: Callable[[str], None]) -> dict | None:
+def measure(
+    cell: Cell, reps: int, log: Callable[[str], None], clock: Callable[[], float] = time.perf_counter
+) -> dict | None:
     """Median seconds per call of each configuration of ``cell``, and of its per-repetition ratio to the default."""
     gone = [c for c in cell.configs if not _available(c)]
     if gone:
@@ -220,22 +225,25 @@ def measure(cell: Cell, reps: int, log: Callable[[str], None]) -> dict | None:
             batch = pool[call % len(pool)]
             call += 1
             with switched(config):
-                start = time.perf_counter()
+                start = clock()
                 _call(cell, batch)
-                times[config].append(time.perf_counter() - start)
+                times[config].append(clock() - start)
     default = times["default"]
     record = {"cell": cell.name, "route": cell.route, "measures": cell.measures, "items": cell.items,
               "kwargs": cell.kwargs, "reps": reps, "configs": {}}
     for config in configs:
         ratios = sorted(t / d for t, d in zip(times[config], default, strict=True))
         quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+        fastest = min(times[config]) / min(default)
         record["configs"][config] = {
             "median_ms": 1e3 * statistics.median(times[config]),
+            "min_ms": 1e3 * min(times[config]),
             "ratio_to_default": statistics.median(ratios),
             "ratio_quartiles": [quartiles[0], quartiles[2]],
+            "ratio_of_minimums": fastest,
         }
         log(f"  {config:>16}: {1e3 * statistics.median(times[config]):8.2f} ms  x{statistics.median(ratios):.2f}"
-            f"  [{quartiles[0]:.2f}, {quartiles[2]:.2f}]")
+            f"  [{quartiles[0]:.2f}, {quartiles[2]:.2f}]  fastest x{fastest:.2f}")
     return record
 
 
@@ -272,6 +280,8 @@ def main() -> None:
     parser.add_argument("--only", action="append", help="cells of this route, or this cell (repeatable)")
     parser.add_argument("--calls", action="store_true", help="print the engine functions each switch reaches")
     parser.add_argument("--no-save", action="store_true")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="cpu",
+                        help="cpu: this process's CPU time (the time other processes hold the cores left out)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -282,7 +292,8 @@ def main() -> None:
         if args.calls:
             calls(cell)
             continue
-        record = measure(cell, args.reps, lambda s: print(s, flush=True))
+        clock = time.process_time if args.clock == "cpu" else time.perf_counter
+        record = measure(cell, args.reps, lambda s: print(s, flush=True), clock)
         if record is not None:
             records.append(record)
     if args.calls or args.no_save:
@@ -290,6 +301,7 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=Path(__file__).parent).stdout.strip()
     meta = {"commit": commit or None, "torchrank": torchrank.__version__, "torch": torch.__version__, "threads": 1,
+            "clock": args.clock,
             "machine": platform.processor() or platform.machine(), "reps": args.reps}
     args.out.write_text(json.dumps({"meta": meta, "cells": records}, indent=1) + "\n")
     print(f"wrote {args.out}")
