@@ -280,9 +280,10 @@ def _few_tied_rows(preds: torch.Tensor, target: torch.Tensor) -> tuple[torch.Ten
 
 def _route_case(name: str) -> tuple[torch.Tensor, torch.Tensor, dict]:
     """The inputs of one case of :data:`ROUTES_BUILT`: 30 rows of distinct normal scores (a few rows with ties of
-    different labels), labels 0 .. 4; rows of 50 items (every item keyed) or of 800 (only a head's items keyed)."""
+    different labels), labels 0 .. 4; rows of 50 items (every item keyed), of 150 (a top-k of a head of 2, too short a
+    row to select it from) or of 800 (only a head's items keyed)."""
     g = torch.Generator().manual_seed(53)
-    items = 800 if "long" in name else 50
+    items = 800 if "long" in name else 150 if "mid" in name else 50
     preds, target = _few_tied_rows(torch.randn(30, items, generator=g), torch.randint(0, 5, (30, items), generator=g))
     kwargs: dict = {}
     if "bfloat16" in name:
@@ -323,6 +324,10 @@ ROUTES_BUILT = {
     "short, float64, first": ("first", 10, "argsort", "exact"),  # an unstable sort: tied rows ranked apart
     "short, float64, mostly tied": ("average", 10, "sort", "whole batch"),  # torch's sort of every row
     "short, int64": ("average", 10, "sort", "whole batch"),  # no float holds them
+    "mid": ("average", 1, "top-k", None),  # the ties at ranks 3 to 7: past the top 2
+    "mid, first": ("first", 1, "top-k", None),
+    "mid, padded": ("average", 1, "label keys", None),  # padding: keys
+    "mid, mostly tied": ("average", 1, "label keys", "whole batch"),  # the top-k finds ties: the keys of whole rows
 }
 
 

@@ -1,7 +1,8 @@
 """The numpy backend's ranking: which ordering route ranks a CPU batch, and the rows whose ties need their own.
 
-One fast order for every row (one numpy sort of packed keys: :mod:`.keys`; labels may ride in the keys), then only
-the rows holding a tie that matters get the tie order applied (:mod:`.tied_rows`). Each route that survives has won
+One fast order for every row (a top-k of a short head of rows too short for :mod:`.keys` to select it, else one numpy
+sort of packed keys; labels may ride in the keys), then only the rows holding a tie that matters get the tie order
+applied (:mod:`.tied_rows`). Each route that survives has won
 at least 1.3x end to end over the route that would run without it (benchmarks/notes/numpy_routes.md); the ranking
 it builds names it (:attr:`Ranking.route`: :data:`ROUTES`), so a test can assert which route ran.
 """
@@ -25,6 +26,7 @@ from torchrank.functional.backends._numpy.keys import (
     _negated_scores,
     _packed_sort,
     _packs,
+    _selects_head,
     _sorted_keys,
     _tied_neighbours,
     _write_label_halves,
@@ -37,31 +39,36 @@ from torchrank.functional.backends._torch import _sorted_ranking
 LABEL_KEYS = "label keys"  # 64-bit keys carrying each item's label (:func:`_rank_by_label_keys`)
 INDEX_KEYS = "index keys"  # 64-bit keys carrying each item's index (:func:`_packed_sort`)
 ARGSORT = "argsort"  # numpy's argsort of the negated scores (dtypes the keys cannot pack)
+TOPK = "top-k"  # torch.topk of a short head (:func:`_takes_topk`)
 HEAD_ITEMS = "head items"  # keys built for the items that can make each row's head only (:func:`._head_items`)
-ROUTES = (LABEL_KEYS, INDEX_KEYS, ARGSORT)
+ROUTES = (LABEL_KEYS, INDEX_KEYS, ARGSORT, TOPK)
 
 
 def _rank_tied_rows_apart(
-    inputs: RankingInput, ties: str, relevance_threshold: float, depth: int | None
+    inputs: RankingInput, ties: str, relevance_threshold: float, depth: int | None, topk: bool = True
 ) -> Ranking | None:
     """A ranking that orders ties only in the rows holding one within ``depth``; None where it can't.
 
     A row with no tie among the positions read has the same values under every tie order, so one fast sort
-    of any stability ranks it. The rows with a tie are ranked again with ``ties`` applied exactly
+    (or top-k) of any stability ranks it. The rows with a tie are ranked again with ``ties`` applied exactly
     (:func:`_set_rows_apart`), unless the fast sort already kept input order among equal scores and
     ``ties="first"`` asks for just that, or its keys carried the labels (:func:`_rank_by_label_keys`: every tie
-    group is then ordered by label already).
+    group is then ordered by label already). ``topk``: whether a top-k may stand for the sort.
     """
-    if ties != "first" and _labels_ride_in_keys(inputs):
+    if ties != "first" and _labels_ride_in_keys(inputs, depth, topk):
         return _rank_by_label_keys(inputs, ties, relevance_threshold, depth)
-    fast = _fast_order(inputs, depth)
+    fast = _fast_order(inputs, depth, topk)
     if fast is None:
         return None
     order, scores, pairs, route = fast
-    if route != ARGSORT and ties == "first":  # equal scores already in input order, as "first" asks, in every row
+    if route not in (ARGSORT, TOPK) and ties == "first":  # equal scores already in input order, as "first" asks
         return _named(_gather_ranking(inputs, order, "first", relevance_threshold, scores), route)
     rows = rows_any(pairs).nonzero().squeeze(1)
     if rows.numel() > _MAX_TIED_SHARE * len(pairs):  # mostly tied: one exact pass over all rows beats two passes
+        if route == TOPK and _packs(inputs.preds):
+            # the key sort of whole rows is that pass: labels riding in its keys order every tie group, or it keeps
+            # input order as "first" asks
+            return _rank_tied_rows_apart(inputs, ties, relevance_threshold, depth, topk=False)
         return None
     ranking = _named(_gather_ranking(inputs, order, "first", relevance_threshold, scores), route)
 
@@ -87,10 +94,14 @@ def _route(keys: str, selected: bool) -> str:
     return f"{keys}, {HEAD_ITEMS}" if selected else keys
 
 
-def _labels_ride_in_keys(inputs: RankingInput) -> bool:
+def _labels_ride_in_keys(inputs: RankingInput, depth: int | None, topk: bool = True) -> bool:
     """Whether the key sort can carry the labels in place of the item indices (:func:`_rank_by_label_keys`):
-    CPU scores it packs, no per-item tensor but the labels to put in rank order."""
-    return _packs(inputs.preds) and inputs.judged is None and not inputs.exact_ties
+    CPU scores it packs, no per-item tensor but the labels to put in rank order, no short top-k instead (where
+    ``topk`` allows one)."""
+    return (
+        _packs(inputs.preds) and inputs.judged is None and not inputs.exact_ties
+        and not (topk and _takes_topk(inputs, depth))
+    )
 
 
 def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: float, depth: int | None) -> Ranking:
@@ -133,7 +144,8 @@ class FastOrder(NamedTuple):
     """Descending order of each row cut at a depth ``[Q, <=N]``, the scores in that order (or a function
     gathering them on demand), where a position holds the score of the one after it over the cut and one
     position past it ``[Q, <=N]`` (bool or 0/1 bytes; a last column past the pairs is 0), and the route that
-    ordered them (:data:`INDEX_KEYS`, stable: equal scores in input order; or :data:`ARGSORT`, unstable)."""
+    ordered them (:data:`INDEX_KEYS`, stable: equal scores in input order; or :data:`ARGSORT`, :data:`TOPK`,
+    unstable)."""
 
     order: Tensor
     scores: Tensor | Callable[[], Tensor]
@@ -141,17 +153,22 @@ class FastOrder(NamedTuple):
     route: str
 
 
-def _fast_order(inputs: RankingInput, depth: int | None) -> FastOrder | None:
+def _fast_order(inputs: RankingInput, depth: int | None, topk: bool = True) -> FastOrder | None:
     """The order of each row, padding last, cut at ``depth``, and where it ties (:class:`FastOrder`); None where
     no fast path applies (rows known to hold ties, int64 scores).
 
-    On CPU one numpy sort of packed 64-bit keys (:func:`_packed_sort`), else one unstable sort.
+    A top-k of a short prefix of unpadded lists (where ``topk`` allows: :func:`_takes_topk`); otherwise on CPU one
+    numpy sort of packed 64-bit keys (:func:`_packed_sort`), else one unstable sort.
     """
     if inputs.exact_ties:
         return None
     preds, n = inputs.preds, inputs.preds.shape[1]
     if depth is not None and depth >= n:
         depth = None
+    if topk and _takes_topk(inputs, depth):
+        # one more than the cut-off: a tie across it shows as equal values at positions depth and depth + 1
+        values, order = torch.topk(preds, depth + 1, dim=1, sorted=True)
+        return FastOrder(order[:, :depth], values[:, :depth], values[:, 1:] == values[:, :-1], TOPK)
     mask = inputs.mask if inputs.padded else None
     if _packs(preds):
         order, tied, selected = _packed_sort(preds, mask, depth, finite=inputs.finite_scores)
@@ -168,3 +185,19 @@ def _fast_order(inputs: RankingInput, depth: int | None) -> FastOrder | None:
     if depth is not None:
         order, scores = order[:, :depth], scores[:, :depth]
     return FastOrder(order, scores, tied, ARGSORT)
+
+
+def _takes_topk(inputs: RankingInput, depth: int | None) -> bool:
+    """Whether the fast order is a top-k of ``depth`` + 1: unpadded rows whose head the key sort does not select
+    (:func:`_selects_head`), where torch.topk partially sorts each row (``k * _TOPK_RATIO`` items or more: past
+    that it selects then sorts the k, slower: benchmarks/notes/numpy_routes.md)."""
+    n = inputs.preds.shape[1]
+    if depth is None or depth >= n or inputs.padded:
+        return False
+    if _packs(inputs.preds) and _selects_head(depth + 1, n):  # the selection's cost does not grow with k, topk's does
+        return False
+    return (depth + 1) * _TOPK_RATIO <= n
+
+
+# torch.topk(k) on CPU partially sorts each row while k * 64 <= its length
+_TOPK_RATIO = 64
