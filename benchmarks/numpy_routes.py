@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import platform
 import statistics
@@ -78,6 +79,24 @@ SWITCHES: dict[str, dict[str, object]] = {
     "no label bits": {"_nonnegative_head": _none},  # the ideal's labels sorted as floats
     "no 32-bit keys, partition": {"_compact_key_ranking": _none, "_PARTITION_MIN_ITEMS": 10**9},
     "no 32-bit keys, head items": {"_compact_key_ranking": _none, "_selects_head": _never},
+}
+# the routes issue 31 deleted and their switches; all off at once: the engine as it became, inside fa490a6 (where they
+# all exist), and each one back in turn: what it wins against the engine without it
+DELETED: dict[str, dict[str, object]] = {
+    "32-bit keys": {"_compact_key_ranking": _none},
+    "head bound": {"_HEAD_GROUPS": 10**9},
+    "partition": {"_PARTITION_MIN_ITEMS": 10**9},
+    "label bits": {"_nonnegative_head": _none},
+    "large-batch selection": {"_SELECTION_MIN_ITEMS_LARGE_BATCH": 200},
+}
+SWITCHES["no deleted route"] = {name: v for switch in DELETED.values() for name, v in switch.items()}
+SWITCHES.update({
+    f"no deleted route but {route}": {
+        name: v for other, switch in DELETED.items() if other != route for name, v in switch.items()
+    }
+    for route in DELETED
+})
+SWITCHES |= {
     "no rows apart": {"_MAX_TIED_SHARE": 0},  # any tie: the whole batch ranked with the ties applied
     "no enumeration": {"_MAX_ENUMERATED_PAIRS": 0},  # tied pairs: the closed forms
 }
@@ -195,6 +214,12 @@ def _available(config: str) -> bool:
     return all(any(hasattr(m, name) for m in ENGINE) for name in SWITCHES[config])
 
 
+# calls in a row of one configuration, the first untimed: a call's cost depends on the one before it (glibc's heap
+# adapts its trim and mmap thresholds to the sizes freed: a configuration that frees other sizes changes the next
+# call's page faults), and a loop calls one configuration over and over
+BURST = 3
+
+
 def measure(
     cell: Cell, reps: int, log: Callable[[str], None], clock: Callable[[], float] = time.perf_counter
 ) -> dict | None:
@@ -208,7 +233,7 @@ def measure(
         return None
     # large batches flush the caches between calls: a pool of 8 cycled gives each contender a batch it did not just
     # see; small ones get a batch of their own for every call
-    size = reps * contenders if cell.items <= 100_000 else 2 * contenders + 1
+    size = reps * contenders * BURST if cell.items <= 100_000 else 2 * BURST * contenders + 1
     pool = _pool(cell, size + 1, seed=zlib.crc32(cell.name.encode()))
     warm = pool.pop()
     want = _call(cell, warm)
@@ -222,13 +247,15 @@ def measure(
     for rep in range(reps):
         for j in range(contenders):
             config = configs[(rep + j) % contenders]
-            batch = pool[call % len(pool)]
-            call += 1
             with switched(config):
-                start = clock()
-                _call(cell, batch)
-                times[config].append(clock() - start)
-    default = times["default"]
+                for burst in range(BURST):
+                    batch = pool[call % len(pool)]
+                    call += 1
+                    start = clock()
+                    _call(cell, batch)
+                    if burst:  # the first call of a burst follows another configuration's
+                        times[config].append(clock() - start)
+    default = times[configs[0]]  # the baseline: every route on, or (--restore) the engine without the deleted ones
     record = {"cell": cell.name, "route": cell.route, "measures": cell.measures, "items": cell.items,
               "kwargs": cell.kwargs, "reps": reps, "configs": {}}
     for config in configs:
@@ -280,12 +307,21 @@ def main() -> None:
     parser.add_argument("--only", action="append", help="cells of this route, or this cell (repeatable)")
     parser.add_argument("--calls", action="store_true", help="print the engine functions each switch reaches")
     parser.add_argument("--no-save", action="store_true")
+    parser.add_argument("--deleted", action="store_true",
+                        help="every deleted route off at once against all on (run on fa490a6, where they exist)")
+    parser.add_argument("--restore", action="store_true",
+                        help="each deleted route back in turn, against the engine without them (on fa490a6)")
     parser.add_argument("--clock", choices=["wall", "cpu"], default="cpu",
                         help="cpu: this process's CPU time (the time other processes hold the cores left out)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     torch.set_num_threads(1)
     cells = [c for c in CELLS if not args.only or c.route in args.only or c.name in args.only]
+    if args.deleted:  # every cell: the engine before issue 31's deletions against the engine after them
+        cells = [dataclasses.replace(c, configs=["default", "no deleted route"]) for c in cells]
+    if args.restore:  # every cell: the engine after the deletions, then with each deleted route back in turn
+        restored = [f"no deleted route but {route}" for route in DELETED]
+        cells = [dataclasses.replace(c, configs=["no deleted route", *restored]) for c in cells]
     records = []
     for cell in cells:
         print(f"{cell.name} ({cell.route}; {', '.join(cell.measures)} {cell.kwargs or ''})", flush=True)
