@@ -89,7 +89,7 @@ def test_flat_input_equals_its_dense_rows(name, fn, _, ties, layout):
     lengths, or shuffled with items masked out."""
     from torchrank.functional._pipeline import format_on_backend as format_inputs
 
-    preds, target = _data(q=30, n=40, dtype=torch.float32)  # float32: the CPU key sorts and the top-k
+    preds, target = _data(q=30, n=40, dtype=torch.float32)  # float32: the CPU key sorts
     lengths = torch.full((30,), 40) if layout == "grouped-equal" else torch.randint(1, 41, (30,))
     lengths[:2] = 40  # the widest row sets the dense width
     dense_mask = torch.arange(40) < lengths.unsqueeze(1)
@@ -271,9 +271,9 @@ def test_cpu_and_cuda_agree(name, fn, _, ties):
 @pytest.mark.parametrize(("name", "fn", "_"), CUTOFF_MEASURES, ids=[m[0] for m in CUTOFF_MEASURES])
 @pytest.mark.parametrize("ties", ["average", "first"])
 @pytest.mark.parametrize("tied", [False, True], ids=["distinct", "tied"])
-def test_top_k_path_equals_full_sort(name, fn, _, ties, tied):
-    """Without padding, small cut-offs may be ranked by a top-k (on CPU, when no tie reaches them);
-    an all-True mask always takes the full sort: both must agree, ties at the cut-off included."""
+def test_unpadded_cutoffs_equal_an_all_true_mask(name, fn, _, ties, tied):
+    """Small cut-offs of unpadded rows and of rows with an all-True mask (padding keys on CPU) take different
+    routes: both must agree, ties at the cut-off included."""
     preds, target = _data(q=60, n=30)
     if tied:
         preds = torch.round(preds * 2) / 2  # tie groups straddle the cut-offs

@@ -5,13 +5,14 @@ Averaging ``ties="first"`` over all N! input permutations weighs every order of 
 so that mean is the expected value under uniformly random tie orders: what ``ties="average"`` claims.
 All permutations go through as one batch of N! queries.
 
-On CPU the numpy backend picks an ordering route by the input (a top-k of a short cut-off, one sort of 64-bit keys
-carrying the item index or the label, 32-bit keys, the head of long rows selected first, rows tied within the cut-off
-ranked apart, blocks of rows for large batches). Each route is reached here by inputs that make the backend take it
-(shapes, dtypes, score spans, label ranges, cut-offs, padding, list lengths: the comments say which) and compared with
-the reference: the same measures of the float64 scores on the torch backend, which sorts whole rows once (stably where
-the tie order is a key) and averages every tie group by its closed form, and which itself matches the enumeration
-below. No test sets the engine's tuning constants: the routes are checked by the values they give.
+On CPU the numpy backend picks an ordering route by the input (one sort of 64-bit keys carrying the label or the item
+index, of every item or of the items that can make the head of long rows, numpy's argsort for the dtypes the keys
+cannot pack, rows tied within the cut-off ranked apart, blocks of rows for large batches). Each route is reached here
+by inputs built to take it, and compared with the reference: the same measures of the float64 scores on the torch
+backend, which sorts whole rows once (stably where the tie order is a key) and averages every tie group by its closed
+form, and which itself matches the enumeration below. The ranking names the route that built it
+(:attr:`Ranking.route`): :func:`test_each_cpu_route_is_taken_where_built_to_be` asserts that each route ran, so a
+moved threshold fails there rather than silently stop testing a route. No test sets the engine's tuning constants.
 """
 
 from __future__ import annotations
@@ -119,11 +120,11 @@ def _batch_with_some_tied_rows(padded: bool, items: int = 100) -> tuple[torch.Te
 @pytest.mark.parametrize(("name", "fn", "higher_is_better"), ALL_MEASURES, ids=[m[0] for m in ALL_MEASURES])
 def test_batch_with_a_few_tied_rows_equals_each_row_alone(name, fn, higher_is_better, ties, padded):
     """On CPU only the tied rows get the tie treatment (the rest is ranked once, ties aside): every row of a
-    mostly untied batch must still equal that row evaluated alone, on the short top-k path, the key sort cut at
-    a depth and the whole sort (whose tied rows reuse the batch's order under "average")."""
+    mostly untied batch must still equal that row evaluated alone, cut at a depth and whole (whose tied rows reuse the
+    batch's order under "average")."""
     preds, target, mask = _batch_with_some_tied_rows(padded)
     uses_k = (name, fn, higher_is_better) in CUTOFF_MEASURES
-    for ks in ([1, 2, 3, 6], [2, 10, 40], None) if uses_k else (None,):  # top-k of 100 (dense), key sort cut, all
+    for ks in ([1, 2, 3, 6], [2, 10, 40], None) if uses_k else (None,):
         kwargs = {"k": ks} if ks is not None else {}
         batch = fn(preds, target, mask=mask, ties=ties, reduction="none", **kwargs)
         for row in (0, 1, 3, 5, 7, 8, 11, 17, 23):  # the tied rows and a few others
@@ -223,17 +224,11 @@ def _long_rows(dtype: torch.dtype, rows: int, items: int, g: torch.Generator) ->
 
 # name: (rows, items, padded); the scores of short rows tie everywhere, those of long rows are mostly distinct
 ROUTE_SHAPES = {
-    # whole rows sorted at every cut-off (rows under 200 items); a cut-off of 1 (10 x 1 <= 12, a small batch) takes
-    # the top-k; labels of 0 .. 15 ride in 32-bit keys, others (halves, negative ones) in 64-bit keys
-    "short rows": (40, 12, False),
-    "short rows, padded": (40, 12, True),  # padding anywhere in the row: no top-k, padding keys sorted last
-    # 21,600 items: past a small batch's top-k; heads of 4 and 10 of rows of 200 to 255 are selected over every item
-    "rows of 240": (90, 240, False),
-    # 21,120 items: each head's candidate items found through a bound on groups of items (rows of 256 and more)
+    "short rows": (40, 12, False),  # whole rows keyed at every cut-off
+    "short rows, padded": (40, 12, True),  # padding anywhere in the row: padding keys sorted last
+    "rows of 240": (90, 240, False),  # the keys of only the items that can make a head of 4 or 10
     "rows of 480": (44, 480, False),
-    # padding: every item keyed, each row's head selected among the keys (rows of 400 items and more), whole rows
-    # sorted again for the rows averaging ties
-    "rows of 480, padded": (44, 480, True),
+    "rows of 480, padded": (44, 480, True),  # padding: every item keyed
 }
 SHORT_DTYPES = [
     *(torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16),  # packed into sort keys
@@ -248,9 +243,9 @@ ROUTE_CASES += [(shape, torch.float32) for shape in LONG_SHAPES] + [("rows of 48
 @pytest.mark.parametrize("ties", ["first", "average", "optimistic", "pessimistic"])
 @pytest.mark.parametrize(("shape", "dtype"), ROUTE_CASES, ids=[f"{s}-{str(d)[6:]}" for s, d in ROUTE_CASES])
 def test_every_cpu_route_ranks_as_the_reference(shape, dtype, ties):
-    """Every score dtype, list length, padding and cut-off, with labels that ride in 32-bit keys (0 .. 4), in 64-bit
-    keys only (halves, negative ones unvalidated), or that cannot ride (a ``judged`` mask: the keys carry the item
-    indices, and the rows tied within the cut-off are ranked apart): every measure equals the reference's. Under
+    """Every score dtype, list length, padding and cut-off, with labels that ride in the keys (0 .. 4; halves, negative
+    ones unvalidated), or that cannot ride (a ``judged`` mask: the keys carry the item indices, and the rows tied
+    within the cut-off are ranked apart): every measure equals the reference's. Under
     ``"first"`` that is a stable sort (equal scores in input order, -0.0 equal to 0.0, padding last). Long rows take
     each kind of labels under one tie order (the keys are the same under the others)."""
     rows, items, padded = ROUTE_SHAPES[shape]
@@ -271,10 +266,95 @@ def test_every_cpu_route_ranks_as_the_reference(shape, dtype, ties):
         _assert_matches_reference(preds, labels_, _at(depth, err=items < 200), mask=mask, ties=ties, **kwargs)
 
 
+def _few_tied_rows(preds: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``preds`` with a pair of different labels tied at ranks 3-4 in rows 1 and 2, and a group of three at ranks 5-7
+    in row 3: a few rows whose tie order matters, inside a cut-off of 10."""
+    preds, target = preds.clone(), target.clone()
+    order = preds.float().argsort(dim=1, descending=True)
+    for row, at, size in ((1, 2, 2), (2, 2, 2), (3, 4, 3)):
+        items = order[row, at : at + size]
+        preds[row, items] = preds[row, items[0]].item()
+        target[row, items] = torch.arange(size)
+    return preds, target
+
+
+def _route_case(name: str) -> tuple[torch.Tensor, torch.Tensor, dict]:
+    """The inputs of one case of :data:`ROUTES_BUILT`: 30 rows of distinct normal scores (a few rows with ties of
+    different labels), labels 0 .. 4; rows of 50 items (every item keyed), of 150 (a top-k of a head of 2, too short a
+    row to select it from) or of 800 (only a head's items keyed)."""
+    g = torch.Generator().manual_seed(53)
+    items = 800 if "long" in name else 150 if "mid" in name else 50
+    preds, target = _few_tied_rows(torch.randn(30, items, generator=g), torch.randint(0, 5, (30, items), generator=g))
+    kwargs: dict = {}
+    if "bfloat16" in name:
+        preds = preds.bfloat16()
+    if "float64" in name:
+        preds = preds.double()
+    if "int64" in name:
+        preds = (preds * 1e6).long()
+    if "padded" in name:
+        kwargs["mask"] = torch.rand(30, items, generator=g) > 0.2
+    if "judged" in name:
+        kwargs["judged"] = torch.rand(30, items, generator=g) > 0.3
+    if "mostly tied" in name:  # ties of different labels inside the cut-off in most rows
+        preds, target = _few_tied_rows(preds, target)
+        preds[:, :3] = 9.0
+        target[:, :3] = torch.tensor([0, 1, 2])
+    return preds, target, kwargs
+
+
+# case: (ties, depth, the route that must rank it, how its tied rows are ranked: None (no row apart), "enumerated"
+# (pairs, in each order), "exact" (a ranking of their own), "both", or "whole batch" (mostly tied: every row's ties
+# applied in the one ranking, none apart))
+ROUTES_BUILT = {
+    "short": ("average", 10, "label keys", "both"),
+    "short, whole rows": ("optimistic", None, "label keys", None),  # every tie group ordered by label in the sort
+    "short, padded": ("average", None, "label keys", "both"),
+    "short, mostly tied": ("average", 10, "label keys", "whole batch"),
+    "short, bfloat16": ("pessimistic", 10, "label keys", None),
+    "long": ("average", 10, "label keys, head items", "both"),
+    "long, bfloat16": ("average", 10, "label keys, head items", "whole batch"),  # ties in most heads
+    "long, padded": ("average", 10, "label keys", "both"),  # padding: every item keyed
+    "long, whole rows": ("average", None, "label keys", "both"),
+    "short, first": ("first", 10, "index keys", None),  # a stable sort: "first" as it stands
+    "short, judged": ("average", 10, "index keys", "both"),  # labels cannot ride beside a judged mask
+    "long, first": ("first", 10, "index keys, head items", None),
+    "long, judged": ("optimistic", 10, "index keys, head items", "exact"),
+    "short, float64": ("average", 10, "argsort", "both"),  # no key holds float64 scores
+    "short, float64, first": ("first", 10, "argsort", "exact"),  # an unstable sort: tied rows ranked apart
+    "short, float64, mostly tied": ("average", 10, "sort", "whole batch"),  # torch's sort of every row
+    "short, int64": ("average", 10, "sort", "whole batch"),  # no float holds them
+    "mid": ("average", 1, "top-k", None),  # the ties at ranks 3 to 7: past the top 2
+    "mid, first": ("first", 1, "top-k", None),
+    "mid, padded": ("average", 1, "label keys", None),  # padding: keys
+    "mid, mostly tied": ("average", 1, "label keys", "whole batch"),  # the top-k finds ties: the keys of whole rows
+}
+
+
+@pytest.mark.parametrize("case", list(ROUTES_BUILT))
+def test_each_cpu_route_is_taken_where_built_to_be(case):
+    """Each ordering route of the numpy backend ranks the inputs built to take it, by name (:attr:`Ranking.route`),
+    with its tied rows ranked apart (or the whole batch's ties applied at once) as built; the values are the
+    reference's. A moved threshold fails here rather than silently send these inputs down another route."""
+    from torchrank.functional._pipeline import format_on_backend as format_inputs
+    from torchrank.functional._ranked import rank
+
+    ties, depth, route, apart = ROUTES_BUILT[case]
+    preds, target, kwargs = _route_case(case)
+    ranking = rank(format_inputs(preds, target, **kwargs), ties=ties, depth=depth)
+    assert ranking.route == route
+    kinds = {"enumerated" if a.owner is not None else "exact" for a in ranking.apart}
+    if apart == "whole batch":
+        assert not kinds and ranking.ties == "average"
+    else:
+        assert kinds == ({"enumerated", "exact"} if apart == "both" else {apart} if apart else set())
+    _assert_matches_reference(preds, target, _at(depth), ties=ties, **kwargs)
+
+
 def test_labels_of_a_large_batch_in_the_callers_dtype_rank_as_the_reference():
     """Batches of 2**20 items or more keep the labels in the caller's dtype (int64, bfloat16), read by blocks of
-    rows: the head selection of a cut-off of 10 (by blocks of rows, 64-bit label keys) and the 32-bit keys of whole rows
-    (labels 0 .. 4) give the reference's values."""
+    rows: the head selection of a cut-off of 10 (by blocks of rows) and the label keys of whole rows give the
+    reference's values."""
     g = torch.Generator().manual_seed(43)
     preds = _plant_ties(torch.rand(4097, 256, generator=g))  # 1,048,832 items
     target = torch.randint(0, 5, preds.shape, generator=g)
@@ -365,22 +445,6 @@ def _batch_with_tied_pairs(padded: bool) -> tuple[torch.Tensor, torch.Tensor, to
     return preds.gather(1, shuffle), target.gather(1, shuffle), mask.gather(1, shuffle)
 
 
-def _keys_of_width(preds: torch.Tensor, target: torch.Tensor, keys: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """The batch of tied pairs as input that the CPU key sort of whole rows ranks by ``keys``: ``"32-bit"`` (the scores
-    mapped into [0.125, 0.875] in the same order: a span 32-bit keys hold whole beside labels 0 .. 3), ``"32-bit,
-    bits dropped"`` (the scores as they are, from 3 to -3: a span wider than the bits beside the labels, whose rows
-    with equal keys of different labels are ranked again) or ``"64-bit"`` (labels 0 .. 3 as 0, 16, 32, 48: past the
-    15 that 32-bit keys hold)."""
-    if keys == "32-bit":
-        return (preds - preds.min()) / (preds.max() - preds.min()) * 0.75 + 0.125, target
-    if keys == "64-bit":
-        return preds, target * 16
-    return preds, target
-
-
-KEY_WIDTHS = ["32-bit", "32-bit, bits dropped", "64-bit"]
-
-
 @pytest.mark.parametrize("padded", [False, True], ids=["dense", "padded"])
 @pytest.mark.parametrize(("name", "fn", "higher_is_better"), ALL_MEASURES, ids=[m[0] for m in ALL_MEASURES])
 def test_rows_with_tied_pairs_equal_each_row_alone(name, fn, higher_is_better, padded):
@@ -398,15 +462,16 @@ def test_rows_with_tied_pairs_equal_each_row_alone(name, fn, higher_is_better, p
             torch.testing.assert_close(batch[one].double(), alone, rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
-@pytest.mark.parametrize("keys", KEY_WIDTHS)
-def test_tied_pairs_average_as_every_order_does(keys):
+@pytest.mark.parametrize("labels", ["0 .. 3", "0 .. 48"])
+def test_tied_pairs_average_as_every_order_does(labels):
     """Under "average", rows whose ties of different labels are at most three pairs, rows with more pairs or larger
-    groups, and rows whose ties each hold one label, from every key width: the rows of pairs equal the brute-force
-    mean of ``ties="first"`` over every order of their tied pairs, for the measures of one evaluate() with cut-offs
-    before, inside and past the pairs; every row equals the reference, whole and cut at 10 (a pair across it)."""
+    groups, and rows whose ties each hold one label, for labels 0 .. 3 and 0, 16, 32, 48: the rows of pairs equal the
+    brute-force mean of ``ties="first"`` over every order of their tied pairs, for the measures of one evaluate() with
+    cut-offs before, inside and past the pairs; every row equals the reference, whole and cut at 10 (a pair across
+    it)."""
     names = ["ndcg@5", "ndcg@10", "ndcg_exp@20", "map", "map@6", "mrr", "P@10", "recall@5", "success@2", "err@10"]
     preds, target, _ = _batch_with_tied_pairs(padded=False)
-    preds, target = _keys_of_width(preds, target, keys)
+    target = target if labels == "0 .. 3" else target * 16
     batch = F.evaluate(preds, target, names, reduction="none")
     for row in (1, 2, 3, 6, 9, 10):
         pairs = (preds[row, :, None] == preds[row, None, :]).triu(1).nonzero().tolist()  # the tied items (a, b)
@@ -446,10 +511,9 @@ def test_bpref_refuses_average_ties_that_matter_whichever_way_they_are_evaluated
         F.evaluate(preds[calm], target[calm], ["bpref"], judged=judged[calm])
 
 
-@pytest.mark.parametrize("keys", KEY_WIDTHS)
-def test_thousands_of_tied_pairs_give_the_reference_values(keys):
+def test_thousands_of_tied_pairs_give_the_reference_values():
     """Past 4,096 tied pairs of different labels in a batch (half of its 1,040 rows hold eight each, shuffled), every
-    tied row gets the closed forms with no plan per pair: the values are the reference's, from every key width."""
+    tied row gets the closed forms with no plan per pair: the values are the reference's."""
     g = torch.Generator().manual_seed(47)
     rows, items = 1040, 30
     preds = torch.linspace(3, -3, items).repeat(rows, 1)
@@ -459,7 +523,7 @@ def test_thousands_of_tied_pairs_give_the_reference_values(keys):
         preds[tied, at + 1] = preds[tied, at]
         target[tied, at + 1] = (target[tied, at] + 1) % 4
     shuffle = torch.rand(rows, items, generator=g).argsort(dim=1)
-    preds, target = _keys_of_width(preds.gather(1, shuffle), target.gather(1, shuffle), keys)
+    preds, target = preds.gather(1, shuffle), target.gather(1, shuffle)
     _assert_matches_reference(preds, target, ["ndcg@10", "map", "mrr", "P@5", "recall@10", "rbp"])
 
 
@@ -501,10 +565,10 @@ def test_rows_any_equals_any(width, density, dtype):
 
 @pytest.mark.parametrize("ties", ["average", "first", "optimistic", "pessimistic"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float64])
-def test_mostly_tied_top_k_ranks_as_the_reference(ties, dtype):
-    """A small batch (a validation step, 9 x 2,000) with a short cut-off (2: a top-k of 3) takes the CPU top-k; its
-    scores, on ~40 values, tie in every row, so the ranking is redone by one exact pass: the key sort of whole rows
-    (bfloat16), or torch's sort (float64, which no key holds). The values are the reference's."""
+def test_mostly_tied_short_cutoff_ranks_as_the_reference(ties, dtype):
+    """A small batch (a validation step, 9 x 2,000) with a short cut-off (2) whose scores, on ~40 values, tie in every
+    row (too many items tie for the head to select them): the key sort of whole rows (bfloat16), or torch's sort
+    (float64, which no key holds). The values are the reference's."""
     g = torch.Generator().manual_seed(8)
     preds = (torch.randn(9, 2000, generator=g) * 5).round().to(dtype)
     target = torch.randint(0, 4, (9, 2000), generator=g)
@@ -514,8 +578,8 @@ def test_mostly_tied_top_k_ranks_as_the_reference(ties, dtype):
 @pytest.mark.parametrize("ties", ["average", "first", "optimistic", "pessimistic"])
 @pytest.mark.parametrize("padded", [False, True], ids=["dense", "padded"])
 def test_selected_head_ranks_as_the_reference(ties, padded):
-    """Cut-offs far inside long CPU lists (40 x 800: past a small batch's top-k) rank only the head of each row: of the
-    items that can make it (unpadded), or of every item's keys (padded). Every measure equals the reference's, with
+    """Cut-offs far inside long CPU lists (40 x 800) rank the keys of only the items that can make each row's head
+    (unpadded), or of every item (padded). Every measure equals the reference's, with
     rows that tie inside, across and past the cut-offs 10 and 20, and rows of a few values, tied everywhere."""
     g = torch.Generator().manual_seed(9)
     preds = torch.rand(40, 800, generator=g)
@@ -530,11 +594,10 @@ def test_selected_head_ranks_as_the_reference(ties, padded):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_ideal_head_selection_equals_the_sort(dtype):
-    """The ideal labels' head of a cut-off far inside long CPU rows is selected by the integers of the labels' bits,
-    and other heads (short rows, deep cut-offs, whole lists) sorted whole by them: each must equal the head of a
-    descending sort, for rows with fewer positive labels than the cut-off and rows of zeros; labels with the sign bit
-    set (negative, unvalidated, or -0.0) must take the float sort."""
+def test_ideal_rows_sorted_descending_equal_the_sort(dtype):
+    """The ideal labels' head of every cut-off (short and long rows, deep cut-offs, whole lists) equals the head of a
+    descending sort, for rows with fewer positive labels than the cut-off, rows of zeros, infinite labels, and
+    labels with the sign bit set (negative, unvalidated, or -0.0)."""
     from torchrank.functional._descending import descending_rows
 
     g = torch.Generator().manual_seed(5)
@@ -558,8 +621,8 @@ def test_ideal_head_selection_equals_the_sort(dtype):
 
 
 def test_ndcg_with_negative_unvalidated_labels_keeps_the_sorted_ideal():
-    """NDCG@k of long rows (600 items: the ideal labels' head is selected, not sorted whole) with negative labels
-    (allowed unvalidated) equals the reference's: the head selection must not reorder negative labels."""
+    """NDCG@k of long rows (600 items) with negative labels (allowed unvalidated) equals the reference's: the ideal
+    labels' head must not reorder negative labels."""
     g = torch.Generator().manual_seed(6)
     preds = torch.rand(20, 600, generator=g)
     target = -torch.randint(1, 4, (20, 600), generator=g).float()
@@ -572,10 +635,10 @@ def test_ndcg_with_negative_unvalidated_labels_keeps_the_sorted_ideal():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_head_items_hold_every_item_that_can_make_the_head(dtype):
-    """The items selected for the head of each row are exactly those scoring at least the head-th highest score,
-    whether found by a bound on groups of items first (heads of 1 and 11 in 600) or by selecting over every item (100):
-    with ties at that score, -0.0 and 0.0 there, negative and infinite scores, scores laid out column by column;
-    None with a NaN, with both infinities, and with ties too many (rows past a quarter of their length)."""
+    """The items selected for the head of each row are exactly those scoring at least the head-th highest score
+    (heads of 1, 11 and 100 in 600): with ties at that score, -0.0 and 0.0 there, negative and infinite scores, scores
+    laid out column by column; None with a NaN, with both infinities, and with ties too many (rows past a quarter of
+    their length)."""
     from torchrank.functional.backends._numpy.keys import _head_items
 
     g = torch.Generator().manual_seed(12)
@@ -645,39 +708,36 @@ def _plant_ties(preds: torch.Tensor) -> torch.Tensor:
     return preds
 
 
-COMPACT_SCORES = {  # name: (scores of 120 x 50, whether 32-bit keys hold them whole with labels 0..4)
-    "float32 in [0, 1)": (lambda g: torch.rand(120, 50, generator=g), True),
-    "float32 normal": (lambda g: torch.randn(120, 50, generator=g), False),
+WHOLE_ROW_SCORES = {  # name: scores of 120 x 50
+    "float32 in [0, 1)": lambda g: torch.rand(120, 50, generator=g),
+    "float32 normal": lambda g: torch.randn(120, 50, generator=g),
     "float32 with infinities": (
         lambda g: torch.randn(120, 50, generator=g).index_fill_(1, torch.tensor([7]), float("inf"))
-        .index_fill_(1, torch.tensor([11]), -float("inf")),
-        False,
+        .index_fill_(1, torch.tensor([11]), -float("inf"))
     ),
-    "-0.0 and 0.0": (  # 0.0, -0.0, 1e-20 and 2e-20 (a span 32-bit keys hold whole): zeros of both signs must tie
+    "-0.0 and 0.0": (  # 0.0, -0.0, 1e-20 and 2e-20: zeros of both signs must tie
         lambda g: torch.where(
             torch.rand(120, 50, generator=g) < 0.5, torch.randint(0, 3, (120, 50), generator=g) * 1e-20, -0.0
-        ),
-        True,
+        )
     ),
-    "bfloat16 normal": (lambda g: torch.randn(120, 50, generator=g).bfloat16(), True),
-    "float16 normal": (lambda g: torch.randn(120, 50, generator=g).half(), True),
-    "int8": (lambda g: torch.randint(-128, 128, (120, 50), generator=g).to(torch.int8), True),
+    "bfloat16 normal": lambda g: torch.randn(120, 50, generator=g).bfloat16(),
+    "float16 normal": lambda g: torch.randn(120, 50, generator=g).half(),
+    "int8": lambda g: torch.randint(-128, 128, (120, 50), generator=g).to(torch.int8),
 }
 
 
-@pytest.mark.parametrize("scores", list(COMPACT_SCORES))
+@pytest.mark.parametrize("scores", list(WHOLE_ROW_SCORES))
 @pytest.mark.parametrize("labels", ["int", "whole floats", "bool"])
 @pytest.mark.parametrize("ties", ["average", "optimistic", "pessimistic"])
 @pytest.mark.parametrize("padded", [False, True], ids=["dense", "padded"])
-def test_compact_keys_rank_as_the_reference(scores, labels, ties, padded):
-    """Rows sorted whole (120 x 50) with labels 0 .. 4 take 32-bit keys (score distance and label in one key): every
-    measure of whole rows, and of rows cut at 10, equals the reference's under every tie order, for scores the keys
-    hold whole and ties planted inside, at, across and past the cut-off (-0.0 tying with 0.0), for scores spanning
-    more than the keys hold (normal float32, infinities: the last bits dropped, the rows with equal keys of different
-    labels ranked again), and rows of padding (a mask; padding scored as real items, which only widens the span)
-    ending before, at or after the cut-off."""
+def test_label_keys_of_whole_rows_rank_as_the_reference(scores, labels, ties, padded):
+    """Rows sorted whole (120 x 50) with labels 0 .. 4 (integers, whole floats, bools) riding in the keys: every
+    measure of whole rows, and of rows cut at 10, equals the reference's under every tie order, for scores of every
+    packable kind (infinities, -0.0 tying with 0.0, half precisions, int8) with ties planted inside, at, across and
+    past the cut-off, and rows of padding (a mask; padding scored as real items) ending before, at or after the
+    cut-off."""
     g = torch.Generator().manual_seed(17)
-    make, _ = COMPACT_SCORES[scores]
+    make = WHOLE_ROW_SCORES[scores]
     preds = _plant_ties(make(g))
     target = torch.randint(0, 5, preds.shape, generator=g)
     mask = None
@@ -697,9 +757,9 @@ def test_compact_keys_rank_as_the_reference(scores, labels, ties, padded):
         _assert_matches_reference(preds, target, names, mask=mask, ties=ties)
 
 
-def test_compact_keys_refuse_what_they_cannot_hold():
-    """Labels that are not whole numbers 0 .. 15 (fractions, 16 and up, negative or NaN ones unvalidated) and NaN
-    scores take the 64-bit keys; labels up to 12 ride in 32-bit keys of 4 label bits: the reference's values."""
+def test_labels_past_small_whole_numbers_and_nan_scores_rank_as_the_reference():
+    """Labels that are not whole numbers 0 .. 15 (fractions, 16 and up, negative or NaN ones unvalidated), labels up
+    to 12, and NaN scores: the reference's values."""
     g = torch.Generator().manual_seed(19)
     preds = _plant_ties(torch.rand(60, 40, generator=g))
     target = torch.randint(0, 5, preds.shape, generator=g).float()
@@ -718,11 +778,9 @@ def test_compact_keys_refuse_what_they_cannot_hold():
         torch.testing.assert_close(value.double(), want[name], rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
-def test_compact_keys_that_drop_bits_rank_again_the_rows_where_equal_keys_hold_different_labels():
-    """Scores a unit in the last place apart share a 32-bit key once its last bits are dropped (the batch spans both
-    infinities): the rows where such items have different labels are ranked again by 64-bit keys, whole and cut
-    (a group across the cut-off at 10), and every value is the reference's; so are scores so close that most rows
-    would need it (the 64-bit keys then rank every row)."""
+def test_scores_a_unit_in_the_last_place_apart_rank_as_the_reference():
+    """Scores a unit in the last place apart, in a batch spanning both infinities, with different labels, whole and
+    cut (a group across the cut-off at 10): every value is the reference's; so are rows of scores crowded that close."""
     g = torch.Generator().manual_seed(23)
     preds = torch.randn(40, 30, generator=g)
     preds[:, :2] = torch.tensor([float("inf"), -float("inf")])  # the whole span: 2 bits dropped, keys of 4 ulps
@@ -738,14 +796,14 @@ def test_compact_keys_that_drop_bits_rank_again_the_rows_where_equal_keys_hold_d
         _assert_matches_reference(preds, target, ["ndcg", "map", "mrr@3", "P@4", "err@5"], ties=ties)
         _assert_matches_reference(preds, target, ["ndcg@10", "P@10", "err@10"], ties=ties)
     clustered = 1 + 1e-6 * torch.randn(40, 30, generator=g)
-    clustered[:, 0] = -1e30  # the span drops bits where most rows crowd
+    clustered[:, 0] = -1e30
     _assert_matches_reference(clustered, target, ["ndcg", "map", "mrr@3", "P@4", "err@5"])
 
 
 @pytest.mark.parametrize("ties", ["average", "optimistic", "pessimistic"])
-def test_compact_keys_rank_flat_input_of_unequal_queries_as_the_reference(ties):
-    """Flat ``(preds, target, indexes)`` input of unequal queries (padded rows, padding last, scored 0) takes the
-    32-bit keys too: every measure equals the reference's."""
+def test_label_keys_rank_flat_input_of_unequal_queries_as_the_reference(ties):
+    """Flat ``(preds, target, indexes)`` input of unequal queries (padded rows, padding last, scored 0): every measure
+    equals the reference's."""
     g = torch.Generator().manual_seed(29)
     lengths = torch.randint(1, 60, (80,), generator=g)
     indexes = torch.repeat_interleave(torch.arange(80), lengths)
@@ -756,10 +814,8 @@ def test_compact_keys_rank_flat_input_of_unequal_queries_as_the_reference(ties):
                               indexes=indexes, ties=ties)  # fmt: skip
 
 
-def test_compact_keys_never_give_a_real_item_the_padding_key():
-    """Scores whose span fills the bits left beside the labels (0 and 1) exactly: the lowest score's distance would
-    have every high bit set, as padding's key does, so one more bit is dropped; the item still counts (P of the
-    whole list)."""
+def test_scores_next_to_the_largest_never_take_the_padding_key():
+    """Scores of +-(2 - 1 ulp) beside padding: the lowest real item still counts (P of the whole list)."""
     edge = torch.tensor([0x3FFFFFFF, 0xBFFFFFFF - 2**32], dtype=torch.int32).view(torch.float32)  # +-(2 - 1 ulp)
     preds = torch.tensor([[edge[0], 0.5, edge[1], 0.0], [edge[0], 0.5, edge[1], 0.0]])
     target = torch.tensor([[1, 0, 0, 0], [1, 1, 0, 1]])
@@ -769,30 +825,15 @@ def test_compact_keys_never_give_a_real_item_the_padding_key():
     _assert_matches_reference(preds, target, ["P", "ndcg", "map"], mask=mask)
 
 
-def test_compact_keys_see_no_tie_in_padding():
-    """Padding keys are equal to one another, yet never a tie: a padded batch of distinct scores (held whole by 32-bit
-    keys) ranks as the reference, whole or cut at 10."""
+def test_label_keys_see_no_tie_in_padding():
+    """Padding keys are equal to one another, yet never a tie: a padded batch of distinct scores ranks as the
+    reference, whole or cut at 10."""
     g = torch.Generator().manual_seed(31)
     preds = torch.randperm(40 * 30, generator=g).view(40, 30) / 4800 + 0.25  # distinct, and held whole
     target = torch.randint(0, 4, (40, 30), generator=g)
     mask = torch.arange(30) < torch.randint(1, 31, (40, 1), generator=g)
     for depth in (None, 10):
         _assert_matches_reference(preds, target, _at(depth), mask=mask)
-
-
-def test_compact_keys_that_would_merge_most_rows_give_way_after_one_block():
-    """A batch of 2,200 x 30 (two blocks of rows for the keys) of scores packed so close that the dropped bits merge
-    different labels in most rows of the first block: the 32-bit keys give way there and the 64-bit keys rank every
-    row; with a first block of spread scores the 32-bit keys go on, and the crowded rows are ranked again. Both give
-    the reference's values."""
-    g = torch.Generator().manual_seed(37)
-    preds = 1 + 1e-6 * torch.randn(2200, 30, generator=g)
-    preds[:, 0] = -1e30  # the span drops bits where the scores crowd
-    target = torch.randint(0, 4, (2200, 30), generator=g)
-    names = ["ndcg", "map", "mrr", "P@5"]
-    _assert_matches_reference(preds, target, names)
-    preds[:2184] = torch.rand(2184, 30, generator=g)  # the first block (65,536 // 30 rows): spread scores
-    _assert_matches_reference(preds, target, names)
 
 
 def test_finite_scores_are_known_from_the_checks_only():

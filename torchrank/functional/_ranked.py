@@ -197,6 +197,7 @@ class Ranking:
         # one of the orders of ties="average" rows whose values are averaged over each (see _other_tie_orders):
         # ranked as "first", but a measure with no tie-averaged form must refuse it as it refuses averaged ties
         self.averaged_over_orders = False
+        self.route = "sort"  # the ordering route that built it (the numpy backend's own: its order.ROUTES)
 
     def apart_for(self, ks: Sequence[int | None]) -> list[RowsApart]:
         """The :attr:`apart` rows whose ties a measure cut at ``ks`` reads: not those where every cut-off stops

@@ -1,6 +1,5 @@
 """The numpy backend's sort keys: packed 64-bit keys (ordered score bits high, the item index or the label low),
-sorted block by block of rows with numpy's SIMD sort, and the selection of each row's head before any key is built
-(its thresholds shared with the ideal's rows sorted descending: :mod:`._descending`).
+sorted with numpy's SIMD sort, and the selection of the items that can make each row's head before any key is built.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from torchrank.functional._descending import _PARTITION_RATIO, _partitioned
 from torchrank.functional._inputs import RankingInput
 from torchrank.functional._ranked import _ROW_BLOCK_ITEMS, Ranking, _ranks_every_judged_item, row_blocks
 
@@ -26,12 +24,6 @@ _LABEL_FLIP = {"average": None, "pessimistic": -(2**31), "optimistic": 2**31 - 1
 def _packs(preds: Tensor) -> bool:
     """Whether the CPU key sort (:func:`_sorted_keys`) can rank ``preds``."""
     return preds.is_cpu and preds.dtype in _PACKABLE
-
-
-def _sorts_head_only(head: int | None, n: int, items: int, padded: bool) -> bool:
-    """Whether :func:`_sorted_keys` ranks only a head of ``head`` positions of rows of ``n`` (batches of ``items``),
-    rather than sorting whole rows: by the items' selection (unpadded rows) or the keys' (:func:`_partitioned`)."""
-    return (not padded and _selects_head(head, n, items)) or _partitioned(head, n)
 
 
 def _write_label_halves(target: Tensor, flip: int | None, out: Tensor, items: Tensor | None = None) -> None:
@@ -86,10 +78,11 @@ _PADDING_KEY = _INT32_MAX << 32  # the least key of padding (high half _INT32_MA
 
 def _packed_sort(
     preds: Tensor, mask: Tensor | None, depth: int | None, finite: bool = False
-) -> tuple[Tensor, Tensor]:
+) -> tuple[Tensor, Tensor, bool]:
     """Stable descending order of each row of CPU scores (padding last) by one numpy sort of int64 keys,
-    cut at ``depth``, and where a position holds the score of the one after it ``[Q, <=depth + 1]`` (0/1 bytes:
-    :func:`_tied_neighbours`).
+    cut at ``depth``, where a position holds the score of the one after it ``[Q, <=depth + 1]`` (0/1 bytes:
+    :func:`_tied_neighbours`), and whether only the keys of the items that can make the head were built
+    (:func:`_head_items`).
 
     The keys (:func:`_sorted_keys`) carry each item's index in their low half: ascending keys are descending
     scores, equal scores in input order, and the sorted keys give the order and the ties with no gather.
@@ -97,9 +90,10 @@ def _packed_sort(
     seen = None if depth is None else depth + 1  # one past the cut-off, to see a tie across it
     keys = _sorted_keys(preds, mask, _write_item_indices, seen, finite=finite)
     tied = _tied_neighbours(keys, mask, seen)
+    selected = keys.shape[1] < preds.shape[1]
     if depth is None:  # the keys become the order in place: no fresh 8-byte-per-item tensor to page in
-        return keys.bitwise_and_(_LOW_HALF), tied
-    return keys[:, :depth] & _LOW_HALF, tied
+        return keys.bitwise_and_(_LOW_HALF), tied, selected
+    return keys[:, :depth] & _LOW_HALF, tied, selected
 
 
 def _write_item_indices(out: Tensor, items: Tensor | None = None) -> None:
@@ -114,20 +108,19 @@ def _sorted_keys(
     head: int | None = None,
     finite: bool = False,
 ) -> Tensor:
-    """Each row of int64 sort keys, sorted ascending by one numpy sort ``[Q, N]``; with ``head``, only the first
-    ``head`` positions of each row are sorted (:func:`_partitioned`), the rest holding the larger keys in any order,
-    or, for unpadded scores, the keys of only the items that can be in the head (:func:`_head_items`), sorted
-    ``[Q, >=head]``.
+    """Each row of int64 sort keys, sorted ascending by one numpy sort ``[Q, N]``; with ``head``, for unpadded scores
+    in rows long enough (:func:`_selects_head`), the keys of only the items that can be in the head
+    (:func:`_head_items`), sorted ``[Q, >=head]``.
 
     A key's high half is the negated score mapped to an int32 that orders as the float does (padding above
     every score); ``write_low_halves(out)`` writes the low halves into ``out`` (the keys' strided int32
     ``[Q, N]`` view), read as unsigned: ascending keys are descending scores, equal scores in ascending low
     halves; ``write_low_halves(out, items)`` those of the items ``items`` (``[Q, C]`` indices into each row). numpy
-    sorts 64-bit integers with SIMD about twice as fast as it argsorts floats. ``finite``: the scores are known to
-    hold no NaN and no infinity.
+    sorts 64-bit integers with SIMD faster than it argsorts floats (benchmarks/notes/numpy_routes.md). ``finite``:
+    the scores are known to hold no NaN and no infinity.
     """
     q, n = preds.shape
-    if mask is None and _selects_head(head, n, q * n):
+    if mask is None and _selects_head(head, n):
         items = _head_items(preds, head, finite)
         if items is not None:
             chosen, real = items
@@ -139,12 +132,7 @@ def _sorted_keys(
     _write_high_halves(preds, mask, keys[:, :, 1])
     write_low_halves(keys[:, :, 0])
     keys = keys.view(torch.int64).view(q, n)
-    rows = keys.numpy()
-    if _partitioned(head, n):
-        rows.partition(head - 1, axis=1)  # numpy's SIMD selection: the head smallest keys first, in any order
-        rows[:, :head].sort(axis=1)
-    else:
-        rows.sort(axis=1)
+    keys.numpy().sort(axis=1)
     return keys
 
 
@@ -153,14 +141,12 @@ def _head_items(preds: Tensor, head: int, finite: bool = False) -> tuple[Tensor,
     float32, which holds each score exactly): the ``head`` highest and every other item scoring as the lowest of
     them, ``[Q, C]`` indices into each row (``C >= head``), and which of them are real where rows have more than
     ``head`` (None where none has: every row holds exactly ``head``); None where ``preds`` holds a NaN (or both
-    infinities), or ties so many that a row (or a block of rows, on average) runs past ``1/_PARTITION_RATIO`` of its
+    infinities), or ties so many that a row (or a block of rows, on average) runs past ``1/_HEAD_RATIO`` of its
     length: the key sort of every item then ranks them.
 
     Each block of rows is mapped to the int32 that orders as each score does, numpy selects each row's ``head``-th
-    highest, and the items scoring at least that are kept; in rows long enough, only among the candidates that a
-    bound on groups of items leaves (:func:`_head_candidates`). Sorting the keys of these few items then ranks the
-    head exactly as sorting every key would, at less cost than building every item's key and selecting the head
-    among them (benchmarks/notes/numpy_routes.md). Tied scores
+    highest, and the items scoring at least that are kept. Sorting the keys of these few items then ranks the head
+    exactly as sorting every key would, at less cost than building and sorting every item's key. Tied scores
     (bfloat16) keep whole tie groups that reach into the head, a few items more than ``head``, rather than every item
     of every row.
     """
@@ -172,25 +158,19 @@ def _head_items(preds: Tensor, head: int, finite: bool = False) -> tuple[Tensor,
     found = []
     blocks = row_blocks(q, n, _ROW_BLOCK_ITEMS)
     scratch = np.empty((blocks[0].stop, n), np.int32)
-    bounded = _HEAD_GROUPS_PER_ITEM * max(_HEAD_GROUPS, _HEAD_GROUPS_PER_HEAD * head) <= n
     for rows in blocks:
         values = (preds[rows] if preds.dtype == torch.float32 else preds[rows].float()).numpy()
-        if bounded:
-            block = _head_candidates(values, head)
-        else:
-            block = _items_at_least_the_head_by_partition(values, head, scratch[: rows.stop - rows.start])
+        block = _items_at_least_the_head(values, head, scratch[: rows.stop - rows.start])
         found.append(block + rows.start * n)
-        if len(block) * _PARTITION_RATIO > values.size:  # ties everywhere (few distinct scores): stop early
+        if len(block) * _HEAD_RATIO > values.size:  # ties everywhere (few distinct scores): stop early
             return None
     flat = np.concatenate(found)
-    if bounded:
-        flat = _at_least_the_head(flat, preds.reshape(-1)[torch.from_numpy(flat)].float().numpy(), head, q, n)
     row = flat // n
     if len(flat) == q * head:  # every row holds at least `head`: exactly `head` each
         return torch.from_numpy((flat - row * n).reshape(q, head)), None
     counts, at = _places_in_rows(row, q)
     width = int(counts.max())
-    if width * _PARTITION_RATIO > n:
+    if width * _HEAD_RATIO > n:
         return None
     chosen = np.zeros((q, width), np.int64)
     real = np.zeros((q, width), bool)
@@ -199,7 +179,7 @@ def _head_items(preds: Tensor, head: int, finite: bool = False) -> tuple[Tensor,
     return torch.from_numpy(chosen), torch.from_numpy(real)
 
 
-def _items_at_least_the_head_by_partition(values: np.ndarray, head: int, scratch: np.ndarray) -> np.ndarray:
+def _items_at_least_the_head(values: np.ndarray, head: int, scratch: np.ndarray) -> np.ndarray:
     """The flat indices of the items of ``values`` (float32 ``[M, N]``) scoring at least the ``head``-th highest of
     their row: numpy's selection of it on the int32 that orders as each score does (``scratch``: ``[M, N]``)."""
     n = values.shape[1]
@@ -211,47 +191,6 @@ def _items_at_least_the_head_by_partition(values: np.ndarray, head: int, scratch
     return np.flatnonzero(values >= lowest.view(np.float32)[:, None])
 
 
-# :func:`_head_candidates` splits each row into at least _HEAD_GROUPS groups (_HEAD_GROUPS_PER_HEAD per item of the
-# head) of at least _HEAD_GROUPS_PER_ITEM items each
-_HEAD_GROUPS = 64
-_HEAD_GROUPS_PER_HEAD = 4
-_HEAD_GROUPS_PER_ITEM = 4
-
-
-def _head_candidates(values: np.ndarray, head: int) -> np.ndarray:
-    """The flat indices of a few items of each row of ``values`` (float32 ``[M, N]``) that hold every item scoring at
-    least the row's ``head``-th highest score (:func:`_at_least_the_head` keeps exactly those).
-
-    Each row's items fall into ``G`` groups (items ``j``, ``j + G``, ``j + 2G``, ...), whose highest scores are one
-    elementwise maximum over the row's ``N / G`` stretches; at least ``head`` items score the ``head``-th highest of
-    those ``G`` or more, so every item of the head does: about 12 candidates (17 at most) for a head of 11 in each of
-    1,000 x 1,000 random float32 or normal scores, found without selecting over every item.
-    """
-    m, n = values.shape
-    groups = max(_HEAD_GROUPS, _HEAD_GROUPS_PER_HEAD * head)
-    stretches = n // groups
-    # torch's maximum over the middle axis: faster than numpy's on CPU (benchmarks/notes/code_comment_timings.md)
-    bound = torch.from_numpy(values[:, : stretches * groups]).reshape(m, stretches, groups).amax(1).numpy()
-    rest = n - stretches * groups
-    if rest:  # the last, short stretch: into the first groups
-        np.maximum(bound[:, :rest], values[:, stretches * groups :], out=bound[:, :rest])
-    np.negative(bound, out=bound)  # ascending selection of the negated: the highest first
-    bound.partition(head - 1, axis=1)
-    return np.flatnonzero(values >= -bound[:, head - 1 : head])
-
-
-def _at_least_the_head(flat: np.ndarray, scores: np.ndarray, head: int, q: int, n: int) -> np.ndarray:
-    """Of the candidates ``flat`` (flat indices into ``[Q, N]`` rows, in order, with their float32 ``scores``; at
-    least ``head`` in each row, every item of its head among them), those scoring at least their row's ``head``-th
-    highest: one selection over every row's few candidates, padded."""
-    row = flat // n
-    counts, at = _places_in_rows(row, q)
-    negated = np.full((q, int(counts.max())), np.inf, np.float32)  # padding above every negated score
-    negated[row, at] = -scores
-    negated.partition(head - 1, axis=1)
-    return flat[scores >= -negated[row, head - 1]]
-
-
 def _places_in_rows(row: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray]:
     """For items laid out row by row, each in row ``row`` (ascending, of ``q`` rows): how many each row holds ``[Q]``,
     and each item's place in its row (0, 1, ...), to lay them out as padded rows."""
@@ -259,26 +198,16 @@ def _places_in_rows(row: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray]:
     return counts, np.arange(len(row)) - (np.cumsum(counts) - counts)[row]
 
 
-def _selects_head(head: int | None, n: int, items: int) -> bool:
-    """Whether :func:`_sorted_keys` ranks only the items that can make a head of ``head`` of rows of ``n`` (batches of
-    ``items``, unpadded): a head under 1/_PARTITION_RATIO of rows long enough (:data:`_SELECTION_MIN_ITEMS`)."""
-    shortest = _SELECTION_MIN_ITEMS if items <= _SELECTION_LARGE_BATCH else _SELECTION_MIN_ITEMS_LARGE_BATCH
-    return head is not None and n >= shortest and head * _PARTITION_RATIO <= n
+def _selects_head(head: int | None, n: int) -> bool:
+    """Whether :func:`_sorted_keys` ranks only the items that can make a head of ``head`` of rows of ``n`` (unpadded):
+    a head under 1/_HEAD_RATIO of rows of at least :data:`_SELECTION_MIN_ITEMS`."""
+    return head is not None and n >= _SELECTION_MIN_ITEMS and head * _HEAD_RATIO <= n
 
 
-# :func:`_head_items` pays on shorter rows than the key sort's own selection of a head, and on shorter rows still in
-# batches whose whole-row keys outgrow the cache (benchmarks/notes/numpy_routes.md)
+# :func:`_head_items` selects a head of at most 1/_HEAD_RATIO of each row, of rows at least this long (the route's
+# measurements: benchmarks/notes/numpy_routes.md)
+_HEAD_RATIO = 4
 _SELECTION_MIN_ITEMS = 200
-_SELECTION_MIN_ITEMS_LARGE_BATCH = 100
-_SELECTION_LARGE_BATCH = 2**20
-
-
-def _sort_whole_rows(keys: Tensor, n_sorted: int | None) -> Tensor:
-    """``keys`` (:func:`_sorted_keys`, ``n_sorted`` positions sorted or None: all) with every position sorted."""
-    if _partitioned(n_sorted, keys.shape[1]):
-        keys.numpy().sort(axis=1)
-    return keys
-
 
 
 def _write_high_halves(preds: Tensor, mask: Tensor | None, out: Tensor) -> None:
@@ -300,8 +229,8 @@ def _write_ordered_int32(
     ``mask`` (bool ``[Q, N]``) is False.
 
     By blocks of rows through two scratch arrays small enough to stay in cache, with numpy's ufuncs writing in
-    place and the last one straight into ``out``: about half the time of whole-batch torch temporaries, which
-    are also page-faulted in afresh on every call.
+    place and the last one straight into ``out``: faster than whole-batch torch temporaries, which are also
+    page-faulted in afresh on every call (benchmarks/notes/code_comment_timings.md).
     """
     q, n = out.shape
     halves = out.numpy()

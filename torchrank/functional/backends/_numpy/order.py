@@ -1,8 +1,10 @@
 """The numpy backend's ranking: which ordering route ranks a CPU batch, and the rows whose ties need their own.
 
-One fast order for every row (a top-k of a short head, else one numpy sort of packed keys: :mod:`._numpy_keys`;
-labels may ride in the keys), then only the rows holding a tie that matters get the tie order applied
-(:mod:`._tied_rows`).
+One fast order for every row (a top-k of a short head of rows too short for :mod:`.keys` to select it, else one numpy
+sort of packed keys; labels may ride in the keys), then only the rows holding a tie that matters get the tie order
+applied (:mod:`.tied_rows`). Each route that survives has won
+at least 1.3x end to end over the route that would run without it (benchmarks/notes/numpy_routes.md); the ranking
+it builds names it (:attr:`Ranking.route`: :data:`ROUTES`), so a test can assert which route ran.
 """
 
 from __future__ import annotations
@@ -15,10 +17,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from torchrank.functional._descending import _cpu_topk_is_partial
 from torchrank.functional._inputs import RankingInput
 from torchrank.functional._ranked import Ranking, _gather_ranking, rows_any
-from torchrank.functional.backends._numpy.compact_keys import _compact_key_ranking
 from torchrank.functional.backends._numpy.keys import (
     _LABEL_FLIP,
     _gather_scores,
@@ -27,14 +27,21 @@ from torchrank.functional.backends._numpy.keys import (
     _packed_sort,
     _packs,
     _selects_head,
-    _sort_whole_rows,
     _sorted_keys,
-    _sorts_head_only,
     _tied_neighbours,
     _write_label_halves,
 )
 from torchrank.functional.backends._numpy.tied_rows import _MAX_TIED_SHARE, _select_rows, _set_rows_apart
 from torchrank.functional.backends._torch import _sorted_ranking
+
+# the name each route writes into the ranking it builds (:attr:`Ranking.route`): the keys of a head's items only
+# add HEAD_ITEMS ("label keys, head items")
+LABEL_KEYS = "label keys"  # 64-bit keys carrying each item's label (:func:`_rank_by_label_keys`)
+INDEX_KEYS = "index keys"  # 64-bit keys carrying each item's index (:func:`_packed_sort`)
+ARGSORT = "argsort"  # numpy's argsort of the negated scores (dtypes the keys cannot pack)
+TOPK = "top-k"  # torch.topk of a short head (:func:`_takes_topk`)
+HEAD_ITEMS = "head items"  # keys built for the items that can make each row's head only (:func:`._head_items`)
+ROUTES = (LABEL_KEYS, INDEX_KEYS, ARGSORT, TOPK)
 
 
 def _rank_tied_rows_apart(
@@ -53,18 +60,17 @@ def _rank_tied_rows_apart(
     fast = _fast_order(inputs, depth, topk)
     if fast is None:
         return None
-    order, scores, pairs, stable = fast
-    if stable and ties == "first":  # equal scores already in input order, as "first" asks, in every row
-        return _gather_ranking(inputs, order, "first", relevance_threshold, scores)
+    order, scores, pairs, route = fast
+    if route not in (ARGSORT, TOPK) and ties == "first":  # equal scores already in input order, as "first" asks
+        return _named(_gather_ranking(inputs, order, "first", relevance_threshold, scores), route)
     rows = rows_any(pairs).nonzero().squeeze(1)
     if rows.numel() > _MAX_TIED_SHARE * len(pairs):  # mostly tied: one exact pass over all rows beats two passes
-        if topk and _takes_topk(inputs, depth) and _packs(inputs.preds):
-            # the key sort of whole rows is that pass (faster than the generic one on CPU:
-            # benchmarks/notes/code_comment_timings.md): labels riding in its keys order every tie group, or it keeps
+        if route == TOPK and _packs(inputs.preds):
+            # the key sort of whole rows is that pass: labels riding in its keys order every tie group, or it keeps
             # input order as "first" asks
             return _rank_tied_rows_apart(inputs, ties, relevance_threshold, depth, topk=False)
         return None
-    ranking = _gather_ranking(inputs, order, "first", relevance_threshold, scores)
+    ranking = _named(_gather_ranking(inputs, order, "first", relevance_threshold, scores), route)
 
     def exact(tied: Tensor) -> Ranking:
         if ties == "average" and order.shape[1] == inputs.preds.shape[1]:
@@ -75,6 +81,17 @@ def _rank_tied_rows_apart(
 
     _set_rows_apart(ranking, rows, pairs[rows], ties, exact)
     return ranking
+
+
+def _named(ranking: Ranking, route: str) -> Ranking:
+    ranking.route = route
+    return ranking
+
+
+def _route(keys: str, selected: bool) -> str:
+    """The name of a key route (:data:`LABEL_KEYS`, :data:`INDEX_KEYS`) whose keys were those of a head's items only
+    (``selected``) or of every item."""
+    return f"{keys}, {HEAD_ITEMS}" if selected else keys
 
 
 def _labels_ride_in_keys(inputs: RankingInput, depth: int | None, topk: bool = True) -> bool:
@@ -94,38 +111,30 @@ def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: fl
     ``"optimistic"`` / ``"pessimistic"`` rank each tie group by descending / ascending label in that one sort,
     every row exactly. Under ``"average"`` the rows with a tie within ``depth`` get a ranking of their own
     (:func:`_set_rows_apart`): each order of a few tied pairs, or one that averages each group, on whole rows (a
-    group may run past the depth). Rows sorted whole take 32-bit keys where those hold the labels
-    (:func:`_compact_key_ranking`).
+    group may run past the depth).
     """
     mask = inputs.mask if inputs.padded else None
     flip = _LABEL_FLIP[ties]
     n = inputs.preds.shape[1]
     width = n if depth is None or depth >= n else depth
     seen = None if width == n else width + 1  # one past the cut-off, to see a tie across it
-    if not _sorts_head_only(seen, n, inputs.preds.numel(), inputs.padded):
-        ranking = _compact_key_ranking(inputs, ties, relevance_threshold, width, seen)
-        if ranking is not None:
-            return ranking
     write = functools.partial(_write_label_halves, inputs.target, flip)
     keys = _sorted_keys(inputs.preds, mask, write, seen, finite=inputs.finite_scores)
-    if ties != "average":
-        return _key_ranking(inputs, keys[:, :width], flip, ties, relevance_threshold)
-    pairs = _tied_neighbours(keys, mask, seen)
-    rows = rows_any(pairs).nonzero().squeeze(1)
-    # the keys of only the items that can make the head (:func:`_head_items`) are sorted whole, and every tie group
+    # the keys of only the items that can make the head (:func:`_head_items`) are sorted, and every tie group
     # reaching into the head is whole among them; but a row may end in padding keys
     selected = keys.shape[1] < n
-
-    def whole_groups(some: Tensor) -> Tensor:  # the keys of rows averaging ties: whole groups, so whole rows sorted
-        return some if selected else _sort_whole_rows(some, seen)
-
+    route = _route(LABEL_KEYS, selected)
+    if ties != "average":
+        return _named(_key_ranking(inputs, keys[:, :width], flip, ties, relevance_threshold), route)
+    pairs = _tied_neighbours(keys, mask, seen)
+    rows = rows_any(pairs).nonzero().squeeze(1)
     if rows.numel() > _MAX_TIED_SHARE * len(pairs):  # mostly tied: every row's groups averaged, in one ranking
-        return _key_ranking(inputs, whole_groups(keys), flip, "average", relevance_threshold, padded=selected)
-    ranking = _key_ranking(inputs, keys[:, :width], flip, "first", relevance_threshold)  # untied: any order
+        return _named(_key_ranking(inputs, keys, flip, "average", relevance_threshold, padded=selected), route)
+    ranking = _named(_key_ranking(inputs, keys[:, :width], flip, "first", relevance_threshold), route)  # any order
 
-    def exact(tied: Tensor) -> Ranking:
-        own = whole_groups(keys[tied])
-        return _key_ranking(_select_rows(inputs, tied), own, flip, "average", relevance_threshold, padded=selected)
+    def exact(tied: Tensor) -> Ranking:  # whole rows sorted (or the head's items): every tie group whole
+        own = _select_rows(inputs, tied)
+        return _key_ranking(own, keys[tied], flip, "average", relevance_threshold, padded=selected)
 
     _set_rows_apart(ranking, rows, pairs[rows], ties, exact)
     return ranking
@@ -134,21 +143,22 @@ def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: fl
 class FastOrder(NamedTuple):
     """Descending order of each row cut at a depth ``[Q, <=N]``, the scores in that order (or a function
     gathering them on demand), where a position holds the score of the one after it over the cut and one
-    position past it ``[Q, <=N]`` (bool or 0/1 bytes; a last column past the pairs is 0), and whether equal scores
-    kept input order (a stable sort)."""
+    position past it ``[Q, <=N]`` (bool or 0/1 bytes; a last column past the pairs is 0), and the route that
+    ordered them (:data:`INDEX_KEYS`, stable: equal scores in input order; or :data:`ARGSORT`, :data:`TOPK`,
+    unstable)."""
 
     order: Tensor
     scores: Tensor | Callable[[], Tensor]
     pairs: Tensor
-    stable: bool
+    route: str
 
 
 def _fast_order(inputs: RankingInput, depth: int | None, topk: bool = True) -> FastOrder | None:
     """The order of each row, padding last, cut at ``depth``, and where it ties (:class:`FastOrder`); None where
     no fast path applies (rows known to hold ties, int64 scores).
 
-    A top-k of a short prefix of long unpadded lists (where ``topk`` allows) is cheaper than any sort; otherwise
-    on CPU one numpy sort of packed 64-bit keys (:func:`_packed_sort`), else one unstable sort.
+    A top-k of a short prefix of unpadded lists (where ``topk`` allows: :func:`_takes_topk`); otherwise on CPU one
+    numpy sort of packed 64-bit keys (:func:`_packed_sort`), else one unstable sort.
     """
     if inputs.exact_ties:
         return None
@@ -158,11 +168,11 @@ def _fast_order(inputs: RankingInput, depth: int | None, topk: bool = True) -> F
     if topk and _takes_topk(inputs, depth):
         # one more than the cut-off: a tie across it shows as equal values at positions depth and depth + 1
         values, order = torch.topk(preds, depth + 1, dim=1, sorted=True)
-        return FastOrder(order[:, :depth], values[:, :depth], values[:, 1:] == values[:, :-1], False)
+        return FastOrder(order[:, :depth], values[:, :depth], values[:, 1:] == values[:, :-1], TOPK)
     mask = inputs.mask if inputs.padded else None
     if _packs(preds):
-        order, tied = _packed_sort(preds, mask, depth, finite=inputs.finite_scores)
-        return FastOrder(order, functools.partial(_gather_scores, preds, order), tied, True)
+        order, tied, selected = _packed_sort(preds, mask, depth, finite=inputs.finite_scores)
+        return FastOrder(order, functools.partial(_gather_scores, preds, order), tied, _route(INDEX_KEYS, selected))
     negated = _negated_scores(preds, mask)
     if negated is None:
         return None
@@ -174,24 +184,20 @@ def _fast_order(inputs: RankingInput, depth: int | None, topk: bool = True) -> F
         tied &= inputs.mask.gather(1, seen[:, 1:])  # real items come first: both of the pair are real
     if depth is not None:
         order, scores = order[:, :depth], scores[:, :depth]
-    return FastOrder(order, scores, tied, False)
-
-
-# a head the key sort's selection takes (:func:`_head_items`) never gets a top-k: the selection's cost does not grow
-# with k, torch.topk's does (benchmarks/notes/numpy_routes.md); nor do small batches, where torch.topk's partial sort
-# mispredicts its branches on every new batch (numpy's sort of packed keys does not branch on the data)
+    return FastOrder(order, scores, tied, ARGSORT)
 
 
 def _takes_topk(inputs: RankingInput, depth: int | None) -> bool:
-    """Whether the fast order is a top-k of ``depth`` + 1 (unpadded lists, a short enough cut-off)."""
+    """Whether the fast order is a top-k of ``depth`` + 1: unpadded rows whose head the key sort does not select
+    (:func:`_selects_head`), where torch.topk partially sorts each row (``k * _TOPK_RATIO`` items or more: past
+    that it selects then sorts the k, slower: benchmarks/notes/numpy_routes.md)."""
     n = inputs.preds.shape[1]
-    return depth is not None and depth < n and not inputs.padded and _topk_pays(depth, inputs.preds)
-
-
-def _topk_pays(depth: int, preds: Tensor) -> bool:
-    """Whether a top-k of ``depth`` + 1 beats the sort of ``preds`` (unpadded): of whole rows, or on CPU the key
-    sort's selection of each row's head."""
-    n = preds.shape[1]
-    if _packs(preds) and _selects_head(depth + 1, n, preds.numel()):  # the key sort ranks only each row's head
+    if depth is None or depth >= n or inputs.padded:
         return False
-    return _cpu_topk_is_partial(depth + 1, n)
+    if _packs(inputs.preds) and _selects_head(depth + 1, n):  # the selection's cost does not grow with k, topk's does
+        return False
+    return (depth + 1) * _TOPK_RATIO <= n
+
+
+# torch.topk(k) on CPU partially sorts each row while k * 64 <= its length
+_TOPK_RATIO = 64
