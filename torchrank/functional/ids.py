@@ -80,13 +80,9 @@ def ids_to_dense(
         relevant_labels = None if relevant_labels is None else relevant_labels.new_zeros(relevant_ids.shape)
     mask, matched = backend_for(ranked_ids.device).match_ids(ranked_ids, relevant_ids, relevant_labels, pad_id)
     target, ideal = matched or _match_torch(ranked_ids, relevant_ids, relevant_labels, pad_id, mask)
-    if scores is None:
-        k = ranked_ids.shape[1]
-        preds = torch.arange(k, 0, -1, dtype=torch.get_default_dtype(), device=ranked_ids.device).expand(
-            ranked_ids.shape)
-    else:
-        preds = scores
-    return {"preds": preds, "target": target, "mask": mask, "ideal_target": ideal}
+    if scores is None:  # the list order: position scores K, K-1, ..., 1
+        scores = torch.arange(ranked_ids.shape[1], 0, -1, dtype=torch.get_default_dtype(), device=ranked_ids.device)
+    return {"preds": scores.expand(ranked_ids.shape), "target": target, "mask": mask, "ideal_target": ideal}
 
 
 def _match_torch(
@@ -105,7 +101,12 @@ def _match_torch(
     # a ranked id found among the relevant ones points at its first (largest-label) entry
     where = torch.searchsorted(sorted_ids.contiguous(), ranked_ids.contiguous()).clamp_(max=sorted_ids.shape[1] - 1)
     found = (sorted_ids.gather(1, where) == ranked_ids) & mask
-    found &= _first_found(where, found, sorted_ids.shape[1])
+    # only a relevant id's repeats need finding (a repeated non-relevant id is label 0 anyway): the first ranked
+    # position of each found relevant entry, by a scatter of positions, not a sort
+    k = where.shape[1]
+    position = torch.arange(k, device=where.device).expand_as(where)
+    first = torch.full(sorted_ids.shape, k, device=where.device, dtype=position.dtype)
+    found &= first.scatter_reduce_(1, where, torch.where(found, position, k), "amin").gather(1, where) == position
     target = torch.where(found, ideal.gather(1, where), zero)
     return _unsigned(target, label_dtype), _unsigned(ideal, label_dtype)
 
@@ -166,16 +167,6 @@ def _sorted_relevant(relevant_ids: Tensor, labels: Tensor, zero: Tensor, graded:
     return ids, torch.where(repeat, zero, labels)
 
 
-def _first_found(where: Tensor, found: Tensor, width: int) -> Tensor:
-    """``[B, K]`` True at the first ranked position of each found relevant entry: only a relevant id's repeats
-    need finding (a repeated non-relevant id is label 0 anyway), by a scatter of positions, not a sort."""
-    k = where.shape[1]
-    position = torch.arange(k, device=where.device).expand_as(where)
-    first = torch.full((where.shape[0], width), k, device=where.device, dtype=position.dtype)
-    first.scatter_reduce_(1, where, torch.where(found, position, k), "amin")
-    return first.gather(1, where) == position
-
-
 def top_k_ids(scores: Tensor, k: int, *, max_bytes: int | None = None) -> tuple[Tensor, Tensor]:
     """The ``k`` best items of each query over a catalogue: ``(values [B, k], ids [B, k])``, best first.
 
@@ -232,15 +223,12 @@ def _check_ids(
         if not is_integer_tensor(ids) or ids.ndim != 2:
             raise ValueError(f"Argument `{name}` must be a [queries, items] integer tensor, got {described(ids)}.")
     if ranked_ids.shape[0] != relevant_ids.shape[0]:
-        raise ValueError(
-            f"Arguments `ranked_ids` and `relevant_ids` must have the same number of queries, got "
-            f"{tuple(ranked_ids.shape)} and {tuple(relevant_ids.shape)}."
-        )
+        raise ValueError(f"Arguments `ranked_ids` and `relevant_ids` must have the same number of queries, got "
+                         f"{tuple(ranked_ids.shape)} and {tuple(relevant_ids.shape)}.")
     if ranked_ids.shape[1] == 0:
         raise ValueError("Argument `ranked_ids` must hold at least one position, got shape "
                          f"{tuple(ranked_ids.shape)}.")
-    for name, other in (("relevant_labels", relevant_labels), ("scores", scores)):
-        like = relevant_ids if name == "relevant_labels" else ranked_ids
+    for name, other, like in (("relevant_labels", relevant_labels, relevant_ids), ("scores", scores, ranked_ids)):
         if other is not None and (not isinstance(other, Tensor) or other.shape != like.shape):
             raise ValueError(f"Argument `{name}` must be a tensor of shape {tuple(like.shape)}, got "
                              f"{described(other)}.")
