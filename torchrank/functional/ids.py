@@ -5,14 +5,10 @@
 ``ndcg(**ids_to_dense(ranked, relevant), k=10)`` evaluates id lists. :func:`top_k_ids` takes the top-K of
 catalogue scores ``[B, C]`` in chunks of queries, and :func:`catalogue_to_dense` chains the two.
 
-Two exact matchings, by the backend of the ids' device (:mod:`torchrank.functional.backends`), both memory
-``O(B (K + M))`` with no loop over queries:
-
-- CPU tensors under the ``"numpy"``/``"auto"`` backend, binary or non-negative integer labels: one sort-merge
-  per query of packed keys (id, side, label, position) in numpy's SIMD sort, by blocks of rows that stay in
-  cache: ``O(B (K + M) log(K + M))``;
-- any device (the ``"torch"`` backend, CUDA), and float labels: each query's relevant ids sorted once and the
-  ranked ids looked up with ``searchsorted``, ``O(B (M log M + K log M))``, with no host read.
+Two exact matchings, by the backend of the ids' device, both memory ``O(B (K + M))`` with no loop over queries:
+the numpy backend's one sort-merge per query of packed keys (CPU, binary or non-negative integer labels:
+:mod:`torchrank.functional.backends._numpy.ids`), else each query's relevant ids sorted once and the ranked ids
+looked up with ``searchsorted``, ``O(B (M log M + K log M))`` on any device with no host read.
 """
 
 from __future__ import annotations
@@ -96,8 +92,16 @@ def _match_torch(
     pad = pad_id + _SIGN_BIT if ranked_ids.dtype == torch.uint64 else pad_id  # as _signed maps the ids
     ranked_ids, relevant_ids, labels = _signed(ranked_ids), _signed(relevant_ids), _signed(labels)
     zero = _signed(torch.zeros((), dtype=label_dtype, device=labels.device))  # label 0, as matched
-    labels = torch.where(relevant_ids != pad, labels, zero)
-    sorted_ids, ideal = _sorted_relevant(relevant_ids, labels, zero, graded=relevant_labels is not None)
+    # each row's relevant ids ascending: an id's largest label at its first entry, label 0 at its repeats (one sort;
+    # the largest label of a run of equal ids by a segment maximum, not a second sort)
+    sorted_ids, order = relevant_ids.sort(1)
+    labels = torch.where(relevant_ids != pad, labels, zero).gather(1, order)
+    repeat = torch.zeros_like(sorted_ids, dtype=torch.bool)
+    repeat[:, 1:] = sorted_ids[:, 1:] == sorted_ids[:, :-1]
+    if relevant_labels is not None:  # binary labels are equal within a run already
+        run = (~repeat).cumsum(1) - 1
+        labels = torch.zeros_like(labels).scatter_reduce_(1, run, labels, "amax", include_self=False).gather(1, run)
+    ideal = torch.where(repeat, zero, labels)
     # a ranked id found among the relevant ones points at its first (largest-label) entry
     where = torch.searchsorted(sorted_ids.contiguous(), ranked_ids.contiguous()).clamp_(max=sorted_ids.shape[1] - 1)
     found = (sorted_ids.gather(1, where) == ranked_ids) & mask
@@ -151,20 +155,6 @@ def first_occurrence(ids: Tensor, pad_id: int = -1) -> Tensor:
         # the first of each run of equal ids keeps True; a validation epoch calls this per batch: few ops
         first = torch.ones_like(ids, dtype=torch.bool).scatter_(1, order[:, 1:], ordered[:, 1:] != ordered[:, :-1])
     return first & (ids != pad_id)
-
-
-def _sorted_relevant(relevant_ids: Tensor, labels: Tensor, zero: Tensor, graded: bool) -> tuple[Tensor, Tensor]:
-    """Each row's relevant ids ascending, and their labels: an id's largest label at its first entry, ``zero`` (label
-    0) at its repeats (one sort; the largest label of a run of equal ids by a segment maximum, not a second sort)."""
-    ids, order = relevant_ids.sort(1)
-    labels = labels.gather(1, order)
-    repeat = torch.zeros_like(ids, dtype=torch.bool)
-    repeat[:, 1:] = ids[:, 1:] == ids[:, :-1]
-    if graded:  # binary labels are equal within a run already
-        run = (~repeat).cumsum(1) - 1
-        largest = torch.zeros_like(labels).scatter_reduce_(1, run, labels, "amax", include_self=False)
-        labels = largest.gather(1, run)
-    return ids, torch.where(repeat, zero, labels)
 
 
 def top_k_ids(scores: Tensor, k: int, *, max_bytes: int | None = None) -> tuple[Tensor, Tensor]:
