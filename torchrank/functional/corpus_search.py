@@ -23,7 +23,7 @@ import torch.nn.functional as tnf
 from torch import Tensor
 
 from torchrank.functional._chunking import current_memory_budget
-from torchrank.functional._inputs import is_integer_tensor
+from torchrank.functional._inputs import check_choice, is_integer_tensor
 from torchrank.functional.checks import described
 
 SIMILARITIES = ("dot", "cosine", "euclidean")
@@ -161,7 +161,17 @@ def merge_top_k(scores: Sequence[Tensor], ids: Sequence[Tensor], k: int) -> tupl
         >>> merge_top_k([shard_a[0], shard_b[0]], [shard_a[1], shard_b[1]], k=3)
         (tensor([[0.9000, 0.7000, 0.5000]]), tensor([[4, 2, 3]]))
     """
-    _check_merge(scores, ids, k)
+    _check_k(k)
+    if len(scores) == 0 or len(scores) != len(ids):
+        raise ValueError(f"Arguments `scores` and `ids` must be non-empty sequences of equal length, got "
+                         f"{len(scores)} and {len(ids)}.")
+    for s, i in zip(scores, ids, strict=True):
+        if not isinstance(s, Tensor) or s.ndim != 2 or not s.is_floating_point() or s.dtype != scores[0].dtype:
+            raise ValueError(f"Argument `scores` must hold [queries, k] float tensors of one dtype, got "
+                             f"{described(s)}.")
+        if not is_integer_tensor(i) or i.shape != s.shape or i.device != s.device or s.shape[0] != scores[0].shape[0]:
+            raise ValueError(f"Argument `ids` must hold integer tensors shaped and placed as their scores "
+                             f"{tuple(s.shape)}, got {described(i)}.")
     all_scores, all_ids = torch.cat(list(scores), 1), torch.cat([i.to(torch.int64) for i in ids], 1)
     return _padded(*_in_order(*_select(all_scores, all_ids, k)), k)
 
@@ -313,8 +323,7 @@ def _check_search(
         raise ValueError(f"Arguments `queries` and `corpus` must have the same dtype and device, got "
                          f"{queries.dtype} on {queries.device} and {corpus.dtype} on {corpus.device}.")
     _check_k(k)
-    if similarity not in SIMILARITIES:
-        raise ValueError(f"Argument `similarity` must be one of {SIMILARITIES}, got {similarity!r}.")
+    check_choice("similarity", similarity, SIMILARITIES)
     if corpus_ids is not None:
         wrong = not is_integer_tensor(corpus_ids) or corpus_ids.shape != corpus.shape[:1]
         if wrong or corpus_ids.dtype == torch.uint64:
@@ -326,21 +335,6 @@ def _check_search(
         raise ValueError(f"Argument `chunk_size` must be a positive int or None, got {chunk_size!r}.")
     if progress is not None and not callable(progress):
         raise ValueError(f"Argument `progress` must be a callable (rows_done, rows_total) or None, got {progress!r}.")
-
-
-def _check_merge(scores: Sequence[Tensor], ids: Sequence[Tensor], k: int) -> None:
-    _check_k(k)
-    if len(scores) == 0 or len(scores) != len(ids):
-        raise ValueError(f"Arguments `scores` and `ids` must be non-empty sequences of equal length, got "
-                         f"{len(scores)} and {len(ids)}.")
-    first = scores[0]
-    for s, i in zip(scores, ids, strict=True):
-        if not isinstance(s, Tensor) or s.ndim != 2 or not s.is_floating_point() or s.dtype != first.dtype:
-            raise ValueError(f"Argument `scores` must hold [queries, k] float tensors of one dtype, got "
-                             f"{described(s)}.")
-        if not is_integer_tensor(i) or i.shape != s.shape or i.device != s.device or s.shape[0] != first.shape[0]:
-            raise ValueError(f"Argument `ids` must hold integer tensors shaped and placed as their scores "
-                             f"{tuple(s.shape)}, got {described(i)}.")
 
 
 def _check_k(k: int) -> None:
