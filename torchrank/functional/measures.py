@@ -27,7 +27,7 @@ from torchrank.functional._options import ListOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import check_parameter_values, finalize, per_query_values, prepare
 from torchrank.functional._ranked import apply_measure
 from torchrank.functional.judgments import judged_only_mask, pooled_in_score_order
-from torchrank.functional.registry import DECLARATIONS, Declaration, grammar_names, parse_suffix
+from torchrank.functional.registry import DECLARATIONS, Declaration, grammar_names
 from torchrank.functional.trec_extra import judged_counts
 
 
@@ -88,8 +88,8 @@ def parse_measure(name: str) -> ParsedMeasure:
                          f"is {spec.name!r}.")
     if arg is None:
         return ParsedMeasure(name, spec.name, None, ())
-    if spec.suffix_param is not None and match["sep"] == ".":
-        return ParsedMeasure(name, spec.name, None, tuple(parse_suffix(spec, arg).items()))
+    if spec.suffix_param is not None and match["sep"] == ".":  # rbp.95: p = 0.95
+        return ParsedMeasure(name, spec.name, None, ((spec.suffix_param, float("0." + arg)),))
     if not spec.takes_k:
         raise ValueError(f"Measure {name!r}: {spec.name} takes no cut-off.")
     if int(arg) <= 0:
@@ -200,9 +200,8 @@ class RankedLists:
         return finalize(values, no_relevant, self._inputs, self.empty_target_action, "none", True)
 
 
-def _with_inputs(
-    family: Declaration, params: dict, extra: dict[str, Tensor | None], ideal_target: Tensor | None
-) -> dict[str, object]:
+def _with_inputs(family: Declaration, params: dict, extra: dict[str, Tensor | None], ideal_target: Tensor | None
+                 ) -> dict[str, object]:
     """``params`` with the inputs of ``extra`` the family's kernel reads (bpref's judged counts, which it refuses to go
     without where ``ideal_target`` is given; infAP's pool, ``None``: nothing pooled but unjudged)."""
     given = {name: value for name, value in extra.items() if _reads(family.kernel, name)}

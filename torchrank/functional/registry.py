@@ -394,8 +394,3 @@ def public_functions() -> dict[str, Callable[..., Tensor]]:
 def trec_names() -> Iterator[tuple[TrecName, Declaration]]:
     """Every trec_eval name with its family, in declaration order."""
     return ((trec, spec) for spec in DECLARATIONS for trec in spec.trec)
-
-
-def parse_suffix(spec: Declaration, digits: str) -> dict[str, object]:
-    """The parameter a ``.digits`` suffix sets (``rbp.95`` -> ``{"p": 0.95}``)."""
-    return {spec.suffix_param: float("0." + digits)} if spec.suffix_param else {}

@@ -30,8 +30,8 @@ def _match_numpy(
     relevant: the first ranked copy of a relevant id, and no later copy, as documented; that neighbour is the
     id's relevant copy with the largest label. The ideal is each relevant entry's label in place, but 0 at
     padding and at an id's repeats: the relevant entries followed by one of the same id, whose label is not
-    larger. The keys are int32 where the id range allows (twice as fast to sort), int64 otherwise; None (the
-    torch path then) when they would need more bits, or when graded labels are not non-negative integers.
+    larger. None (the torch path then) when the keys would need more than 64 bits (:func:`_key_dtype`), or when
+    graded labels are not non-negative integers.
     """
     ranked, relevant = ranked_ids.numpy(), relevant_ids.numpy()
     batch, k = ranked.shape
