@@ -31,9 +31,8 @@ PAD_ID = -1
 # Working memory per score of a chunk, in bytes beyond the score itself: the (k + 1) selection's copy of a row
 # (per thread) and, for "euclidean", the norms' sum the product accumulates into; the round figure leaves headroom.
 _EXTRA_BYTES_PER_SCORE = 4
-# Without a memory budget: the bytes of a chunk's scores and their working memory (not the library's default budget,
-# half the free memory). Large enough that the matrix product runs at full speed and the per-chunk merge is a small
-# share of the work; small enough to stay far below any device's memory.
+# Without a memory budget, the bytes of a chunk's scores and working memory (not half the free memory, the library's
+# default): the product at full speed and the merge a small share of the work, far below any device's memory.
 _DEFAULT_BLOCK_BYTES = 2**29
 # The fewest corpus rows per chunk when the queries are split into blocks to honour the budget.
 _MIN_CHUNK_ROWS = 1024
