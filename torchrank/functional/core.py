@@ -29,23 +29,9 @@ from torchrank.functional._descending import descending_rows
 from torchrank.functional.checks import check_choice, is_finite
 
 __all__ = [
-    "DISCOUNTS",
-    "GAINS",
-    "TRANSFORMS",
-    "Discount",
-    "Gain",
-    "Transform",
-    "check_gain_discount",
-    "check_transform",
-    "discount_weights",
-    "discounted_gains",
-    "exponential_gain",
-    "gain_values",
-    "ideal_dcg",
-    "largest_exponent",
-    "rank_weights",
-    "stop_probabilities",
-    "top_of_scale",
+    "DISCOUNTS", "GAINS", "TRANSFORMS", "Discount", "Gain", "Transform", "check_gain_discount", "check_transform",
+    "discount_weights", "discounted_gains", "exponential_gain", "gain_values", "ideal_dcg", "largest_exponent",
+    "rank_weights", "stop_probabilities", "top_of_scale",
 ]
 
 #: A gain: ``"linear"`` (the label), ``"exponential"`` (``2^label - 1``) or a callable on the label tensor (applied to
@@ -104,11 +90,8 @@ def largest_exponent(dtype: torch.dtype) -> int:
 
 # ---------------------------------------------------------------------------------------------------- gains
 def exponential_gain(labels: Tensor, top: Tensor | float | None = None) -> Tensor:
-    """``2^label - 1``, or with ``top`` that gain divided by ``2^top``: ``2^(label - top) - 2^(-top)``.
-
-    The divided form never overflows for labels up to ``top`` (a gain of at most 1, in any dtype), so ratios of
-    gains (NDCG, ERR) are exact whatever the labels; a label far below ``top`` underflows to a gain of 0, which
-    the ratio could not resolve anyway.
+    """``2^label - 1``, or with ``top`` that gain divided by ``2^top``: ``2^(label - top) - 2^(-top)``, at most 1 for
+    labels up to ``top`` (a label far below it underflows to 0, which a ratio of gains could not resolve anyway).
 
     Example:
         >>> exponential_gain(torch.tensor([0.0, 1.0, 3.0]))
@@ -205,12 +188,7 @@ def discount_weights(discount: Discount, positions: Tensor, *, log_base: float =
 
 
 def rank_weights(
-    discount: Discount,
-    n: int,
-    *,
-    dtype: torch.dtype,
-    device: torch.device | str,
-    log_base: float = 2.0,
+    discount: Discount, n: int, *, dtype: torch.dtype, device: torch.device | str, log_base: float = 2.0,
     power: float = 1.0,
 ) -> Tensor:
     """:func:`discount_weights` of ranks ``1..n`` ``[n]``.

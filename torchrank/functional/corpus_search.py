@@ -1,24 +1,17 @@
 """Exact top-k search of a corpus by embeddings, in chunks of the corpus: never a ``[queries, corpus]`` matrix.
 
-:func:`search` scores the queries against one chunk of corpus rows at a time (one matrix product into a buffer
-reused by every chunk), keeps each chunk's top ``k`` and merges it into a running top ``k``; :func:`merge_top_k`
-is that merge, for the top ``k`` of several corpus shards (one per process) searched apart. Both order the results
-by score, highest first, and equal scores by id, lowest first, so the result depends neither on how the corpus is
-chunked or sharded nor on the order of its rows.
+:func:`search` scores the queries against one chunk of corpus rows at a time (one matrix product into a reused
+buffer) and merges each chunk's top ``k`` into a running top ``k``; :func:`merge_top_k` is that merge, for shards
+searched apart. Both order by score, highest first, then by id, lowest first, so the result depends neither on the
+chunking or sharding nor on the order of the rows.
 
-Where the time goes: the matrix product is the floor. A ``topk`` over every score of a chunk would add half again
-to it on CPU (benchmarks/results/search_cpu.md, the plain loop), so a chunk's candidates come from the maxima of
-groups of its columns (:func:`_candidates`): one reduction over the scores, then only the groups whose maximum
-reaches the ``k``-th score held so far, which are few once the first chunk is done.
-
-Ties: ``topk`` keeps an arbitrary subset of the items tied at its ``k``-th score, so every selection takes
-``k + 1`` and, in rows where the ``(k + 1)``-th equals the ``k``-th, chooses the tied items again by id
-(:func:`_lowest_ids_at_threshold`). The candidates hold every group whose maximum ties with the floor, so ties
-(frequent in float16 and bfloat16 scores) cost only wider candidate rows.
-
-Host reads: a chunk's candidate layout (``nonzero``, and how many groups the fullest row needs) and whether any row
-is tied at its ``k``-th score are read on the host, two or three reads per chunk; on CUDA each is a
-synchronisation, after which the next chunk's product is queued. NaN is looked for once, after the loop.
+The matrix product is the floor: a ``topk`` over every score of a chunk would add half again on CPU
+(benchmarks/results/search_cpu.md), so the candidates are the groups of columns whose maximum reaches the ``k``-th
+score held so far (:func:`_candidates`), few once the first chunk is done. ``topk`` keeps an arbitrary subset of the
+items tied at its ``k``-th score, so every selection takes ``k + 1`` and chooses tied items again by id
+(:func:`_lowest_ids_at_threshold`). Host reads: a chunk's candidate layout and whether a row ties at its ``k``-th
+score, two or three per chunk (on CUDA each a synchronisation, after which the next product is queued); NaN is
+looked for once, after the loop.
 """
 
 from __future__ import annotations
@@ -30,7 +23,7 @@ import torch.nn.functional as tnf
 from torch import Tensor
 
 from torchrank.functional._chunking import current_memory_budget
-from torchrank.functional._inputs import is_integer_tensor
+from torchrank.functional._inputs import check_choice, is_integer_tensor
 from torchrank.functional.checks import described
 
 SIMILARITIES = ("dot", "cosine", "euclidean")
@@ -38,9 +31,8 @@ PAD_ID = -1
 # Working memory per score of a chunk, in bytes beyond the score itself: the (k + 1) selection's copy of a row
 # (per thread) and, for "euclidean", the norms' sum the product accumulates into; the round figure leaves headroom.
 _EXTRA_BYTES_PER_SCORE = 4
-# Without a memory budget: the bytes of a chunk's scores and their working memory (not the library's default budget,
-# half the free memory). Large enough that the matrix product runs at full speed and the per-chunk merge is a small
-# share of the work; small enough to stay far below any device's memory.
+# Without a memory budget, the bytes of a chunk's scores and working memory (not half the free memory, the library's
+# default): the product at full speed and the merge a small share of the work, far below any device's memory.
 _DEFAULT_BLOCK_BYTES = 2**29
 # The fewest corpus rows per chunk when the queries are split into blocks to honour the budget.
 _MIN_CHUNK_ROWS = 1024
@@ -130,8 +122,12 @@ def search(
             chunk = corpus[start:start + rows]
             if similarity == "cosine":
                 chunk = tnf.normalize(chunk, dim=1)
-            out = buffer[:block.shape[0] * chunk.shape[0]].view(block.shape[0], chunk.shape[0])
-            scores = _score(block, chunk, block_sq, out)
+            scores = buffer[:block.shape[0] * chunk.shape[0]].view(block.shape[0], chunk.shape[0])
+            if block_sq is None:
+                torch.matmul(block, chunk.T, out=scores)
+            else:  # -sqrt(||q||^2 + ||c||^2 - 2 q.c)
+                torch.add(block_sq, chunk.square().sum(1), out=scores)
+                scores.addmm_(block, chunk.T, alpha=-2).clamp_min_(0).sqrt_().neg_()
             best = _merge_chunk(best, scores, ids_of_rows, start, k)
             if progress is not None:
                 progress(block_number * num_rows + start + chunk.shape[0], len(blocks) * num_rows)
@@ -164,18 +160,19 @@ def merge_top_k(scores: Sequence[Tensor], ids: Sequence[Tensor], k: int) -> tupl
         >>> merge_top_k([shard_a[0], shard_b[0]], [shard_a[1], shard_b[1]], k=3)
         (tensor([[0.9000, 0.7000, 0.5000]]), tensor([[4, 2, 3]]))
     """
-    _check_merge(scores, ids, k)
+    _check_k(k)
+    if len(scores) == 0 or len(scores) != len(ids):
+        raise ValueError(f"Arguments `scores` and `ids` must be non-empty sequences of equal length, got "
+                         f"{len(scores)} and {len(ids)}.")
+    for s, i in zip(scores, ids, strict=True):
+        if not isinstance(s, Tensor) or s.ndim != 2 or not s.is_floating_point() or s.dtype != scores[0].dtype:
+            raise ValueError(f"Argument `scores` must hold [queries, k] float tensors of one dtype, got "
+                             f"{described(s)}.")
+        if not is_integer_tensor(i) or i.shape != s.shape or i.device != s.device or s.shape[0] != scores[0].shape[0]:
+            raise ValueError(f"Argument `ids` must hold integer tensors shaped and placed as their scores "
+                             f"{tuple(s.shape)}, got {described(i)}.")
     all_scores, all_ids = torch.cat(list(scores), 1), torch.cat([i.to(torch.int64) for i in ids], 1)
     return _padded(*_in_order(*_select(all_scores, all_ids, k)), k)
-
-
-def _score(queries: Tensor, chunk: Tensor, query_sq: Tensor | None, out: Tensor) -> Tensor:
-    """``[q, c]`` similarities of a block of queries to a chunk of corpus rows, written into ``out``."""
-    if query_sq is None:
-        return torch.matmul(queries, chunk.T, out=out)
-    torch.add(query_sq, chunk.square().sum(1), out=out)
-    squared = out.addmm_(queries, chunk.T, alpha=-2)  # ||q||^2 + ||c||^2 - 2 q.c
-    return squared.clamp_min_(0).sqrt_().neg_()
 
 
 def _merge_chunk(best: tuple[Tensor, Tensor] | None, scores: Tensor, ids_of_rows: Tensor | None, start: int, k: int
@@ -206,17 +203,15 @@ def _merge_chunk(best: tuple[Tensor, Tensor] | None, scores: Tensor, ids_of_rows
 
 
 def _candidates(scores: Tensor, k: int, floor: Tensor | None) -> tuple[Tensor | None, Tensor | None]:
-    """``(cols, padding)``: each row's candidate columns, every item that can enter its top ``k`` under any order of
-    ties, and their padding (bool, None if none); ``cols`` None: every column is a candidate.
-
-    The columns fall into strided groups (group ``j``: columns ``j``, ``j + c / g``, ...) whose maxima take one
-    reduction. The candidates are the groups whose maximum reaches the ``floor`` (``[q, 1]``, the ``k``-th score
-    held so far; for the first chunk the ``k``-th highest group maximum, below the chunk's own ``k``-th score),
-    ties included, laid out one row per query as wide as the fullest row (a host read), no sort.
-    """
+    """``(cols, padding)``: each row's candidate columns (every item that can enter its top ``k`` under any order of
+    ties; None: every column) and their padding (None if none). The candidates are the strided groups of columns
+    (group ``j``: columns ``j``, ``j + c / g``, ...) whose maximum reaches ``floor`` (``[q, 1]``, the ``k``-th score
+    held so far; for the first chunk the ``k``-th highest group maximum), ties included, no sort."""
     num_queries, num_cols = scores.shape
-    size = _group_size(num_cols, k)
-    if size < 2:
+    size = 16  # columns per group: the largest power of two up to 16 leaving at least 4 (k + 1) groups
+    while size > 1 and num_cols // size < 4 * (k + 1):
+        size //= 2
+    if size < 2:  # a chunk too small to gain
         return None, None
     groups = num_cols // size
     maxima = scores[:, :groups * size].view(num_queries, size, groups).amax(1)
@@ -244,15 +239,6 @@ def _reaching(maxima: Tensor, floor: Tensor) -> tuple[Tensor, Tensor]:
     groups = torch.zeros((maxima.shape[0], width), dtype=torch.int64, device=maxima.device)
     groups[rows, slot] = which
     return groups, torch.arange(width, device=maxima.device) >= counts[:, None]
-
-
-def _group_size(num_cols: int, k: int) -> int:
-    """Columns per group: the largest power of two up to 16 that leaves at least ``4 (k + 1)`` groups; 1 (no
-    groups) for chunks too small to gain."""
-    size = 16
-    while size > 1 and num_cols // size < 4 * (k + 1):
-        size //= 2
-    return size
 
 
 def _select(scores: Tensor, ids: Tensor, k: int) -> tuple[Tensor, Tensor]:
@@ -336,8 +322,7 @@ def _check_search(
         raise ValueError(f"Arguments `queries` and `corpus` must have the same dtype and device, got "
                          f"{queries.dtype} on {queries.device} and {corpus.dtype} on {corpus.device}.")
     _check_k(k)
-    if similarity not in SIMILARITIES:
-        raise ValueError(f"Argument `similarity` must be one of {SIMILARITIES}, got {similarity!r}.")
+    check_choice("similarity", similarity, SIMILARITIES)
     if corpus_ids is not None:
         wrong = not is_integer_tensor(corpus_ids) or corpus_ids.shape != corpus.shape[:1]
         if wrong or corpus_ids.dtype == torch.uint64:
@@ -349,21 +334,6 @@ def _check_search(
         raise ValueError(f"Argument `chunk_size` must be a positive int or None, got {chunk_size!r}.")
     if progress is not None and not callable(progress):
         raise ValueError(f"Argument `progress` must be a callable (rows_done, rows_total) or None, got {progress!r}.")
-
-
-def _check_merge(scores: Sequence[Tensor], ids: Sequence[Tensor], k: int) -> None:
-    _check_k(k)
-    if len(scores) == 0 or len(scores) != len(ids):
-        raise ValueError(f"Arguments `scores` and `ids` must be non-empty sequences of equal length, got "
-                         f"{len(scores)} and {len(ids)}.")
-    first = scores[0]
-    for s, i in zip(scores, ids, strict=True):
-        if not isinstance(s, Tensor) or s.ndim != 2 or not s.is_floating_point() or s.dtype != first.dtype:
-            raise ValueError(f"Argument `scores` must hold [queries, k] float tensors of one dtype, got "
-                             f"{described(s)}.")
-        if not is_integer_tensor(i) or i.shape != s.shape or i.device != s.device or s.shape[0] != first.shape[0]:
-            raise ValueError(f"Argument `ids` must hold integer tensors shaped and placed as their scores "
-                             f"{tuple(s.shape)}, got {described(i)}.")
 
 
 def _check_k(k: int) -> None:

@@ -5,14 +5,10 @@
 ``ndcg(**ids_to_dense(ranked, relevant), k=10)`` evaluates id lists. :func:`top_k_ids` takes the top-K of
 catalogue scores ``[B, C]`` in chunks of queries, and :func:`catalogue_to_dense` chains the two.
 
-Two exact matchings, by the backend of the ids' device (:mod:`torchrank.functional.backends`), both memory
-``O(B (K + M))`` with no loop over queries:
-
-- CPU tensors under the ``"numpy"``/``"auto"`` backend, binary or non-negative integer labels: one sort-merge
-  per query of packed keys (id, side, label, position) in numpy's SIMD sort, by blocks of rows that stay in
-  cache: ``O(B (K + M) log(K + M))``;
-- any device (the ``"torch"`` backend, CUDA), and float labels: each query's relevant ids sorted once and the
-  ranked ids looked up with ``searchsorted``, ``O(B (M log M + K log M))``, with no host read.
+Two exact matchings, by the backend of the ids' device, both memory ``O(B (K + M))`` with no loop over queries:
+the numpy backend's one sort-merge per query of packed keys (CPU, binary or non-negative integer labels:
+:mod:`torchrank.functional.backends._numpy.ids`), else each query's relevant ids sorted once and the ranked ids
+looked up with ``searchsorted``, ``O(B (M log M + K log M))`` on any device with no host read.
 """
 
 from __future__ import annotations
@@ -80,13 +76,9 @@ def ids_to_dense(
         relevant_labels = None if relevant_labels is None else relevant_labels.new_zeros(relevant_ids.shape)
     mask, matched = backend_for(ranked_ids.device).match_ids(ranked_ids, relevant_ids, relevant_labels, pad_id)
     target, ideal = matched or _match_torch(ranked_ids, relevant_ids, relevant_labels, pad_id, mask)
-    if scores is None:
-        k = ranked_ids.shape[1]
-        preds = torch.arange(k, 0, -1, dtype=torch.get_default_dtype(), device=ranked_ids.device).expand(
-            ranked_ids.shape)
-    else:
-        preds = scores
-    return {"preds": preds, "target": target, "mask": mask, "ideal_target": ideal}
+    if scores is None:  # the list order: position scores K, K-1, ..., 1
+        scores = torch.arange(ranked_ids.shape[1], 0, -1, dtype=torch.get_default_dtype(), device=ranked_ids.device)
+    return {"preds": scores.expand(ranked_ids.shape), "target": target, "mask": mask, "ideal_target": ideal}
 
 
 def _match_torch(
@@ -100,12 +92,25 @@ def _match_torch(
     pad = pad_id + _SIGN_BIT if ranked_ids.dtype == torch.uint64 else pad_id  # as _signed maps the ids
     ranked_ids, relevant_ids, labels = _signed(ranked_ids), _signed(relevant_ids), _signed(labels)
     zero = _signed(torch.zeros((), dtype=label_dtype, device=labels.device))  # label 0, as matched
-    labels = torch.where(relevant_ids != pad, labels, zero)
-    sorted_ids, ideal = _sorted_relevant(relevant_ids, labels, zero, graded=relevant_labels is not None)
+    # each row's relevant ids ascending: an id's largest label at its first entry, label 0 at its repeats (one sort;
+    # the largest label of a run of equal ids by a segment maximum, not a second sort)
+    sorted_ids, order = relevant_ids.sort(1)
+    labels = torch.where(relevant_ids != pad, labels, zero).gather(1, order)
+    repeat = torch.zeros_like(sorted_ids, dtype=torch.bool)
+    repeat[:, 1:] = sorted_ids[:, 1:] == sorted_ids[:, :-1]
+    if relevant_labels is not None:  # binary labels are equal within a run already
+        run = (~repeat).cumsum(1) - 1
+        labels = torch.zeros_like(labels).scatter_reduce_(1, run, labels, "amax", include_self=False).gather(1, run)
+    ideal = torch.where(repeat, zero, labels)
     # a ranked id found among the relevant ones points at its first (largest-label) entry
     where = torch.searchsorted(sorted_ids.contiguous(), ranked_ids.contiguous()).clamp_(max=sorted_ids.shape[1] - 1)
     found = (sorted_ids.gather(1, where) == ranked_ids) & mask
-    found &= _first_found(where, found, sorted_ids.shape[1])
+    # only a relevant id's repeats need finding (a repeated non-relevant id is label 0 anyway): the first ranked
+    # position of each found relevant entry, by a scatter of positions, not a sort
+    k = where.shape[1]
+    position = torch.arange(k, device=where.device).expand_as(where)
+    first = torch.full(sorted_ids.shape, k, device=where.device, dtype=position.dtype)
+    found &= first.scatter_reduce_(1, where, torch.where(found, position, k), "amin").gather(1, where) == position
     target = torch.where(found, ideal.gather(1, where), zero)
     return _unsigned(target, label_dtype), _unsigned(ideal, label_dtype)
 
@@ -150,30 +155,6 @@ def first_occurrence(ids: Tensor, pad_id: int = -1) -> Tensor:
         # the first of each run of equal ids keeps True; a validation epoch calls this per batch: few ops
         first = torch.ones_like(ids, dtype=torch.bool).scatter_(1, order[:, 1:], ordered[:, 1:] != ordered[:, :-1])
     return first & (ids != pad_id)
-
-
-def _sorted_relevant(relevant_ids: Tensor, labels: Tensor, zero: Tensor, graded: bool) -> tuple[Tensor, Tensor]:
-    """Each row's relevant ids ascending, and their labels: an id's largest label at its first entry, ``zero`` (label
-    0) at its repeats (one sort; the largest label of a run of equal ids by a segment maximum, not a second sort)."""
-    ids, order = relevant_ids.sort(1)
-    labels = labels.gather(1, order)
-    repeat = torch.zeros_like(ids, dtype=torch.bool)
-    repeat[:, 1:] = ids[:, 1:] == ids[:, :-1]
-    if graded:  # binary labels are equal within a run already
-        run = (~repeat).cumsum(1) - 1
-        largest = torch.zeros_like(labels).scatter_reduce_(1, run, labels, "amax", include_self=False)
-        labels = largest.gather(1, run)
-    return ids, torch.where(repeat, zero, labels)
-
-
-def _first_found(where: Tensor, found: Tensor, width: int) -> Tensor:
-    """``[B, K]`` True at the first ranked position of each found relevant entry: only a relevant id's repeats
-    need finding (a repeated non-relevant id is label 0 anyway), by a scatter of positions, not a sort."""
-    k = where.shape[1]
-    position = torch.arange(k, device=where.device).expand_as(where)
-    first = torch.full((where.shape[0], width), k, device=where.device, dtype=position.dtype)
-    first.scatter_reduce_(1, where, torch.where(found, position, k), "amin")
-    return first.gather(1, where) == position
 
 
 def top_k_ids(scores: Tensor, k: int, *, max_bytes: int | None = None) -> tuple[Tensor, Tensor]:
@@ -232,15 +213,12 @@ def _check_ids(
         if not is_integer_tensor(ids) or ids.ndim != 2:
             raise ValueError(f"Argument `{name}` must be a [queries, items] integer tensor, got {described(ids)}.")
     if ranked_ids.shape[0] != relevant_ids.shape[0]:
-        raise ValueError(
-            f"Arguments `ranked_ids` and `relevant_ids` must have the same number of queries, got "
-            f"{tuple(ranked_ids.shape)} and {tuple(relevant_ids.shape)}."
-        )
+        raise ValueError(f"Arguments `ranked_ids` and `relevant_ids` must have the same number of queries, got "
+                         f"{tuple(ranked_ids.shape)} and {tuple(relevant_ids.shape)}.")
     if ranked_ids.shape[1] == 0:
         raise ValueError("Argument `ranked_ids` must hold at least one position, got shape "
                          f"{tuple(ranked_ids.shape)}.")
-    for name, other in (("relevant_labels", relevant_labels), ("scores", scores)):
-        like = relevant_ids if name == "relevant_labels" else ranked_ids
+    for name, other, like in (("relevant_labels", relevant_labels, relevant_ids), ("scores", scores, ranked_ids)):
         if other is not None and (not isinstance(other, Tensor) or other.shape != like.shape):
             raise ValueError(f"Argument `{name}` must be a tensor of shape {tuple(like.shape)}, got "
                              f"{described(other)}.")

@@ -23,27 +23,24 @@ from torch import Tensor
 
 from torchrank.functional._chunking import reduce_queries
 from torchrank.functional._inputs import REDUCTIONS, check_choice
-from torchrank.functional._keywords import with_keyword_hints
-from torchrank.functional._options import EmptyTargetAction, Reduction, Ties
+from torchrank.functional._options import ListOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import check_parameter_values, finalize, per_query_values, prepare
 from torchrank.functional._ranked import apply_measure
 from torchrank.functional.judgments import judged_only_mask, pooled_in_score_order
-from torchrank.functional.registry import DECLARATIONS, Declaration, grammar_names, parse_suffix
+from torchrank.functional.registry import DECLARATIONS, Declaration, grammar_names
 from torchrank.functional.trec_extra import judged_counts
 
 
 def _grammar_table() -> str:
     """The declared grammar as an rst table: each family's names, whether they take ``@k``, its doc line."""
-    rows = [
+    rows = [("names", "@k", "measure")] + [
         (", ".join(f"``{n}``" for n in (spec.name, *spec.aliases)), "yes" if spec.takes_k else "no", spec.doc)
-        for spec in DECLARATIONS
-        if spec.grammar
+        for spec in DECLARATIONS if spec.grammar
     ]
-    widths = [max(len(row[i]) for row in [*rows, ("names", "@k", "measure")]) for i in range(3)]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
     rule = "  ".join("=" * w for w in widths)
-    lines = [rule, "  ".join(f"{h:<{w}}" for h, w in zip(("names", "@k", "measure"), widths, strict=True)), rule]
-    lines += ["  ".join(f"{c:<{w}}" for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    return "\n".join([*lines, rule])
+    lines = ["  ".join(f"{c:<{w}}" for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    return "\n".join([rule, lines[0], rule, *lines[1:], rule])
 
 
 if __doc__:  # None under python -OO
@@ -51,15 +48,13 @@ if __doc__:  # None under python -OO
 
 #: Grammar families by name (derived from the registry; read-only).
 FAMILIES = MappingProxyType({spec.name: spec for spec in DECLARATIONS if spec.grammar})
-#: Grammar aliases -> family name (derived from the registry; read-only).
-ALIASES = MappingProxyType({alias: spec.name for spec in DECLARATIONS if spec.grammar for alias in spec.aliases})
 _NAME = re.compile(r"^(?P<base>[a-z][a-z0-9_]*?)(?:(?P<sep>@|_cut_|_cut\.|_|\.)(?P<arg>\d+))?$")
+# a name split into what names the family and its cut-off or parameter (both possibly misspelt)
+_PARTS = re.compile(r"^(?P<base>.*?)(?P<cut>(?:@|_cut_|_cut\.|_|\.)\d+)?$")
 GRAMMAR = (
     "a family name or alias, optionally followed by '@k' (or trec_eval's '_k', '.k', '_cut_k'); 'rbp.95' sets "
     f"RBP's persistence. Families: {sorted(FAMILIES)} (their aliases: torchrank.functional.MEASURES, docs/measures.md)"
 )
-# a name split into what names the family and its cut-off or parameter (both possibly misspelt)
-_PARTS = re.compile(r"^(?P<base>.*?)(?P<cut>(?:@|_cut_|_cut\.|_|\.)\d+)?$")
 
 
 @dataclass(frozen=True)
@@ -93,8 +88,8 @@ def parse_measure(name: str) -> ParsedMeasure:
                          f"is {spec.name!r}.")
     if arg is None:
         return ParsedMeasure(name, spec.name, None, ())
-    if spec.suffix_param is not None and match["sep"] == ".":
-        return ParsedMeasure(name, spec.name, None, tuple(parse_suffix(spec, arg).items()))
+    if spec.suffix_param is not None and match["sep"] == ".":  # rbp.95: p = 0.95
+        return ParsedMeasure(name, spec.name, None, ((spec.suffix_param, float("0." + arg)),))
     if not spec.takes_k:
         raise ValueError(f"Measure {name!r}: {spec.name} takes no cut-off.")
     if int(arg) <= 0:
@@ -124,24 +119,10 @@ def _unknown_measure(name: str) -> ValueError:
     return ValueError(f"Unknown measure {name!r}: expected {GRAMMAR}.")
 
 
-@with_keyword_hints
+@with_common_args
 def evaluate(
-    preds: Tensor,
-    target: Tensor,
-    measures: Sequence[str],
-    *,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
-    judged: Tensor | None = None,
-    judged_only: bool = False,
-    num_judged: Tensor | None = None,
-    pooled_unjudged: Tensor | None = None,
-    ties: Ties = "average",
-    empty_target_action: EmptyTargetAction = "neg",
-    reduction: Reduction = "mean",
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
+    preds: Tensor, target: Tensor, measures: Sequence[str], *, judged: Tensor | None = None, judged_only: bool = False,
+    num_judged: Tensor | None = None, pooled_unjudged: Tensor | None = None, **options: Unpack[ListOptions],
 ) -> dict[str, Tensor]:
     """Compute several measures over the same input with one sort; a dict keyed by the names as given.
 
@@ -162,22 +143,23 @@ def evaluate(
     """
     if isinstance(measures, str):
         raise TypeError("Argument `measures` must be a sequence of names, got a single string.")
-    mask = judged_only_mask(mask, judged, judged_only)  # an input filter: unjudged items become padding
+    mask = judged_only_mask(options.pop("mask"), judged, judged_only)  # an input filter: unjudged items are padding
     groups = _plan(tuple(measures))
     extra = {"num_judged": judged_counts(num_judged, None)}
     if pooled_unjudged is not None and any(_reads(family.kernel, "pooled_unjudged") for family, _, _ in groups):
         preds, target, mask, judged, extra["pooled_unjudged"] = pooled_in_score_order(
-            preds, target, mask, judged, pooled_unjudged, indexes)
+            preds, target, mask, judged, pooled_unjudged, options["indexes"])
     requests = [
-        (family.kernel, [m.k for m in members], _with_inputs(family, params, extra, ideal_target))
+        (family.kernel, [m.k for m in members], _with_inputs(family, params, extra, options["ideal_target"]))
         for family, params, members in groups
     ]
+    reduction = options.pop("reduction")
     check_choice("reduction", reduction, REDUCTIONS)
-    per_query = per_query_values(
-        requests, preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
-        empty_target_action=empty_target_action, relevance_threshold=relevance_threshold, validate_args=validate_args,
-    )
-    return _named_columns(per_query, groups, measures, reduction)
+    columns = per_query_values(requests, preds, target, mask=mask, judged=judged, **options).unbind(-1)
+    if reduction != "none":  # each column alone, as the chunked path reduces it: the same sums, bit for bit
+        columns = tuple(reduce_queries(c.reshape(-1).contiguous(), reduction, c.shape) for c in columns)
+    results = dict(zip([m.name for _, _, members in groups for m in members], columns, strict=True))
+    return {name: results[name] for name in measures}
 
 
 class RankedLists:
@@ -196,17 +178,9 @@ class RankedLists:
     """
 
     def __init__(
-        self,
-        preds: Tensor,
-        target: Tensor,
-        *,
-        mask: Tensor | None = None,
-        ideal_target: Tensor | None = None,
-        judged: Tensor | None = None,
-        ties: str = "average",
-        empty_target_action: str = "neg",
-        relevance_threshold: float = 1,
-        validate_args: bool = True,
+        self, preds: Tensor, target: Tensor, *, mask: Tensor | None = None, ideal_target: Tensor | None = None,
+        judged: Tensor | None = None, ties: str = "average", empty_target_action: str = "neg",
+        relevance_threshold: float = 1, validate_args: bool = True,
     ) -> None:
         self.empty_target_action = empty_target_action
         self._validate_args = validate_args
@@ -226,9 +200,8 @@ class RankedLists:
         return finalize(values, no_relevant, self._inputs, self.empty_target_action, "none", True)
 
 
-def _with_inputs(
-    family: Declaration, params: dict, extra: dict[str, Tensor | None], ideal_target: Tensor | None
-) -> dict[str, object]:
+def _with_inputs(family: Declaration, params: dict, extra: dict[str, Tensor | None], ideal_target: Tensor | None
+                 ) -> dict[str, object]:
     """``params`` with the inputs of ``extra`` the family's kernel reads (bpref's judged counts, which it refuses to go
     without where ``ideal_target`` is given; infAP's pool, ``None``: nothing pooled but unjudged)."""
     given = {name: value for name, value in extra.items() if _reads(family.kernel, name)}
@@ -241,16 +214,6 @@ def _with_inputs(
 def _reads(kernel: Callable[..., tuple[Tensor, Tensor]], name: str) -> bool:
     """Whether ``kernel`` takes the parameter ``name`` (read once per kernel and name)."""
     return name in inspect.signature(kernel).parameters
-
-
-def _named_columns(per_query: Tensor, groups: list, measures: Sequence[str], reduction: str) -> dict[str, Tensor]:
-    """``evaluate``'s dict: the per-query columns ``[..., K]`` (in the order of ``groups``' members), reduced."""
-    columns = per_query.unbind(-1)
-    if reduction != "none":  # each column alone, as the chunked path reduces it: the same sums, bit for bit
-        columns = tuple(reduce_queries(c.reshape(-1).contiguous(), reduction, c.shape) for c in columns)
-    names = [m.name for _, _, members in groups for m in members]
-    results = dict(zip(names, columns, strict=True))
-    return {name: results[name] for name in measures}
 
 
 @functools.lru_cache(maxsize=256)

@@ -9,16 +9,12 @@ declaration: the grammar of :func:`~torchrank.functional.parse_measure`, the exp
 (:mod:`torchrank.io.trec_eval`), the direction :mod:`torchrank.compare` reads, and the measure lists the test
 suite runs through its tie oracle and invariance tests.
 
-Adding a measure: its kernel ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])``, optionally its
-public function (its own options, the shared ones as ``**options: Unpack[RankingOptions]`` of
-:mod:`torchrank.functional._options`, passed on to :func:`~torchrank.functional._pipeline.run_measure`; imported
-by name in ``torchrank/functional/__init__.py``), one :class:`Declaration` in :data:`DECLARATIONS` below, and its
-section in ``docs/measures.md``; with a class, ``python -m torchrank.metrics._stubs`` writes the classes' type stub.
-The test suite says when an export or the stub is missing.
-Where the triton backend's fused kernel computes it too, the kernel says so with the kernel's column code
-(``@measure(fused=CODE)``, or a rule of the params: :func:`~torchrank.functional._measure.measure`), and
-:meth:`Declaration.fused_code` reads it; a new column is a code in :mod:`~torchrank.functional._fused_columns` and
-its branch in the fused kernel.
+Adding a measure (docs/architecture.md): its kernel, optionally its public function (the shared options as
+``**options: Unpack[RankingOptions]``, imported by name in ``torchrank/functional/__init__.py``), one
+:class:`Declaration` in :data:`DECLARATIONS` and its section in ``docs/measures.md``; with a class, ``python -m
+torchrank.metrics._stubs`` rewrites the type stub (the test suite says when an export or the stub is missing). The
+fused kernel computes it where the kernel declares its column (``@measure(fused=CODE)``, read by
+:meth:`Declaration.fused_code`; a new column is a code in :mod:`~torchrank.functional._fused_columns`).
 
 Example:
     >>> from torchrank.functional import MEASURES
@@ -140,17 +136,15 @@ class Declaration:
         name: The family's name in :func:`~torchrank.functional.evaluate`'s grammar (lower case).
         doc: One line: what it computes.
         ties: Its form under ``ties="average"``, one of :data:`TIE_FORMS`.
-        kernel: ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])``, a
-            :class:`~torchrank.functional._measure.Measure` where it declares more (the fused kernel's column: see
-            :meth:`fused_code`); None for a family computed from the inputs rather than a ranking (Kendall tau: its
-            function only).
+        kernel: ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])`` (a
+            :class:`~torchrank.functional._measure.Measure` where it declares more); None for a family computed
+            from the inputs rather than a ranking (Kendall tau: its function only).
         aliases: Other grammar names (lower case; trec_eval's names of the same measure included).
         takes_k: Whether a name may carry a cut-off (``ndcg@10``).
-        options: Maps the function's own options (keywords) to kernel parameters, checking them: the function
-            calls it, and the registry with the function's defaults (and ``function_params``) gives ``params``,
-            so a grammar name and the function with its defaults cannot drift apart.
-        params: The kernel parameters of the family's name (``ndcg_exp``: exponential gain); derived from
-            ``options`` where it is given.
+        options: Maps the function's own options to kernel parameters, checking them; called by the function, and
+            here with its defaults (and ``function_params``) for ``params``: a grammar name and the function with its
+            defaults cannot drift apart.
+        params: The kernel parameters of the family's name (``ndcg_exp``: exponential gain); from ``options`` if given.
         suffix_param: The parameter a ``.digits`` suffix sets (``rbp.95`` -> ``p = 0.95``), if any.
         higher_is_better: True, False (mean rank), or None (a count, a residual: no direction).
         empty_target_action: Whether ``empty_target_action`` scores queries without relevant items (False: the
@@ -251,180 +245,105 @@ _LOWER = (1.0, None)  # plot bounds of a position: 1 at best, no upper bound
 
 #: Every family, in the order ``evaluate``'s grammar lists them.
 DECLARATIONS: tuple[Declaration, ...] = (
-    Declaration(
-        "precision", "Relevant items in the top k / k (also when the list is shorter).", "linear", _precision,
+    Declaration("precision", "Relevant items in the top k / k (also when the list is shorter).", "linear", _precision,
         aliases=("p", "set_p"), function=precision, options=_precision_options, metric="Precision",
-        trec=(TrecName("P", "cuts", CUTS), TrecName("set_P")),
-    ),
-    Declaration(
-        "recall", "Relevant items in the top k / R.", "linear", _recall,
-        aliases=("recall_cut", "set_recall"), function=recall, metric="Recall",
-        trec=(TrecName("recall", "cuts", CUTS), TrecName("set_recall")),
-    ),
+        trec=(TrecName("P", "cuts", CUTS), TrecName("set_P"))),
+    Declaration("recall", "Relevant items in the top k / R.", "linear", _recall, aliases=("recall_cut", "set_recall"),
+        function=recall, metric="Recall", trec=(TrecName("recall", "cuts", CUTS), TrecName("set_recall"))),
     Declaration("f1", "2PR / (P + R) at k.", "linear", _f1, aliases=("set_f",), function=f1, metric="F1"),
-    Declaration(
-        "success", "1 if a relevant item is in the top k.", "closed form", _hit_rate,
+    Declaration("success", "1 if a relevant item is in the top k.", "closed form", _hit_rate,
         aliases=("hit_rate", "hit"), function=hit_rate, metric="HitRate",
-        trec=(TrecName("success", "cuts", (1, 5, 10)),),
-    ),
-    Declaration(
-        "map", "Average precision: P@i summed over relevant ranks i <= k, / R.", "closed form", _average_precision,
-        aliases=("ap", "map_cut", "average_precision"), function=average_precision, options=_average_precision_options,
-        metric="MAP",
-        trec=(TrecName("map"), TrecName("gm_map", kind="gm"), TrecName("map_cut", "cuts", CUTS)),
-    ),
-    Declaration(
-        "mar", "Average recall: R@i summed over relevant ranks i <= k, / R.", "closed form", _average_recall,
-        aliases=("average_recall",), function=average_recall, metric="MAR",
-    ),
-    Declaration(
-        "rprec", "Precision at R.", "linear", _r_precision, aliases=("r_precision",), takes_k=False,
-        function=r_precision, metric="RPrecision", trec=(TrecName("Rprec"),),
-    ),
-    Declaration(
-        "ndcg", "DCG@k / ideal DCG@k, linear gain, log2 discount.", "linear", _ndcg, aliases=("ndcg_cut",),
+        trec=(TrecName("success", "cuts", (1, 5, 10)),)),
+    Declaration("map", "Average precision: P@i summed over relevant ranks i <= k, / R.", "closed form",
+        _average_precision, aliases=("ap", "map_cut", "average_precision"), function=average_precision,
+        options=_average_precision_options, metric="MAP",
+        trec=(TrecName("map"), TrecName("gm_map", kind="gm"), TrecName("map_cut", "cuts", CUTS))),
+    Declaration("mar", "Average recall: R@i summed over relevant ranks i <= k, / R.", "closed form", _average_recall,
+        aliases=("average_recall",), function=average_recall, metric="MAR"),
+    Declaration("rprec", "Precision at R.", "linear", _r_precision, aliases=("r_precision",), takes_k=False,
+        function=r_precision, metric="RPrecision", trec=(TrecName("Rprec"),)),
+    Declaration("ndcg", "DCG@k / ideal DCG@k, linear gain, log2 discount.", "linear", _ndcg, aliases=("ndcg_cut",),
         function=ndcg, options=_dcg_options, metric="NDCG",
-        trec=(
-            TrecName("ndcg", "gains", parsed=lambda gains: {"gain": _gain_map(gains)}),
-            TrecName("ndcg_cut", "cuts", CUTS),
-        ),
-    ),
-    Declaration(
-        "ndcg_exp", "NDCG with exponential gain 2^label - 1.", "linear", _ndcg, aliases=("ndcg_burges",),
-        function=ndcg, options=_dcg_options, function_params={"gain": "exponential"},
-    ),
-    Declaration(
-        "dcg", "sum of label / log2(i + 1) over the top k.", "linear", _dcg, function=dcg, options=_dcg_options,
-        metric="DCG", plot_bounds=(0.0, None),
-    ),
-    Declaration(
-        "dcg_exp", "DCG with exponential gain 2^label - 1.", "linear", _dcg, aliases=("dcg_burges",),
-        function=dcg, options=_dcg_options, function_params={"gain": "exponential"},
-    ),
-    Declaration(
-        "mrr", "1 / rank of the first relevant item (0 past k).", "closed form", _reciprocal_rank,
+        trec=(TrecName("ndcg", "gains", parsed=lambda gains: {"gain": _gain_map(gains)}),
+              TrecName("ndcg_cut", "cuts", CUTS))),
+    Declaration("ndcg_exp", "NDCG with exponential gain 2^label - 1.", "linear", _ndcg, aliases=("ndcg_burges",),
+        function=ndcg, options=_dcg_options, function_params={"gain": "exponential"}),
+    Declaration("dcg", "sum of label / log2(i + 1) over the top k.", "linear", _dcg, function=dcg, options=_dcg_options,
+        metric="DCG", plot_bounds=(0.0, None)),
+    Declaration("dcg_exp", "DCG with exponential gain 2^label - 1.", "linear", _dcg, aliases=("dcg_burges",),
+        function=dcg, options=_dcg_options, function_params={"gain": "exponential"}),
+    Declaration("mrr", "1 / rank of the first relevant item (0 past k).", "closed form", _reciprocal_rank,
         aliases=("rr", "recip_rank", "reciprocal_rank"), function=reciprocal_rank, metric="MRR",
-        trec=(TrecName("recip_rank"),),
-    ),
-    Declaration(
-        "err", "Expected reciprocal rank; exponential utility, top of scale: each query's top label.", "closed form",
-        _err, function=err, options=_err_options, metric="ERR",
-    ),
-    Declaration(
-        "rbp", "Rank-biased precision, p = 0.9 (rbp.95: p = 0.95).", "linear", _rbp,
-        suffix_param="p", function=rbp, options=_rbp_options, metric="RBP", trec=(TrecName("rbp"),),
-    ),
-    Declaration(
-        "rbp_resid", "RBP's residual: the most unjudged and unseen items could add.", "linear", _rbp,
+        trec=(TrecName("recip_rank"),)),
+    Declaration("err", "Expected reciprocal rank; exponential utility, top of scale: each query's top label.",
+        "closed form", _err, function=err, options=_err_options, metric="ERR"),
+    Declaration("rbp", "Rank-biased precision, p = 0.9 (rbp.95: p = 0.95).", "linear", _rbp, suffix_param="p",
+        function=rbp, options=_rbp_options, metric="RBP", trec=(TrecName("rbp"),)),
+    Declaration("rbp_resid", "RBP's residual: the most unjudged and unseen items could add.", "linear", _rbp,
         suffix_param="p", higher_is_better=None, empty_target_action=False, function=rbp, options=_rbp_options,
-        function_params={"residual": True}, trec=(TrecName("rbp_resid"),),
-    ),
-    Declaration(
-        "mean_rank", "Mean position of the relevant items (k + 1 past the cut-off).", "linear", _mean_rank,
-        higher_is_better=False, function=mean_rank, metric="MeanRank", plot_bounds=_LOWER,
-    ),
-    Declaration(
-        "frp", "Position of the first relevant item (k + 1 if none in the top k).", "closed form",
+        function_params={"residual": True}, trec=(TrecName("rbp_resid"),)),
+    Declaration("mean_rank", "Mean position of the relevant items (k + 1 past the cut-off).", "linear", _mean_rank,
+        higher_is_better=False, function=mean_rank, metric="MeanRank", plot_bounds=_LOWER),
+    Declaration("frp", "Position of the first relevant item (k + 1 if none in the top k).", "closed form",
         _first_relevant_position, aliases=("first_relevant_position",), higher_is_better=False,
-        function=first_relevant_position, metric="FirstRelevantPosition", plot_bounds=_LOWER,
-    ),
-    Declaration(
-        "gap", "Graded average precision, uniform grade probabilities (Robertson et al. 2010).", "closed form",
+        function=first_relevant_position, metric="FirstRelevantPosition", plot_bounds=_LOWER),
+    Declaration("gap", "Graded average precision, uniform grade probabilities (Robertson et al. 2010).", "closed form",
         _graded_average_precision, aliases=("graded_average_precision",), function=graded_average_precision,
-        options=_gap_options, metric="GAP",
-    ),
-    Declaration(
-        "bpref", "Binary preference over judged items (trec_eval bpref).", "refused", trec_extra._bpref,
+        options=_gap_options, metric="GAP"),
+    Declaration("bpref", "Binary preference over judged items (trec_eval bpref).", "refused", trec_extra._bpref,
         takes_k=False, function=trec_extra.bpref,
-        trec=(
-            TrecName("bpref", from_batch=("num_judged",)),
-            TrecName("gm_bpref", kind="gm", from_batch=("num_judged",)),
-        ),
-    ),
+        trec=(TrecName("bpref", from_batch=("num_judged",)),
+              TrecName("gm_bpref", kind="gm", from_batch=("num_judged",)))),
     # computed from the inputs, not from a ranking: a function and classes, no grammar name
-    Declaration(
-        "kendall", "Kendall's tau between the ranking and the label order.", "closed form", takes_k=False,
+    Declaration("kendall", "Kendall's tau between the ranking and the label order.", "closed form", takes_k=False,
         grammar=False, function=kendall_tau, function_params={"distance": False}, metric="KendallTau",
-        plot_bounds=(-1.0, 1.0),
-    ),
-    Declaration(
-        "kendall_distance", "Share of label-ordered pairs ranked wrongly.", "closed form", takes_k=False,
+        plot_bounds=(-1.0, 1.0)),
+    Declaration("kendall_distance", "Share of label-ordered pairs ranked wrongly.", "closed form", takes_k=False,
         grammar=False, higher_is_better=False, function=kendall_tau, function_params={"distance": True},
-        metric="KendallTauDistance",
-    ),
+        metric="KendallTauDistance"),
     # incomplete judgments (torchrank.functional.judgments)
-    Declaration(
-        "relative_p", "Relevant items in the top k / min(k, R): capped recall (BEIR's R_cap@k).", "linear",
+    Declaration("relative_p", "Relevant items in the top k / min(k, R): capped recall (BEIR's R_cap@k).", "linear",
         trec_extra._relative_precision, aliases=("recall_cap", "r_cap"), function=recall_cap, metric="RecallCap",
-        trec=(TrecName("relative_P", "cuts", CUTS), TrecName("set_relative_P")),
-    ),
-    Declaration(
-        "judged", "Share of the top k with a judgment (ir_measures' Judged@k; / min(k, retrieved)).", "linear",
+        trec=(TrecName("relative_P", "cuts", CUTS), TrecName("set_relative_P"))),
+    Declaration("judged", "Share of the top k with a judgment (ir_measures' Judged@k; / min(k, retrieved)).", "linear",
         _judged_fraction, higher_is_better=None, empty_target_action=False, function=judged_fraction,
-        metric="JudgedFraction",
-    ),
+        metric="JudgedFraction"),
     Declaration(
         "infap", "Inferred AP from a judged sample of the pool (trec_eval infAP; qrels label -1: pooled, unjudged).",
         "refused", _inferred_ap, aliases=("inferred_average_precision", "inf_ap"), takes_k=False,
         function=inferred_average_precision, metric="InfAP",
-        trec=(TrecName("infAP", from_batch=("pooled_unjudged",)),),
-    ),
+        trec=(TrecName("infAP", from_batch=("pooled_unjudged",)),)),
     # trec_eval's own measures, reached through their trec_eval names
-    Declaration(
-        "set", "Measures of the retrieved set: set_map, set_F.", "linear", trec_extra._set_measure, takes_k=False,
-        grammar=False,
-        trec=(
-            TrecName("set_map", params={"which": "map"}),
-            TrecName("set_F", "floats", (1.0,), params={"which": "F"}, parsed=lambda v: {"beta": v[0]}),
-        ),
-    ),
-    Declaration(
-        "iprec_at_recall", "Interpolated precision at recall levels.", "refused", trec_extra._iprec, takes_k=False,
-        grammar=False,
-        trec=(TrecName("iprec_at_recall", "levels", trec_extra.IPREC_LEVELS, parsed=lambda v: {"levels": v}),),
-    ),
-    Declaration(
-        "11pt_avg", "Mean interpolated precision over recall levels.", "refused", trec_extra._eleven_point,
+    Declaration("set", "Measures of the retrieved set: set_map, set_F.", "linear", trec_extra._set_measure,
         takes_k=False, grammar=False,
-        trec=(TrecName("11pt_avg", "floats", trec_extra.IPREC_LEVELS, parsed=lambda v: {"levels": v}),),
-    ),
-    Declaration(
-        "rprec_mult", "Precision at multiples of R.", "linear", trec_extra._rprec_mult, takes_k=False, grammar=False,
-        trec=(TrecName("Rprec_mult", "levels", trec_extra.RPREC_MULTIPLES, parsed=lambda v: {"multiples": v}),),
-    ),
-    Declaration(
-        "utility", "a rel_ret + b nonrel_ret + c rel_not_ret + d nonrel_not_ret.", "linear", trec_extra._utility,
-        takes_k=False, grammar=False, empty_target_action=False,
-        trec=(TrecName("utility", "floats", (1.0, -1.0, 0.0, 0.0), parsed=lambda v: {"weights": v}),),
-    ),
-    Declaration(
-        "unj", "Share of the top k without a judgment.", "linear", trec_extra._unjudged, grammar=False,
-        higher_is_better=None, empty_target_action=False, trec=(TrecName("unj", "cuts", (5, 10, 20)),),
-    ),
-    Declaration(
-        "bin_g", "Binary G: mean over relevant items of 1 / log2(2 + non-relevant items above).", "refused",
-        trec_gain._bin_g, takes_k=False, grammar=False, trec=(TrecName("binG"),),
-    ),
-    Declaration(
-        "g", "Normalized gain G (trec_eval's experimental measure, default gains).", "refused", trec_gain._g,
-        takes_k=False, grammar=False, trec=(TrecName("G"),),
-    ),
-    Declaration(
-        "ndcg_rel", "NDCG averaged over the items with a positive gain.", "refused", trec_gain._ndcg_rel,
-        takes_k=False, grammar=False, trec=(TrecName("ndcg_rel"),),
-    ),
-    Declaration(
-        "rndcg", "NDCG averaged at the R levels of the ideal gains.", "refused", trec_gain._rndcg, takes_k=False,
-        grammar=False, trec=(TrecName("Rndcg"),),
-    ),
-    Declaration(
-        "count", "Counts: retrieved, relevant, relevant retrieved, judged non-relevant retrieved.", "linear",
+        trec=(TrecName("set_map", params={"which": "map"}),
+              TrecName("set_F", "floats", (1.0,), params={"which": "F"}, parsed=lambda v: {"beta": v[0]}))),
+    Declaration("iprec_at_recall", "Interpolated precision at recall levels.", "refused", trec_extra._iprec,
+        takes_k=False, grammar=False,
+        trec=(TrecName("iprec_at_recall", "levels", trec_extra.IPREC_LEVELS, parsed=lambda v: {"levels": v}),)),
+    Declaration("11pt_avg", "Mean interpolated precision over recall levels.", "refused", trec_extra._eleven_point,
+        takes_k=False, grammar=False,
+        trec=(TrecName("11pt_avg", "floats", trec_extra.IPREC_LEVELS, parsed=lambda v: {"levels": v}),)),
+    Declaration("rprec_mult", "Precision at multiples of R.", "linear", trec_extra._rprec_mult, takes_k=False,
+        grammar=False,
+        trec=(TrecName("Rprec_mult", "levels", trec_extra.RPREC_MULTIPLES, parsed=lambda v: {"multiples": v}),)),
+    Declaration("utility", "a rel_ret + b nonrel_ret + c rel_not_ret + d nonrel_not_ret.", "linear",
+        trec_extra._utility, takes_k=False, grammar=False, empty_target_action=False,
+        trec=(TrecName("utility", "floats", (1.0, -1.0, 0.0, 0.0), parsed=lambda v: {"weights": v}),)),
+    Declaration("unj", "Share of the top k without a judgment.", "linear", trec_extra._unjudged, grammar=False,
+        higher_is_better=None, empty_target_action=False, trec=(TrecName("unj", "cuts", (5, 10, 20)),)),
+    Declaration("bin_g", "Binary G: mean over relevant items of 1 / log2(2 + non-relevant items above).", "refused",
+        trec_gain._bin_g, takes_k=False, grammar=False, trec=(TrecName("binG"),)),
+    Declaration("g", "Normalized gain G (trec_eval's experimental measure, default gains).", "refused", trec_gain._g,
+        takes_k=False, grammar=False, trec=(TrecName("G"),)),
+    Declaration("ndcg_rel", "NDCG averaged over the items with a positive gain.", "refused", trec_gain._ndcg_rel,
+        takes_k=False, grammar=False, trec=(TrecName("ndcg_rel"),)),
+    Declaration("rndcg", "NDCG averaged at the R levels of the ideal gains.", "refused", trec_gain._rndcg,
+        takes_k=False, grammar=False, trec=(TrecName("Rndcg"),)),
+    Declaration("count", "Counts: retrieved, relevant, relevant retrieved, judged non-relevant retrieved.", "linear",
         trec_extra._count, takes_k=False, grammar=False, higher_is_better=None, empty_target_action=False,
-        trec=tuple(
-            TrecName(f"num_{what}", kind="long", params={"what": what})
-            for what in ("ret", "rel", "rel_ret", "nonrel_judged_ret")
-        ),
-    ),
+        trec=tuple(TrecName(f"num_{what}", kind="long", params={"what": what})
+                   for what in ("ret", "rel", "rel_ret", "nonrel_judged_ret"))),
 )
 
 
@@ -474,11 +393,4 @@ def public_functions() -> dict[str, Callable[..., Tensor]]:
 
 def trec_names() -> Iterator[tuple[TrecName, Declaration]]:
     """Every trec_eval name with its family, in declaration order."""
-    for spec in DECLARATIONS:
-        for trec in spec.trec:
-            yield trec, spec
-
-
-def parse_suffix(spec: Declaration, digits: str) -> dict[str, object]:
-    """The parameter a ``.digits`` suffix sets (``rbp.95`` -> ``{"p": 0.95}``)."""
-    return {spec.suffix_param: float("0." + digits)} if spec.suffix_param else {}
+    return ((trec, spec) for spec in DECLARATIONS for trec in spec.trec)

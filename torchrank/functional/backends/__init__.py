@@ -1,24 +1,17 @@
-"""Which code ranks the lists and computes the measures: one setting, three backends.
+"""Which code ranks the lists and computes the measures: one setting, three backends (docs/backends.md).
 
-- ``"numpy"``: CPU tensors only. numpy's SIMD sorts of packed keys, with host-side planning of tied rows: the
-  fastest route on a CPU, and the reference the others are tested against.
-- ``"torch"``: stock torch ops on any device, with **no host synchronisation** on dense input: one sort per
-  call, ties by closed forms per tie group, argument checks that keep their values on the device.
-- ``"triton"``: fused kernels (one program per list reads its scores and labels once, ranks them in registers
-  and computes every measure asked of it); CUDA tensors, or CPU tensors under ``TRITON_INTERPRET=1``. A request
-  the kernels do not cover (a measure or option without a kernel, lists longer than
-  :data:`TRITON_MAX_ITEMS`, tensors on another device or on CPU without the interpreter) runs on ``"torch"``.
-- ``"auto"`` (default): ``"triton"`` on CUDA where triton imports, ``"torch"`` on any other non-CPU device,
-  ``"numpy"`` on CPU.
-
-Every backend returns the same values (the test suite runs each on CPU). Choose one for the process with
-:func:`set_backend`, for a block with :func:`use_backend`, or with the environment variable
-``TORCHRANK_BACKEND``.
+``"numpy"`` (CPU tensors: numpy's SIMD sorts of packed keys, tied rows planned on the host; the reference the others
+are tested against), ``"torch"`` (stock torch ops on any device, no host synchronisation on dense input) and
+``"triton"`` (fused kernels on CUDA, or on CPU under ``TRITON_INTERPRET=1``; a request they do not cover, lists
+longer than :data:`TRITON_MAX_ITEMS` included, runs on ``"torch"``). ``"auto"`` (default): ``"triton"`` on CUDA
+where triton imports, ``"torch"`` on any other non-CPU device, ``"numpy"`` on CPU. Every backend returns the same
+values. Choose one for the process with :func:`set_backend`, for a block with :func:`use_backend`, or with the
+environment variable ``TORCHRANK_BACKEND``.
 
 Each backend is an object (:func:`backend_for` gives the one that runs a device) implementing one seam,
 :class:`Backend`: ``order(inputs, ties, relevance_threshold, depth) -> Ranking`` and the few operations whose fastest
 form differs by backend (the value checks, the ideal's sort, tie-group means, a fused kernel). The pipeline asks for
-the backend once per request and calls it; nothing else asks which backend runs (docs/architecture.md).
+the backend once per request; nothing else asks which backend runs (docs/architecture.md).
 
 Example:
     >>> import torch
@@ -107,12 +100,8 @@ def _from_environment() -> str:
 
 
 def backend_for(device: torch.device) -> Backend:
-    """The backend (the numpy, torch or triton one; its ``name`` says which) that ranks tensors on ``device``.
-
-    Raises ``ValueError`` for a backend that cannot run there: ``"numpy"`` off the CPU, ``"triton"`` where triton
-    does not import. ``"triton"`` on tensors no kernel runs on (CPU without ``TRITON_INTERPRET=1``, other devices)
-    is ``"torch"``.
-    """
+    """The backend (its ``name`` says which) that ranks tensors on ``device``; ``ValueError`` for one that cannot run
+    there (``"numpy"`` off the CPU, ``"triton"`` where triton does not import)."""
     name = get_backend()
     if name == "auto":
         if device.type == "cpu":

@@ -11,12 +11,7 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._descending import descending_rows
-from torchrank.functional._inputs import (
-    IDEAL_MISSES_LABELS,
-        RankingInput,
-    _raise_problem,
-    value_range,
-)
+from torchrank.functional._inputs import IDEAL_MISSES_LABELS, RankingInput, _raise_problem, value_range
 from torchrank.functional._ranked import Ranking, _gather_ranking, rows_any
 from torchrank.functional.backends._numpy.ids import _NUMPY_FIRST_MIN_IDS, _first_numpy, _match_numpy
 from torchrank.functional.backends._numpy.order import _rank_tied_rows_apart
@@ -32,10 +27,9 @@ class NumpyBackend(TorchBackend):
     checks_on_host = True
 
     def order(self, inputs: RankingInput, ties: str, relevance_threshold: float, depth: int | None) -> Ranking:
-        """The tie order only matters for the rows that hold a tie within ``depth`` between items of different labels
-        (or judged flags): every other row is ranked once, ties aside, and those few rows get a ranking of their own
-        that applies ``ties`` exactly (:attr:`Ranking.apart`; :func:`~torchrank.functional._ranked.apply_measure`
-        merges them); finding and planning them reads small tensors on the host."""
+        """The tie order only matters in rows that tie items of different labels (or judged flags) within ``depth``:
+        the others are ranked once, ties aside, and those few (found on the host) get a ranking of their own that
+        applies ``ties`` exactly (:attr:`Ranking.apart`, merged by ``apply_measure``)."""
         if in_rank_order(inputs):  # no row ties: an untied row ranks as "first", as the sorting routes label it
             return _gather_ranking(inputs, _width(inputs, depth), "first" if ties == "average" else ties,
                                    relevance_threshold)
@@ -111,8 +105,7 @@ class NumpyBackend(TorchBackend):
 
 def _misses_labels(target: Tensor, ideal: Tensor, top: float | None) -> bool:
     """:func:`~torchrank.functional._inputs.ideal_misses_labels` of CPU rows by numpy (whose sorts beat torch's on
-    CPU); ``top``: the largest of integer labels (read by the value checks), else None. Small integer labels are
-    compared by counts at each value."""
+    CPU); ``top``: the largest of integer labels (read by the value checks), else None."""
     listed, judged = (x.numpy() if x.dtype != torch.bfloat16 else x.float().numpy() for x in (target, ideal))
     if top is not None and top <= _COUNTED_LABELS:
         return any(bool((np.count_nonzero(listed >= t, 1) > np.count_nonzero(judged >= t, 1)).any())

@@ -30,8 +30,8 @@ def _match_numpy(
     relevant: the first ranked copy of a relevant id, and no later copy, as documented; that neighbour is the
     id's relevant copy with the largest label. The ideal is each relevant entry's label in place, but 0 at
     padding and at an id's repeats: the relevant entries followed by one of the same id, whose label is not
-    larger. The keys are int32 where the id range allows (twice as fast to sort), int64 otherwise; None (the
-    torch path then) when they would need more bits, or when graded labels are not non-negative integers.
+    larger. None (the torch path then) when the keys would need more than 64 bits (:func:`_key_dtype`), or when
+    graded labels are not non-negative integers.
     """
     ranked, relevant = ranked_ids.numpy(), relevant_ids.numpy()
     batch, k = ranked.shape
@@ -55,24 +55,18 @@ def _match_numpy(
     bits = max(1, (max(k, m) - 1).bit_length())  # a position
     side = bits + label_bits  # the bit that tells a ranked entry
     shift = side + 1
-    if span < 2 ** (31 - shift):
-        key_dtype = np.int32
-    elif span < 2 ** (63 - shift):
-        key_dtype = np.int64
-    else:
+    key_dtype = _key_dtype(span, shift)
+    if key_dtype is None:
         return None
-    key_bits = np.iinfo(key_dtype).bits
-    # key = (id << shift) + (tag - (lowest << shift)), in the key type's wrapping arithmetic: exact, since the
-    # true key fits the type; a column's constant is added in one pass (a label, if any, in another)
+    # a column's constant is added in one pass (a label, if any, in another)
     raw_tags = [*range(m), *((1 << side) | j for j in range(k))]
-    tags = [t - (lowest << shift) for t in raw_tags]
-    tags = np.array([(t + 2 ** (key_bits - 1)) % 2**key_bits - 2 ** (key_bits - 1) for t in tags], dtype=key_dtype)
+    tags = _wrapped([t - (lowest << shift) for t in raw_tags], key_dtype)
     pad_keys = np.array([(span - column << shift) + t for column, t in enumerate(raw_tags)], dtype=key_dtype)
     position_mask, label_mask = (1 << bits) - 1, (1 << label_bits) - 1
     padding = relevant == pad_id
     real = mask.numpy()
     ranked_padding = None if real.all() else ~real
-    target = np.empty((batch, k), dtype=_numpy_dtype(label_dtype))  # zeroed block by block, below
+    target = np.empty((batch, k), dtype=torch.empty(0, dtype=label_dtype).numpy().dtype)  # zeroed block by block, below
     if labels is None:
         distinct = m - np.count_nonzero(padding, axis=1)  # R, less the repeats found below
     else:
@@ -117,10 +111,6 @@ def _match_numpy(
     return torch.from_numpy(target), torch.from_numpy(ideal)
 
 
-def _numpy_dtype(dtype: torch.dtype) -> np.dtype:
-    return torch.empty(0, dtype=dtype).numpy().dtype
-
-
 def _first_numpy(ids: Tensor) -> Tensor | None:
     """:func:`first_occurrence` before the padding check, by numpy's sort of keys ``(id - lowest) << b |
     position``; None when the ids span more than an int64 key holds."""
@@ -128,15 +118,12 @@ def _first_numpy(ids: Tensor) -> Tensor | None:
     k = x.shape[1]
     lowest = int(x.min())
     bits = max(1, (k - 1).bit_length())
-    span = int(x.max()) - lowest
-    key_dtype = np.int32 if span < 2 ** (31 - bits) else np.int64 if span < 2 ** (63 - bits) else None
+    key_dtype = _key_dtype(int(x.max()) - lowest, bits)
     if key_dtype is None:
         return None
-    key_bits = np.iinfo(key_dtype).bits
-    tags = [(j - (lowest << bits) + 2 ** (key_bits - 1)) % 2**key_bits - 2 ** (key_bits - 1) for j in range(k)]
-    keys = x.astype(key_dtype)  # wraps like the key arithmetic, which undoes it (see _match_numpy)
+    keys = x.astype(key_dtype)  # wraps like the key arithmetic, which undoes it
     keys <<= bits
-    keys += np.array(tags, dtype=key_dtype)
+    keys += _wrapped([j - (lowest << bits) for j in range(k)], key_dtype)
     keys.sort(axis=1)
     merged = keys.reshape(-1)
     repeat = np.flatnonzero((merged[1:] >> bits) == (merged[:-1] >> bits)) + 1  # a copy after its id's first
@@ -144,3 +131,14 @@ def _first_numpy(ids: Tensor) -> Tensor | None:
     first = np.ones(x.shape, dtype=bool)
     first.reshape(-1)[repeat // k * k + (merged[repeat] & ((1 << bits) - 1))] = False
     return torch.from_numpy(first)
+
+
+def _key_dtype(span: int, shift: int) -> type | None:
+    """int32 keys where a span of ``span`` ids shifted by ``shift`` fit (twice as fast to sort), else int64, or None."""
+    return np.int32 if span < 2 ** (31 - shift) else np.int64 if span < 2 ** (63 - shift) else None
+
+
+def _wrapped(tags: list[int], key_dtype: type) -> np.ndarray:
+    """``tags`` wrapped as the ids' cast wraps: ``(id << shift) + tag`` is then exact, the true key fitting the type."""
+    bits = np.iinfo(key_dtype).bits
+    return np.array([(t + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1) for t in tags], dtype=key_dtype)
