@@ -78,33 +78,50 @@ def fused_values(
         if ideal2.dtype == torch.bool:
             ideal2 = ideal2.view(torch.uint8)
     m = n if ideal2 is None else ideal2.shape[1]
-    block = triton.next_power_of_2(n)
-    ideal_block = triton.next_power_of_2(m)
     out = torch.empty(q, len(columns), dtype=torch.float32, device=preds.device)
     errors = empty_target_action == "error"
     flags = torch.empty(q, len(columns), dtype=torch.uint8, device=preds.device) if errors else out
     cuts = _cuts(tuple(c.k for c in columns), preds.device)
     rbp_params = _rbp_params(tuple((c.p, c.top) for c in columns), preds.device)
-    codes = tuple(c.code for c in columns)
+    config = launch_config(columns, n=n, m=m, ties=ties, has_mask=mask2 is not None, has_ideal=ideal2 is not None,
+                           errors=errors, check_values=check_values)
     fill = _FILL.get(empty_target_action, 0.0)
-    err_ties = ties == "average" and ERR in codes
-    mixed = torch.empty(q, dtype=torch.uint8, device=preds.device) if err_ties else out
+    mixed = torch.empty(q, dtype=torch.uint8, device=preds.device) if config["WRITE_MIXED"] else out
     problems = torch.zeros(1, dtype=torch.int32, device=preds.device) if check_values else cuts
     _fused_kernel[(q,)](
         preds2, target2, preds2 if mask2 is None else mask2, preds2 if ideal2 is None else ideal2, cuts, rbp_params,
         out, flags, mixed, problems,
         n, m, preds2.stride(0), target2.stride(0), 0 if mask2 is None else mask2.stride(0),
         0 if ideal2 is None else ideal2.stride(0), float(relevance_threshold), fill,
-        CODES=_pack(codes), NUM_COLS=len(columns), BLOCK=block, IDEAL_BLOCK=ideal_block,
-        HAS_MASK=mask2 is not None, HAS_IDEAL=ideal2 is not None, TIES=TIE_CODES[ties],
+        **config,
+    )
+    found = (problems & _problem_bits(preds.device)) != 0 if check_values else None
+    return out, (flags.bool() if errors else None), (mixed.bool() if config["WRITE_MIXED"] else None), found
+
+
+def launch_config(
+    columns: list[Column], *, n: int, m: int, ties: str, has_mask: bool, has_ideal: bool, errors: bool,
+    check_values: bool,
+) -> dict[str, object]:
+    """The kernel's compile-time arguments (its constexprs and ``num_warps``) for a request: one compiled variant per
+    distinct answer. The dispatcher launches with it, and ``benchmarks.kernel_report`` compiles what it returns, so
+    the report covers exactly the variants a call can launch."""
+    codes = tuple(c.code for c in columns)
+    block = triton.next_power_of_2(n)
+    return dict(
+        CODES=_pack(codes), NUM_COLS=len(columns), BLOCK=block, IDEAL_BLOCK=triton.next_power_of_2(m),
+        HAS_MASK=has_mask, HAS_IDEAL=has_ideal, TIES=TIE_CODES[ties],
         NEED_GAIN=any(c in (DCG, NDCG) for c in codes), NEED_EXP=any(c in (DCG_EXP, NDCG_EXP) for c in codes),
         NEED_AP=AP in codes, NEED_RR=any(c in (RR, SUCCESS, FRP) for c in codes), NEED_ERR=ERR in codes,
         NEED_RBP=RBP in codes,
-        WRITE_FLAGS=errors, WRITE_MIXED=err_ties, CHECK_VALUES=check_values,
+        WRITE_FLAGS=errors, WRITE_MIXED=ties == "average" and ERR in codes, CHECK_VALUES=check_values,
         num_warps=4 if block <= 1024 else 8,
     )
-    found = (problems & _problem_bits(preds.device)) != 0 if check_values else None
-    return out, (flags.bool() if errors else None), (mixed.bool() if err_ties else None), found
+
+
+def kernel_for(config: dict[str, object]):
+    """The jitted kernel that ``config`` (:func:`launch_config`'s, less ``num_warps``) launches."""
+    return _fused_kernel
 
 
 def _pack(codes: tuple[int, ...]) -> int:
