@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, TypeVar
 
-# what a column of the kernel's output holds (the kernel's constexpr codes, four bits each)
+# what a column of the kernel's output holds (the kernel's constexpr codes, eight bits each)
 PRECISION, RECALL, F1, SUCCESS, AP, RR, DCG, DCG_EXP, NDCG, NDCG_EXP, ERR, RPREC, FRP, MEAN_RANK, RBP = range(15)
 # the columns whose empty query is one without a relevant item (binary); the others': no positive label (graded)
 BINARY_CODES = (PRECISION, RECALL, F1, SUCCESS, AP, RR, RPREC, FRP, MEAN_RANK)

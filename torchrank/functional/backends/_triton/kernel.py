@@ -151,8 +151,11 @@ def kernel_for(config: dict[str, object]):
 
 
 def _pack(codes: tuple[int, ...]) -> int:
-    """The column codes as one integer, four bits each (a constexpr the kernel unpacks at compile time)."""
-    return sum(code << (4 * j) for j, code in enumerate(codes))
+    """The column codes as one integer, eight bits each (a constexpr the kernel unpacks at compile time): room for
+    256 codes, where four bits held 16 and the measures already use 15."""
+    if any(not 0 <= code < 256 for code in codes):
+        raise ValueError(f"A fused column code must fit in 8 bits, got {codes}.")
+    return sum(code << (8 * j) for j, code in enumerate(codes))
 
 
 @functools.lru_cache(maxsize=16)
@@ -406,7 +409,7 @@ if triton is not None:
             tl.atomic_or(problems_ptr, bits, mask=bits != 0)
         r_clamped = tl.maximum(num_relevant, 1.0)
         for j in tl.static_range(NUM_COLS):
-            code = (CODES >> (4 * j)) & 15  # a constexpr: each column compiles its own branch
+            code = (CODES >> (8 * j)) & 255  # a constexpr (_pack's eight bits): each column compiles its own branch
             k = tl.load(cuts_ptr + j)
             k_eff = tl.where(k > 0, k.to(tl.float32), num_valid.to(tl.float32))
             if code == 0:
