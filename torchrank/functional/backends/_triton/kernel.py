@@ -214,6 +214,62 @@ if triton is not None:
         return tl.gather(cumulative, end, 0) - tl.gather(cumulative, start, 0) + tl.gather(values, start, 0)
 
     @triton.jit
+    def _judged(labels, real, pos, ideal_row, m, threshold, IDEAL_BLOCK: tl.constexpr, HAS_IDEAL: tl.constexpr):
+        # the judged labels (ideal_target's row, else the list's) with R, the largest judged and listed labels, the
+        # scale of the exponential gains, the listed items' count, and the ideal's value-check bit (NaN, inf, < 0)
+        top_label = tl.max(labels, 0)  # padding reads 0
+        num_valid = tl.sum(real.to(tl.int32), 0)
+        if HAS_IDEAL:
+            ipos = tl.arange(0, IDEAL_BLOCK)
+            judged = ipos < m
+            ideal = tl.load(ideal_row + ipos, mask=judged, other=0).to(tl.float32)
+            ideal_bits = tl.max(((ideal < 0) | (ideal * 0.0 != 0.0)).to(tl.int32), 0)
+        else:
+            ipos = pos
+            judged = real
+            ideal = labels
+            ideal_bits = num_valid * 0
+        num_relevant = tl.sum(tl.where(ideal >= threshold, 1.0, 0.0), 0)
+        top_ideal = tl.max(ideal, 0)
+        # exponential gains as (2^label - 1) / 2^scale (the largest label): NDCG's ratio unchanged, no overflow
+        scale = tl.maximum(tl.maximum(top_ideal, top_label), 0.0)
+        return ipos, judged, ideal, num_relevant, top_ideal, top_label, scale, num_valid, ideal_bits
+
+    @triton.jit
+    def _ideal_dcg(ideal, ipos, scale, NEED_GAIN: tl.constexpr, NEED_EXP: tl.constexpr, SORT: tl.constexpr):
+        # the ideal DCG at each depth, both gains (zeros where not asked), of the judged labels (sorted here with
+        # SORT, else already in descending order)
+        ideal_discount = 0.6931471805599453 / tl.log((ipos + 2).to(tl.float32))
+        ideal_dcg = tl.zeros_like(ideal_discount)
+        ideal_dcg_exp = ideal_dcg
+        if NEED_GAIN or NEED_EXP:
+            ideal_sorted = ideal
+            if SORT:
+                ideal_sorted = tl.sort(ideal, 0, descending=True)
+            if NEED_GAIN:
+                ideal_dcg = tl.cumsum(ideal_sorted * ideal_discount, 0)
+            if NEED_EXP:
+                ideal_dcg_exp = tl.cumsum((tl.exp2(ideal_sorted - scale) - tl.exp2(-scale)) * ideal_discount, 0)
+        return ideal_dcg, ideal_dcg_exp
+
+    @triton.jit
+    def _first_relevant_sums(first_probability, rank):
+        # P(found in the top i), E[1/rank; found], E[rank; found] at each depth, from P(first relevant at i)
+        found = tl.cumsum(first_probability, 0)
+        rr = tl.cumsum(first_probability / rank, 0)
+        return found, rr, tl.cumsum(first_probability * rank, 0)
+
+    @triton.jit
+    def _err_sums(ranked, valid, at, rank, scale):
+        # ERR at each depth of the order as given: exact where no tie group holds different labels
+        top = tl.where(scale > 0, scale, 1.0)
+        stop = tl.where(valid, tl.exp2(ranked - top) - tl.exp2(-top), 0.0)  # (2^g - 1) / 2^top, no overflow
+        # the exclusive product of (1 - stop) above each position (a stop probability can round to 1)
+        survive = tl.cumprod(1.0 - stop, 0)
+        reach = tl.where(at == 0, 1.0, tl.gather(survive, tl.maximum(at - 1, 0), 0))
+        return tl.cumsum(reach * stop / rank, 0)
+
+    @triton.jit
     def _read(cum, pos, k, last):
         # a cumulative quantity at cut-off k (0: the whole list, read at the last position)
         at = tl.where(k > 0, tl.minimum(k, last + 1) - 1, last)
@@ -245,32 +301,11 @@ if triton is not None:
             bits |= tl.max((labels < 0).to(tl.int32), 0) << 2
         labels = tl.where(real, labels, 0.0)
 
-        top_label = tl.max(labels, 0)  # the list's largest label (padding reads 0)
-        num_valid = tl.sum(real.to(tl.int32), 0)
-        # the judged labels: R and the top of the label scale
-        if HAS_IDEAL:
-            ipos = tl.arange(0, IDEAL_BLOCK)
-            judged = ipos < m
-            ideal = tl.load(ideal_ptr + row * ideal_stride + ipos, mask=judged, other=0).to(tl.float32)
-            if CHECK_VALUES:
-                bits |= tl.max(((ideal < 0) | (ideal * 0.0 != 0.0)).to(tl.int32), 0) << 3
-        else:
-            ipos = pos
-            judged = real
-            ideal = labels
-        num_relevant = tl.sum(tl.where(ideal >= threshold, 1.0, 0.0), 0)
-        top_ideal = tl.max(ideal, 0)
-        # exponential gains as (2^label - 1) / 2^scale (the largest label): NDCG's ratio unchanged, no overflow
-        scale = tl.maximum(tl.maximum(top_ideal, top_label), 0.0)
-        mixed = num_valid < 0  # False, as a tensor both branches can assign
-
-        # every quantity a column may read, defined whatever is asked: some triton versions compile each column's
+        # every quantity a column may read is defined whatever is asked: some triton versions compile each column's
         # branches even where its code (a constexpr) rules them out
         if DEPTH == 0:  # the whole order: one sort of every item's key
             at = pos
             last = BLOCK - 1
-            iat = ipos
-            ilast = IDEAL_BLOCK - 1
             # ordered score bits high, then the tie-break: the label's ordered bits (ties that "average" averages
             # whole, or orders by label) or the reversed index ("first": input order)
             high = _ordered(scores.to(tl.int32, bitcast=True)).to(tl.int64) << 32
@@ -282,6 +317,12 @@ if triton is not None:
                 low = _ordered(labels.to(tl.int32, bitcast=True)).to(tl.int64) + 0x80000000
             keys = tl.where(real, high | low, -0x7FFFFFFFFFFFFFFF - 1)  # padding: the least key, sorted last
             keys = tl.sort(keys, 0, descending=True)
+            # the judged labels' counts after the sort, not live across it (registers)
+            ipos, judged, ideal, num_relevant, top_ideal, top_label, scale, num_valid, ideal_bits = _judged(
+                labels, real, pos, ideal_ptr + row * ideal_stride, m, threshold, IDEAL_BLOCK, HAS_IDEAL)
+            mixed = num_valid < 0  # False, as a tensor both branches can assign
+            iat = ipos
+            ilast = IDEAL_BLOCK - 1
             valid = keys != -0x7FFFFFFFFFFFFFFF - 1
             if TIES == 0:
                 index = (BLOCK - 1 - (keys & 0xFFFFFFFF)).to(tl.int32)
@@ -315,36 +356,49 @@ if triton is not None:
                 end = tl.associative_scan(tl.where(ends_group, pos, BLOCK - 1), 0, _min_combine, reverse=True)
                 size = (end - start + 1).to(tl.float32)
                 group_relevant = _group_sum(relevant, hits_cum, start, end)
-            expected_relevant = group_relevant / size
-            gains = ranked
-            gains_exp = ranked
-            precision_terms = ranked
-            first_probability = ranked
+            # each cumulative as soon as its terms exist: fewer arrays live at once (registers, at 1,024 items)
+            hits = tl.cumsum(group_relevant / size, 0)  # expected relevant items in the top i
+            rank_sum = tl.cumsum(group_relevant / size * rank, 0)  # expected rank times relevance (mean rank)
+            discount = 0.6931471805599453 / tl.log(rank + 1.0)  # 1 / log2(i + 1)
+            dcg = hits
+            dcg_exp = hits
+            ap = hits
+            found = hits
+            rr = hits
+            first_position = hits
+            err = hits
+            graded = ranked
             if NEED_GAIN or NEED_RBP:
                 if tied:
-                    gains = _group_sum(gains, tl.cumsum(gains, 0), start, end) / size
+                    graded = _group_sum(ranked, tl.cumsum(ranked, 0), start, end) / size
+                dcg = tl.cumsum(graded * discount, 0)
             if NEED_EXP:
                 gains_exp = tl.where(valid, tl.exp2(ranked - scale) - tl.exp2(-scale), 0.0)
                 if tied:
                     gains_exp = _group_sum(gains_exp, tl.cumsum(gains_exp, 0), start, end) / size
+                dcg_exp = tl.cumsum(gains_exp * discount, 0)
+            ideal_dcg, ideal_dcg_exp = _ideal_dcg(ideal, ipos, scale, NEED_GAIN, NEED_EXP, True)
             if NEED_AP:
                 precision_terms = relevant * hits_cum / rank
                 if tied:
                     before = tl.gather(hits_cum - relevant, start, 0)
                     precision_terms = ap_terms(group_relevant, size, pos, start, before, rank)
+                ap = tl.cumsum(precision_terms, 0)
             if NEED_RR:
                 first_probability = tl.where((relevant > 0) & (hits_cum == 1.0), 1.0, 0.0)
                 if tied:
                     before = tl.gather(hits_cum - relevant, start, 0)
                     first_probability = first_relevant_probability(group_relevant, size, pos, start, before)
+                found, rr, first_position = _first_relevant_sums(first_probability, rank)
             if WRITE_MIXED:  # a tie group of different labels: ERR's expectation there is left to the caller
                 if tied:
                     label_sum = _group_sum(ranked, tl.cumsum(ranked, 0), start, end)
                     mixed = tl.sum((label_sum != ranked * size).to(tl.int32), 0) > 0
-            ideal_sorted = tl.zeros([IDEAL_BLOCK], tl.float32)
-            if NEED_GAIN or NEED_EXP:
-                ideal_sorted = tl.sort(ideal, 0, descending=True)
+            if NEED_ERR:
+                err = _err_sums(ranked, valid, pos, rank, scale)
         else:  # the top DEPTH positions only, by rounds of max (select.py), and the ideal's likewise
+            _, judged, ideal, num_relevant, top_ideal, top_label, scale, num_valid, ideal_bits = _judged(
+                labels, real, pos, ideal_ptr + row * ideal_stride, m, threshold, IDEAL_BLOCK, HAS_IDEAL)
             at, valid, size, label_sum, group_relevant, exp_sum, start, before, mixed = select_top(
                 _ordered(scores.to(tl.int32, bitcast=True)), labels, real, pos, threshold, scale, deepest, num_valid,
                 DEPTH, BLOCK, TIES, NEED_EXP, WRITE_MIXED)
@@ -352,58 +406,25 @@ if triton is not None:
             iat = at
             ilast = DEPTH - 1
             rank = (at + 1).to(tl.float32)
-            expected_relevant = group_relevant / size
-            gains = label_sum / size
-            ranked = gains  # exact but where a group holds different labels (ERR then leaves it to the caller)
-            gains_exp = exp_sum / size
-            precision_terms = gains
-            first_probability = gains
-            if NEED_AP:
-                precision_terms = ap_terms(group_relevant, size, at, start, before, rank)
-            if NEED_RR:
-                first_probability = first_relevant_probability(group_relevant, size, at, start, before)
+            discount = 0.6931471805599453 / tl.log(rank + 1.0)
+            hits = tl.cumsum(group_relevant / size, 0)
+            rank_sum = tl.cumsum(group_relevant / size * rank, 0)
+            graded = label_sum / size  # exact but where a group holds different labels (ERR leaves those)
+            dcg = tl.cumsum(graded * discount, 0)
+            dcg_exp = tl.cumsum(exp_sum / size * discount, 0)
+            ap = tl.cumsum(ap_terms(group_relevant, size, at, start, before, rank), 0)
+            found, rr, first_position = _first_relevant_sums(
+                first_relevant_probability(group_relevant, size, at, start, before), rank)
+            err = _err_sums(graded, valid, at, rank, scale)
             ideal_sorted = tl.zeros([DEPTH], tl.float32)
             if NEED_GAIN or NEED_EXP:
                 ideal_sorted = select_ideal(ideal, judged, deepest, DEPTH)
-        hits = tl.cumsum(expected_relevant, 0)  # expected relevant items in the top i
-        discount = 0.6931471805599453 / tl.log(rank + 1.0)  # 1 / log2(i + 1)
-
-        dcg = hits
-        dcg_exp = hits
-        ap = hits
-        found = hits
-        rr = hits
-        first_position = hits
-        err = hits
-        graded = gains
-        ideal_dcg = tl.zeros_like(ideal_sorted)
-        ideal_dcg_exp = ideal_dcg
-        ideal_discount = 0.6931471805599453 / tl.log((iat + 2).to(tl.float32))
-        if NEED_GAIN:
-            dcg = tl.cumsum(gains * discount, 0)
-            ideal_dcg = tl.cumsum(ideal_sorted * ideal_discount, 0)
-        if NEED_EXP:
-            dcg_exp = tl.cumsum(gains_exp * discount, 0)
-            ideal_dcg_exp = tl.cumsum((tl.exp2(ideal_sorted - scale) - tl.exp2(-scale)) * ideal_discount, 0)
-        if NEED_AP:
-            ap = tl.cumsum(precision_terms, 0)
-        if NEED_RR:
-            found = tl.cumsum(first_probability, 0)
-            rr = tl.cumsum(first_probability / rank, 0)
-            first_position = tl.cumsum(first_probability * rank, 0)  # E[rank of the first relevant; found]
+            ideal_dcg, ideal_dcg_exp = _ideal_dcg(ideal_sorted, at, scale, NEED_GAIN, NEED_EXP, False)
+        if CHECK_VALUES:
+            bits |= ideal_bits << 3
         if WRITE_MIXED:
             tl.store(mixed_ptr + row, mixed.to(tl.uint8))
-        if NEED_ERR:  # the value of the order as sorted: exact where no tie group holds different labels
-            top = tl.where(scale > 0, scale, 1.0)
-            stop = tl.where(valid, tl.exp2(ranked - top) - tl.exp2(-top), 0.0)  # (2^g - 1) / 2^top, no overflow
-            # the exclusive product of (1 - stop) above each position (a stop probability can round to 1)
-            survive = tl.cumprod(1.0 - stop, 0)
-            reach = tl.where(at == 0, 1.0, tl.gather(survive, tl.maximum(at - 1, 0), 0))
-            err = tl.cumsum(reach * stop / rank, 0)
-        # RBP's gains: label / top, averaged over tie groups; each column weighs them by its own p
-        top_label = tl.where(scale > 0, scale, 1.0)
-        # expected rank times relevance, summed (mean rank): the positions' expected relevance is hits' increment
-        rank_sum = tl.cumsum(expected_relevant * rank, 0)
+        top_label = tl.where(scale > 0, scale, 1.0)  # RBP's gains: label / top (each column weighs by its own p)
 
         if CHECK_VALUES:  # one atomic, by the few programs that found a problem
             tl.atomic_or(problems_ptr, bits, mask=bits != 0)
