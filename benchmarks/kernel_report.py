@@ -20,6 +20,7 @@ Static counts are a proxy: see docs/backends.md for what they predict and where 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -150,8 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     variants = list(grid([int(a) for a in args.arch.split(",")], sets, args.ties.split(","),
                          [int(b) for b in args.blocks.split(",")], _flags(args.mask), _flags(args.ideal)))
     rows = []
-    with ProcessPoolExecutor(max(args.jobs, 1)) as pool:
-        for row in pool.map(compile_variant, variants):
+    with ProcessPoolExecutor(args.jobs) if args.jobs > 1 else contextlib.nullcontext() as pool:
+        for row in (pool.map if pool else map)(compile_variant, variants):
             rows.append(row)
             if args.json:
                 print(json.dumps(row), flush=True)
