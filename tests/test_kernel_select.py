@@ -23,8 +23,9 @@ AT_CUTOFFS = ["ndcg@{k}", "ndcg_exp@{k}", "dcg@{k}", "P@{k}", "recall@{k}", "f1@
 
 @pytest.fixture
 def interpreted():
-    if not backends.triton_interprets():
-        pytest.skip("TRITON_INTERPRET=1 was not set before the kernels were defined")
+    """A GPU where there is one (benchmarks/gpu_session.sh runs this file there), else Triton's CPU interpreter."""
+    if not torch.cuda.is_available() and not backends.triton_interprets():
+        pytest.skip("no GPU, and TRITON_INTERPRET=1 was not set before the kernels were defined")
 
 
 def _depths(monkeypatch) -> list[int]:
@@ -38,8 +39,11 @@ def _depths(monkeypatch) -> list[int]:
 
 
 def _both(preds, target, names, **options) -> None:
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    on_device = {key: value.to(device) if isinstance(value, torch.Tensor) else value for key, value in options.items()}
     with torchrank.use_backend("triton"):
-        got = F.evaluate(preds, target, names, reduction="none", **options)
+        got = F.evaluate(preds.to(device), target.to(device), names, reduction="none", **on_device)
+        got = {name: value.cpu() for name, value in got.items()}
     with torchrank.use_backend("numpy"):
         expected = F.evaluate(preds, target, names, reduction="none", **options)
     for name in names:
