@@ -9,6 +9,11 @@ backend (group means for the gains and the hits, McSherry and Najork's expectati
 the lists that hold a tie. The result equals the torch backend's (the test suite runs both under
 ``TRITON_INTERPRET=1`` on CPU).
 
+Where every column's cut-off is at most :data:`SELECT_DEPTH`, the kernel sorts nothing: rounds of max select the top
+positions and the ideal's, a whole tie group per round (:mod:`~torchrank.functional.backends._triton.select`); the
+same cumulative arrays then feed the same column code. :func:`launch_config` picks the variant; benchmarks/
+kernel_report.py compiles each ahead of time.
+
 :func:`~torchrank.functional._fused_columns.fused_columns` says whether a request is covered (the measure modules
 declare what the kernel computes there); what is not (other measures or options, float64 scores, flat input, lists
 past :data:`~torchrank.functional.backends.TRITON_MAX_ITEMS`) runs on the torch backend.
