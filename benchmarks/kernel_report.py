@@ -3,8 +3,8 @@
 ``python -m benchmarks.kernel_report --arch 80,90 --json`` compiles, with no GPU, each kernel variant the dispatcher
 can launch (measure families, tie modes, mask and ``ideal_target``, list blocks 16 to 4,096: the compile-time
 arguments come from the dispatcher's own ``launch_config``) for each architecture, and prints one JSON object per
-line: ``arch``, ``measures`` (registry names), ``ties``, ``block``, ``mask``, ``ideal``, ``kernel`` (``"sort"`` or
-``"select"``), ``registers``, ``spills`` (bytes of local memory per thread: ptxas' stack frame),
+line: ``arch``, ``measures`` (registry names), ``ties``, ``block``, ``mask``, ``ideal``, ``kernel`` (``"sort"``,
+``"select"`` or ``"counts"``), ``registers``, ``spills`` (bytes of local memory per thread: ptxas' stack frame),
 ``sass_instructions`` (every instruction of the cubin's SASS, the alignment NOPs at its end included), ``compiled``
 (False with ``error`` where the compile failed: the dispatcher would then fall back to torch with a warning).
 
@@ -106,7 +106,7 @@ def compile_variant(variant: dict) -> dict:
                                  check_values=True)
     num_warps = config.pop("num_warps")
     kernel = fused.kernel_for(config)
-    row = {**variant, "kernel": "select" if config.get("DEPTH", 0) else "sort"}
+    row = {**variant, "kernel": "counts" if config["COUNTS"] else "select" if config["DEPTH"] else "sort"}
     names = kernel.arg_names
     source = ASTSource(fn=kernel, signature={**_signature(kernel, variant["mask"], variant["ideal"]),
                                              **{name: "constexpr" for name in config}},

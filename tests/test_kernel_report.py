@@ -24,13 +24,14 @@ pytestmark = pytest.mark.skipif(not backends.triton_available(), reason="triton 
 
 ROOT = Path(__file__).resolve().parents[1]
 EIGHT = "ndcg@5,ndcg@10,ndcg@20,map@100,mrr@10,P@10,recall@100,err@20"
-# NDCG@10 as the selection compiles it, the set of 8 as the sort does (its deepest cut-off is 100), and a padded,
-# judged variant of four families
+# NDCG@10 as the selection compiles it, the set of 8 as the sort does (its deepest cut-off is 100), a padded, judged
+# variant of four families, and whole-list RR by counts
 REPRESENTATIVE = [
     {"measures": ["ndcg@10"], "ties": "average", "block": 1024, "mask": False, "ideal": False},
     {"measures": EIGHT.split(","), "ties": "average", "block": 1024, "mask": False, "ideal": False},
     {"measures": ["ndcg@10", "mrr@10", "map@10", "err@10"], "ties": "first", "block": 1024, "mask": True,
      "ideal": True},
+    {"measures": ["mrr", "success"], "ties": "average", "block": 1024, "mask": False, "ideal": False},
 ]
 COMPILE = """
 import json, sys

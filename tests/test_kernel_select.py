@@ -1,7 +1,8 @@
 """The triton kernel's top-k by selection (cut-offs up to 64) equals the numpy backend, under Triton's interpreter.
 
 Every tie mode, cut-offs from 1 to 64 and past it (where the kernel sorts), masks, ``ideal_target``, tie groups
-straddling the cut-off, and lists of 1 and of 4,096 items. The numpy backend is tested against trec_eval, ranx and
+straddling the cut-off, and lists of 1 and of 4,096 items; and whole-list RR, success and first relevant position,
+which the kernel counts rather than ranks. The numpy backend is tested against trec_eval, ranx and
 scikit-learn elsewhere (tests/test_references.py, tests/test_pytrec_eval.py).
 """
 
@@ -82,6 +83,24 @@ def test_tie_groups_straddling_the_cutoff(interpreted, ties):
     names = ["ndcg@4", "ndcg_exp@5", "P@4", "recall@6", "map@5", "mrr@4", "success@4", "err@5", "frp@4",
              "mean_rank@5", "rbp@6", "dcg@9", "f1@3"]
     _both(preds, target, names, ties=ties)
+
+
+@pytest.mark.parametrize("ties", TIES)
+def test_whole_list_first_relevant_measures_by_counts(interpreted, ties, monkeypatch):
+    """Whole-list RR, success and first relevant position rank nothing: the best relevant item's tie group and the
+    items above it decide them (a group of 12 equal scores holding one relevant item, and lists without one)."""
+    launched = []
+    from torchrank.functional.backends._triton import kernel
+
+    real = kernel.launch_config
+    monkeypatch.setattr(kernel, "launch_config", lambda *a, **kw: (c := real(*a, **kw), launched.append(c))[0])
+    preds, target, mask = _batch(5, q=4, n=30)
+    preds[2, :12] = 9.0
+    target[2] = 0
+    target[2, 7] = 1
+    for options in ({"mask": mask}, {"mask": None}):
+        _both(preds, target, ["mrr", "success", "frp"], ties=ties, **options)
+    assert all(c["COUNTS"] for c in launched) and len(launched) == 2
 
 
 def test_a_list_of_one_item(interpreted):

@@ -135,7 +135,7 @@ def launch_config(
         NEED_AP=AP in codes, NEED_RR=any(c in (RR, SUCCESS, FRP) for c in codes), NEED_ERR=ERR in codes,
         NEED_RBP=RBP in codes,
         WRITE_FLAGS=errors, WRITE_MIXED=ties == "average" and ERR in codes, CHECK_VALUES=check_values,
-        DEPTH=selection_depth(columns),
+        DEPTH=selection_depth(columns), COUNTS=all(c.k == 0 and c.code in (RR, SUCCESS, FRP) for c in columns),
         num_warps=4 if block <= 1024 else 8,
     )
 
@@ -195,6 +195,7 @@ except ImportError:  # pragma: no cover - checked by backends.triton_available b
 if triton is not None:
     from torchrank.functional.backends._triton.select import (
         ap_terms,
+        first_relevant_counts,
         first_relevant_probability,
         select_ideal,
         select_top,
@@ -288,7 +289,7 @@ if triton is not None:
         HAS_MASK: tl.constexpr, HAS_IDEAL: tl.constexpr, TIES: tl.constexpr,
         NEED_GAIN: tl.constexpr, NEED_EXP: tl.constexpr, NEED_AP: tl.constexpr, NEED_RR: tl.constexpr,
         NEED_ERR: tl.constexpr, NEED_RBP: tl.constexpr, WRITE_FLAGS: tl.constexpr, WRITE_MIXED: tl.constexpr,
-        CHECK_VALUES: tl.constexpr, DEPTH: tl.constexpr,
+        CHECK_VALUES: tl.constexpr, DEPTH: tl.constexpr, COUNTS: tl.constexpr,
     ):
         row = tl.program_id(0).to(tl.int64)
         pos = tl.arange(0, BLOCK)
@@ -308,7 +309,31 @@ if triton is not None:
 
         # every quantity a column may read is defined whatever is asked: some triton versions compile each column's
         # branches even where its code (a constexpr) rules them out
-        if DEPTH == 0:  # the whole order: one sort of every item's key
+        if COUNTS:  # whole-list RR, success, first relevant position only: counts, no ranking (select.py)
+            ipos, judged, ideal, num_relevant, top_ideal, top_label, scale, num_valid, ideal_bits = _judged(
+                labels, real, pos, ideal_ptr + row * ideal_stride, m, threshold, IDEAL_BLOCK, HAS_IDEAL)
+            p_found, e_rr, e_rank = first_relevant_counts(
+                _ordered(scores.to(tl.int32, bitcast=True)), labels, real, pos, threshold, BLOCK, TIES)
+            at = tl.arange(0, 16)  # the whole-list value at position 0, read there (k = 0 reads `last`)
+            last = 0
+            iat = at
+            ilast = 0
+            zeros = tl.zeros([16], tl.float32)
+            found = tl.where(at == 0, p_found, zeros)
+            rr = tl.where(at == 0, e_rr, zeros)
+            first_position = tl.where(at == 0, e_rank, zeros)
+            mixed = num_valid < 0
+            rank = (at + 1).to(tl.float32)
+            hits = zeros
+            rank_sum = zeros
+            dcg = zeros
+            dcg_exp = zeros
+            ap = zeros
+            err = zeros
+            graded = zeros
+            ideal_dcg = zeros
+            ideal_dcg_exp = zeros
+        elif DEPTH == 0:  # the whole order: one sort of every item's key
             at = pos
             last = BLOCK - 1
             # ordered score bits high, then the tie-break: the label's ordered bits (ties that "average" averages

@@ -102,3 +102,40 @@ if triton is not None:
         survive = tl.cumprod(tl.where(first_group, none_above, 1.0), 0)
         survive_before = tl.where(pos == start, 1.0, tl.gather(survive, tl.maximum(pos - 1, 0), 0))
         return tl.where(first_group, survive_before * group_relevant / (size - t), 0.0)
+
+    @triton.jit
+    def first_relevant_counts(keys, labels, real, pos, threshold, BLOCK: tl.constexpr, TIES: tl.constexpr):
+        # whole-list RR, success and first relevant position without ranking: the best relevant item's tie group
+        # (its score's items: g, r of them relevant) sits below the items scored above it; only the order inside
+        # that group is left, by the tie mode. Returns P(found), E[1/rank; found], E[rank; found]
+        relevant = real & (labels >= threshold)
+        best = tl.max(tl.where(relevant, keys, -2147483647 - 1), 0)
+        found = tl.sum(relevant.to(tl.int32), 0) > 0
+        above = tl.sum((real & (keys > best)).to(tl.float32), 0)
+        same = real & (keys == best)
+        g = tl.sum(same.to(tl.float32), 0)
+        r = tl.sum((same & relevant).to(tl.float32), 0)
+        if TIES == 0:  # input order: the group's items before its first relevant one
+            first = tl.min(tl.where(same & relevant, pos, BLOCK), 0)
+            rank = above + 1 + tl.sum((same & (pos < first)).to(tl.float32), 0)
+            rr = 1.0 / rank
+            expected_rank = rank
+        elif TIES == 2:
+            rr = 1.0 / (above + 1)
+            expected_rank = above + 1
+        elif TIES == 3:
+            rr = 1.0 / (above + 1 + g - r)
+            expected_rank = above + 1 + g - r
+        else:  # P(first relevant at offset t) = prod_{u<t} (g-r-u)/(g-u) * r/(g-t), t = 0 .. g - r
+            rr = above * 0.0
+            expected_rank = above * 0.0
+            survive = above * 0.0 + 1.0
+            t = above * 0.0
+            while t <= g - r:
+                p = survive * r / (g - t)
+                rr += p / (above + 1 + t)
+                expected_rank += p * (above + 1 + t)
+                survive = survive * (g - r - t) / (g - t)
+                t += 1.0
+        zero = above * 0.0
+        return tl.where(found, 1.0, zero), tl.where(found, rr, zero), tl.where(found, expected_rank, zero)
