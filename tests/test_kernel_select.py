@@ -86,9 +86,10 @@ def test_tie_groups_straddling_the_cutoff(interpreted, ties):
 
 
 @pytest.mark.parametrize("ties", TIES)
-def test_whole_list_first_relevant_measures_by_counts(interpreted, ties, monkeypatch):
-    """Whole-list RR, success and first relevant position rank nothing: the best relevant item's tie group and the
-    items above it decide them (a group of 12 equal scores holding one relevant item, and lists without one)."""
+def test_whole_list_measures_by_counts(interpreted, ties, monkeypatch):
+    """Whole-list P, R, F1, RR, success and first relevant position rank nothing: the relevant count, or the best
+    relevant item's tie group and the items above it decide them (a group of 12 equal scores holding one relevant
+    item, and lists without one)."""
     launched = []
     from torchrank.functional.backends._triton import kernel
 
@@ -99,7 +100,7 @@ def test_whole_list_first_relevant_measures_by_counts(interpreted, ties, monkeyp
     target[2] = 0
     target[2, 7] = 1
     for options in ({"mask": mask}, {"mask": None}):
-        _both(preds, target, ["mrr", "success", "frp"], ties=ties, **options)
+        _both(preds, target, ["mrr", "success", "frp", "P", "recall", "f1"], ties=ties, **options)
     assert all(c["COUNTS"] for c in launched) and len(launched) == 2
 
 

@@ -31,10 +31,13 @@ from torchrank.functional._fused_columns import (
     DCG,
     DCG_EXP,
     ERR,
+    F1,
     FRP,
     NDCG,
     NDCG_EXP,
+    PRECISION,
     RBP,
+    RECALL,
     RPREC,
     RR,
     SUCCESS,
@@ -46,6 +49,9 @@ from torchrank.functional.backends import TRITON_MAX_ITEMS
 SELECT_DEPTH = 64
 TIE_CODES = {"first": 0, "average": 1, "optimistic": 2, "pessimistic": 3}
 SCORE_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+# the measures whose whole-list value needs no ranking: the relevant count (P, R, F1), or the best relevant item's
+# tie group and the items above it (RR, success, first relevant position)
+_COUNTED = (PRECISION, RECALL, F1, SUCCESS, RR, FRP)
 _FILL = {"neg": 0.0, "pos": 1.0, "skip": float("nan")}
 
 
@@ -135,7 +141,7 @@ def launch_config(
         NEED_AP=AP in codes, NEED_RR=any(c in (RR, SUCCESS, FRP) for c in codes), NEED_ERR=ERR in codes,
         NEED_RBP=RBP in codes,
         WRITE_FLAGS=errors, WRITE_MIXED=ties == "average" and ERR in codes, CHECK_VALUES=check_values,
-        DEPTH=selection_depth(columns), COUNTS=all(c.k == 0 and c.code in (RR, SUCCESS, FRP) for c in columns),
+        DEPTH=selection_depth(columns), COUNTS=all(c.k == 0 and c.code in _COUNTED for c in columns),
         num_warps=4 if block <= 1024 else 8,
     )
 
@@ -309,7 +315,7 @@ if triton is not None:
 
         # every quantity a column may read is defined whatever is asked: some triton versions compile each column's
         # branches even where its code (a constexpr) rules them out
-        if COUNTS:  # whole-list RR, success, first relevant position only: counts, no ranking (select.py)
+        if COUNTS:  # whole-list P, R, F1, RR, success, first relevant position only: counts, no ranking
             ipos, judged, ideal, num_relevant, top_ideal, top_label, scale, num_valid, ideal_bits = _judged(
                 labels, real, pos, ideal_ptr + row * ideal_stride, m, threshold, IDEAL_BLOCK, HAS_IDEAL)
             p_found, e_rr, e_rank = first_relevant_counts(
@@ -324,7 +330,7 @@ if triton is not None:
             first_position = tl.where(at == 0, e_rank, zeros)
             mixed = num_valid < 0
             rank = (at + 1).to(tl.float32)
-            hits = zeros
+            hits = tl.where(at == 0, tl.sum(tl.where(real & (labels >= threshold), 1.0, 0.0), 0), zeros)
             rank_sum = zeros
             dcg = zeros
             dcg_exp = zeros
