@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One device-machine run: the CUDA tests of the backends, the memory-floor benchmark, then issue 23's id lists and
-# catalogue scoring on the GPU (configs/bench/ids.yaml), figures under $OUT.
+# catalogue scoring on the GPU (configs/bench/ids.yaml), figures under $OUT. The floor part is issue 32's GPU
+# measurement: NDCG@10 and the set of 8 on 100,000 x 1,000 against the copy floor on both device backends, a metric
+# update's host time under set_sync_debug_mode("error"), in gpu_floor_<card>.json naming the device and commit.
 # Usage (from the repository root, on a machine with a CUDA GPU, torch, triton and torchmetrics installed):
 #   OUT=/some/folder bash benchmarks/gpu_session.sh               # all three parts
 #   OUT=/some/folder bash benchmarks/gpu_session.sh tests floor   # some of them: tests, floor, ids
@@ -15,6 +17,8 @@ python3 -c "import torch, triton, torchmetrics; print('torch', torch.__version__
 parts=${*:-tests floor ids}
 want() { [[ " $parts " == *" $1 "* ]]; }
 want tests && timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_backends.py tests/test_gap.py -k cuda 2>&1 | tee "$OUT/gpu_${card}_cuda_tests.log" | tail -15
+# the triton kernel's selection and sort paths against numpy, on the GPU (issue 32's correctness on the device)
+want tests && timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_kernel_select.py 2>&1 | tee -a "$OUT/gpu_${card}_cuda_tests.log" | tail -5
 want floor && timeout 300 python3 -m benchmarks.gpu_floor --queries 100000 --items 1000 --min-run-time 0.5 \
   --out "$OUT/gpu_floor_${card}.json" 2>&1 | tee "$OUT/gpu_floor_${card}.log" | tail -30
 want ids && timeout 240 python3 -m benchmarks.run --config configs/bench/ids.yaml --device cuda --out "$OUT" --no-summary 2>&1 \

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-# what a column of the kernel's output holds (the kernel's constexpr codes)
+# what a column of the kernel's output holds (the kernel's constexpr codes, eight bits each)
 PRECISION, RECALL, F1, SUCCESS, AP, RR, DCG, DCG_EXP, NDCG, NDCG_EXP, ERR, RPREC, FRP, MEAN_RANK, RBP = range(15)
 #: Every code the kernel computes.
 CODES = (PRECISION, RECALL, F1, SUCCESS, AP, RR, DCG, DCG_EXP, NDCG, NDCG_EXP, ERR, RPREC, FRP, MEAN_RANK, RBP)

@@ -9,6 +9,11 @@ backend (group means for the gains and the hits, McSherry and Najork's expectati
 the lists that hold a tie. The result equals the torch backend's (the test suite runs both under
 ``TRITON_INTERPRET=1`` on CPU).
 
+Where every column's cut-off is at most :data:`SELECT_DEPTH`, the kernel sorts nothing: rounds of max select the top
+positions and the ideal's, a whole tie group per round (:mod:`~torchrank.functional.backends._triton.select`); the
+same cumulative arrays then feed the same column code. :func:`launch_config` picks the variant; benchmarks/
+kernel_report.py compiles each ahead of time.
+
 :func:`~torchrank.functional._fused_columns.fused_columns` says whether a request is covered (the measure modules
 declare what the kernel computes there); what is not (other measures or options, float64 scores, flat input, lists
 past :data:`~torchrank.functional.backends.TRITON_MAX_ITEMS`) runs on the torch backend.
@@ -21,11 +26,32 @@ import functools
 import torch
 from torch import Tensor
 
-from torchrank.functional._fused_columns import AP, DCG, DCG_EXP, ERR, FRP, NDCG, NDCG_EXP, RBP, RR, SUCCESS, Column
+from torchrank.functional._fused_columns import (
+    AP,
+    DCG,
+    DCG_EXP,
+    ERR,
+    F1,
+    FRP,
+    NDCG,
+    NDCG_EXP,
+    PRECISION,
+    RBP,
+    RECALL,
+    RPREC,
+    RR,
+    SUCCESS,
+    Column,
+)
 from torchrank.functional.backends import TRITON_MAX_ITEMS
 
+# the deepest cut-off the kernel reaches by selection rather than a sort (see select.py and docs/backends.md)
+SELECT_DEPTH = 64
 TIE_CODES = {"first": 0, "average": 1, "optimistic": 2, "pessimistic": 3}
 SCORE_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+# the measures whose whole-list value needs no ranking: the relevant count (P, R, F1), or the best relevant item's
+# tie group and the items above it (RR, success, first relevant position)
+_COUNTED = (PRECISION, RECALL, F1, SUCCESS, RR, FRP)
 _FILL = {"neg": 0.0, "pos": 1.0, "skip": float("nan")}
 
 
@@ -78,38 +104,69 @@ def fused_values(
         if ideal2.dtype == torch.bool:
             ideal2 = ideal2.view(torch.uint8)
     m = n if ideal2 is None else ideal2.shape[1]
-    block = triton.next_power_of_2(n)
-    ideal_block = triton.next_power_of_2(m)
     out = torch.empty(q, len(columns), dtype=torch.float32, device=preds.device)
     errors = empty_target_action == "error"
     flags = torch.empty(q, len(columns), dtype=torch.uint8, device=preds.device) if errors else out
     cuts = _cuts(tuple(c.k for c in columns), preds.device)
     rbp_params = _rbp_params(tuple((c.p, c.top) for c in columns), preds.device)
-    codes = tuple(c.code for c in columns)
+    config = launch_config(columns, n=n, m=m, ties=ties, has_mask=mask2 is not None, has_ideal=ideal2 is not None,
+                           errors=errors, check_values=check_values)
     fill = _FILL.get(empty_target_action, 0.0)
-    err_ties = ties == "average" and ERR in codes
-    mixed = torch.empty(q, dtype=torch.uint8, device=preds.device) if err_ties else out
+    mixed = torch.empty(q, dtype=torch.uint8, device=preds.device) if config["WRITE_MIXED"] else out
     problems = torch.zeros(1, dtype=torch.int32, device=preds.device) if check_values else cuts
     _fused_kernel[(q,)](
         preds2, target2, preds2 if mask2 is None else mask2, preds2 if ideal2 is None else ideal2, cuts, rbp_params,
         out, flags, mixed, problems,
         n, m, preds2.stride(0), target2.stride(0), 0 if mask2 is None else mask2.stride(0),
-        0 if ideal2 is None else ideal2.stride(0), float(relevance_threshold), fill,
-        CODES=_pack(codes), NUM_COLS=len(columns), BLOCK=block, IDEAL_BLOCK=ideal_block,
-        HAS_MASK=mask2 is not None, HAS_IDEAL=ideal2 is not None, TIES=TIE_CODES[ties],
+        0 if ideal2 is None else ideal2.stride(0), float(relevance_threshold), fill, max(c.k for c in columns),
+        **config,
+    )
+    found = (problems & _problem_bits(preds.device)) != 0 if check_values else None
+    return out, (flags.bool() if errors else None), (mixed.bool() if config["WRITE_MIXED"] else None), found
+
+
+def launch_config(
+    columns: list[Column], *, n: int, m: int, ties: str, has_mask: bool, has_ideal: bool, errors: bool,
+    check_values: bool,
+) -> dict[str, object]:
+    """The kernel's compile-time arguments (its constexprs and ``num_warps``) for a request: one compiled variant per
+    distinct answer. The dispatcher launches with it, and ``benchmarks.kernel_report`` compiles what it returns, so
+    the report covers exactly the variants a call can launch."""
+    codes = tuple(c.code for c in columns)
+    block = triton.next_power_of_2(n)
+    return dict(
+        CODES=_pack(codes), NUM_COLS=len(columns), BLOCK=block, IDEAL_BLOCK=triton.next_power_of_2(m),
+        HAS_MASK=has_mask, HAS_IDEAL=has_ideal, TIES=TIE_CODES[ties],
         NEED_GAIN=any(c in (DCG, NDCG) for c in codes), NEED_EXP=any(c in (DCG_EXP, NDCG_EXP) for c in codes),
         NEED_AP=AP in codes, NEED_RR=any(c in (RR, SUCCESS, FRP) for c in codes), NEED_ERR=ERR in codes,
         NEED_RBP=RBP in codes,
-        WRITE_FLAGS=errors, WRITE_MIXED=err_ties, CHECK_VALUES=check_values,
+        WRITE_FLAGS=errors, WRITE_MIXED=ties == "average" and ERR in codes, CHECK_VALUES=check_values,
+        DEPTH=selection_depth(columns), COUNTS=all(c.k == 0 and c.code in _COUNTED for c in columns),
         num_warps=4 if block <= 1024 else 8,
     )
-    found = (problems & _problem_bits(preds.device)) != 0 if check_values else None
-    return out, (flags.bool() if errors else None), (mixed.bool() if err_ties else None), found
+
+
+def selection_depth(columns: list[Column]) -> int:
+    """The positions the kernel selects by rounds of max (a power of two), or 0 where it sorts the whole list: a
+    request whose every column reads a cut-off of at most :data:`SELECT_DEPTH` (R-precision reads R's, unknown
+    until the kernel counts it)."""
+    deepest = max(c.k for c in columns)
+    if any(c.k == 0 or c.code == RPREC for c in columns) or deepest > SELECT_DEPTH:
+        return 0
+    return max(16, triton.next_power_of_2(deepest))
+
+
+def kernel_for(config: dict[str, object]):
+    """The jitted kernel that ``config`` (:func:`launch_config`'s, less ``num_warps``) launches."""
+    return _fused_kernel
 
 
 def _pack(codes: tuple[int, ...]) -> int:
-    """The column codes as one integer, four bits each (a constexpr the kernel unpacks at compile time)."""
-    return sum(code << (4 * j) for j, code in enumerate(codes))
+    """The column codes as one integer, eight bits each (a constexpr the kernel unpacks at compile time): room for
+    256 codes, where four bits held 16 and the measures already use 15."""
+    if any(not 0 <= code < 256 for code in codes):
+        raise ValueError(f"A fused column code must fit in 8 bits, got {codes}.")
+    return sum(code << (8 * j) for j, code in enumerate(codes))
 
 
 @functools.lru_cache(maxsize=16)
@@ -142,6 +199,13 @@ except ImportError:  # pragma: no cover - checked by backends.triton_available b
     KERNEL_ERRORS = ()
 
 if triton is not None:
+    from torchrank.functional.backends._triton.select import (
+        ap_terms,
+        first_relevant_counts,
+        first_relevant_probability,
+        select_ideal,
+        select_top,
+    )
 
     @triton.jit
     def _max_combine(a, b):
@@ -162,6 +226,62 @@ if triton is not None:
         return tl.gather(cumulative, end, 0) - tl.gather(cumulative, start, 0) + tl.gather(values, start, 0)
 
     @triton.jit
+    def _judged(labels, real, pos, ideal_row, m, threshold, IDEAL_BLOCK: tl.constexpr, HAS_IDEAL: tl.constexpr):
+        # the judged labels (ideal_target's row, else the list's) with R, the largest judged and listed labels, the
+        # scale of the exponential gains, the listed items' count, and the ideal's value-check bit (NaN, inf, < 0)
+        top_label = tl.max(labels, 0)  # padding reads 0
+        num_valid = tl.sum(real.to(tl.int32), 0)
+        if HAS_IDEAL:
+            ipos = tl.arange(0, IDEAL_BLOCK)
+            judged = ipos < m
+            ideal = tl.load(ideal_row + ipos, mask=judged, other=0).to(tl.float32)
+            ideal_bits = tl.max(((ideal < 0) | (ideal * 0.0 != 0.0)).to(tl.int32), 0)
+        else:
+            ipos = pos
+            judged = real
+            ideal = labels
+            ideal_bits = num_valid * 0
+        num_relevant = tl.sum(tl.where(ideal >= threshold, 1.0, 0.0), 0)
+        top_ideal = tl.max(ideal, 0)
+        # exponential gains as (2^label - 1) / 2^scale (the largest label): NDCG's ratio unchanged, no overflow
+        scale = tl.maximum(tl.maximum(top_ideal, top_label), 0.0)
+        return ipos, judged, ideal, num_relevant, top_ideal, top_label, scale, num_valid, ideal_bits
+
+    @triton.jit
+    def _ideal_dcg(ideal, ipos, scale, NEED_GAIN: tl.constexpr, NEED_EXP: tl.constexpr, SORT: tl.constexpr):
+        # the ideal DCG at each depth, both gains (zeros where not asked), of the judged labels (sorted here with
+        # SORT, else already in descending order)
+        ideal_discount = 0.6931471805599453 / tl.log((ipos + 2).to(tl.float32))
+        ideal_dcg = tl.zeros_like(ideal_discount)
+        ideal_dcg_exp = ideal_dcg
+        if NEED_GAIN or NEED_EXP:
+            ideal_sorted = ideal
+            if SORT:
+                ideal_sorted = tl.sort(ideal, 0, descending=True)
+            if NEED_GAIN:
+                ideal_dcg = tl.cumsum(ideal_sorted * ideal_discount, 0)
+            if NEED_EXP:
+                ideal_dcg_exp = tl.cumsum((tl.exp2(ideal_sorted - scale) - tl.exp2(-scale)) * ideal_discount, 0)
+        return ideal_dcg, ideal_dcg_exp
+
+    @triton.jit
+    def _first_relevant_sums(first_probability, rank):
+        # P(found in the top i), E[1/rank; found], E[rank; found] at each depth, from P(first relevant at i)
+        found = tl.cumsum(first_probability, 0)
+        rr = tl.cumsum(first_probability / rank, 0)
+        return found, rr, tl.cumsum(first_probability * rank, 0)
+
+    @triton.jit
+    def _err_sums(ranked, valid, at, rank, scale):
+        # ERR at each depth of the order as given: exact where no tie group holds different labels
+        top = tl.where(scale > 0, scale, 1.0)
+        stop = tl.where(valid, tl.exp2(ranked - top) - tl.exp2(-top), 0.0)  # (2^g - 1) / 2^top, no overflow
+        # the exclusive product of (1 - stop) above each position (a stop probability can round to 1)
+        survive = tl.cumprod(1.0 - stop, 0)
+        reach = tl.where(at == 0, 1.0, tl.gather(survive, tl.maximum(at - 1, 0), 0))
+        return tl.cumsum(reach * stop / rank, 0)
+
+    @triton.jit
     def _read(cum, pos, k, last):
         # a cumulative quantity at cut-off k (0: the whole list, read at the last position)
         at = tl.where(k > 0, tl.minimum(k, last + 1) - 1, last)
@@ -170,12 +290,12 @@ if triton is not None:
     @triton.jit
     def _fused_kernel(
         preds_ptr, target_ptr, mask_ptr, ideal_ptr, cuts_ptr, rbp_ptr, out_ptr, flags_ptr, mixed_ptr, problems_ptr,
-        n, m, preds_stride, target_stride, mask_stride, ideal_stride, threshold, fill,
+        n, m, preds_stride, target_stride, mask_stride, ideal_stride, threshold, fill, deepest,
         CODES: tl.constexpr, NUM_COLS: tl.constexpr, BLOCK: tl.constexpr, IDEAL_BLOCK: tl.constexpr,
         HAS_MASK: tl.constexpr, HAS_IDEAL: tl.constexpr, TIES: tl.constexpr,
         NEED_GAIN: tl.constexpr, NEED_EXP: tl.constexpr, NEED_AP: tl.constexpr, NEED_RR: tl.constexpr,
         NEED_ERR: tl.constexpr, NEED_RBP: tl.constexpr, WRITE_FLAGS: tl.constexpr, WRITE_MIXED: tl.constexpr,
-        CHECK_VALUES: tl.constexpr,
+        CHECK_VALUES: tl.constexpr, DEPTH: tl.constexpr, COUNTS: tl.constexpr,
     ):
         row = tl.program_id(0).to(tl.int64)
         pos = tl.arange(0, BLOCK)
@@ -193,189 +313,199 @@ if triton is not None:
             bits |= tl.max((labels < 0).to(tl.int32), 0) << 2
         labels = tl.where(real, labels, 0.0)
 
-        # one key per item: ordered score bits high, then the tie-break: the label's ordered bits (ties that
-        # "average" averages whole, or orders by label) or the reversed index ("first": input order)
-        high = _ordered(scores.to(tl.int32, bitcast=True)).to(tl.int64) << 32
-        if TIES == 0:
-            low = (BLOCK - 1 - pos).to(tl.int64)
-        elif TIES == 3:
-            low = (0x7FFFFFFF - _ordered(labels.to(tl.int32, bitcast=True))).to(tl.int64) + 0x80000000
-        else:
-            low = _ordered(labels.to(tl.int32, bitcast=True)).to(tl.int64) + 0x80000000
-        keys = tl.where(real, high | low, -0x7FFFFFFFFFFFFFFF - 1)  # padding: the least key, sorted last
-        keys = tl.sort(keys, 0, descending=True)
-        valid = keys != -0x7FFFFFFFFFFFFFFF - 1
-        num_valid = tl.sum(valid.to(tl.int32), 0)
-        if TIES == 0:
-            index = (BLOCK - 1 - (keys & 0xFFFFFFFF)).to(tl.int32)
-            ranked = tl.load(target_ptr + row * target_stride + index, mask=valid, other=0).to(tl.float32)
-        else:
-            lab = ((keys & 0xFFFFFFFF) - 0x80000000).to(tl.int32)
-            if TIES == 3:
-                lab = 0x7FFFFFFF - lab
-            ranked = _ordered(lab).to(tl.float32, bitcast=True)
-        ranked = tl.where(valid, ranked, 0.0)
-        rank = (pos + 1).to(tl.float32)
-        relevant = tl.where(ranked >= threshold, 1.0, 0.0)
-
-        # tie groups ("average" only, and only in lists holding a tie): where each position's group starts and
-        # ends, its size, and sums over it; elsewhere every position is a group of its own
-        hits_cum = tl.cumsum(relevant, 0)
-        start = pos
-        end = pos
-        size = tl.full([BLOCK], 1.0, tl.float32)
-        group_relevant = relevant
-        starts_group = pos >= 0
-        if TIES == 1:
-            score_bits = keys >> 32
-            previous = tl.gather(score_bits, tl.maximum(pos - 1, 0), 0)
-            starts_group = (pos == 0) | (previous != score_bits) | ~valid
-        tied = tl.sum((~starts_group).to(tl.int32), 0) > 0  # False but under "average"
-        if tied:
-            start = tl.associative_scan(tl.where(starts_group, pos, 0), 0, _max_combine)
-            following = tl.gather(starts_group.to(tl.int32), tl.minimum(pos + 1, BLOCK - 1), 0)
-            ends_group = (following != 0) | (pos == BLOCK - 1)
-            end = tl.associative_scan(tl.where(ends_group, pos, BLOCK - 1), 0, _min_combine, reverse=True)
-            size = (end - start + 1).to(tl.float32)
-            group_relevant = _group_sum(relevant, hits_cum, start, end)
-        hits = tl.cumsum(group_relevant / size, 0)  # expected relevant items in the top i
-
-        # the judged labels: R, the top of the label scale, and (for NDCG) their descending order
-        if HAS_IDEAL:
-            ipos = tl.arange(0, IDEAL_BLOCK)
-            ideal = tl.load(ideal_ptr + row * ideal_stride + ipos, mask=ipos < m, other=0).to(tl.float32)
-            if CHECK_VALUES:
-                bits |= tl.max(((ideal < 0) | (ideal * 0.0 != 0.0)).to(tl.int32), 0) << 3
-        else:
-            ipos = pos
-            ideal = labels
-        num_relevant = tl.sum(tl.where(ideal >= threshold, 1.0, 0.0), 0)
-        top_ideal = tl.max(ideal, 0)
-        discount = 0.6931471805599453 / tl.log(rank + 1.0)  # 1 / log2(i + 1)
-
-        # every quantity a column may read, defined whatever is asked: some triton versions compile each column's
+        # every quantity a column may read is defined whatever is asked: some triton versions compile each column's
         # branches even where its code (a constexpr) rules them out
-        dcg = hits
-        dcg_exp = hits
-        ap = hits
-        found = hits
-        rr = hits
-        first_position = hits
-        err = hits
-        graded = ranked
-        top_label = top_ideal
-        ideal_dcg = tl.zeros([IDEAL_BLOCK], tl.float32)
-        ideal_dcg_exp = ideal_dcg
-        scale = top_ideal
-        if NEED_GAIN:
-            gains = ranked
-            if tied:
-                gains = _group_sum(gains, tl.cumsum(gains, 0), start, end) / size
-            dcg = tl.cumsum(gains * discount, 0)
-        if NEED_EXP:
-            # 2^label - 1 over 2^scale (the largest label): NDCG's ratio unchanged, no overflow past label 127
-            scale = tl.maximum(tl.maximum(top_ideal, tl.max(ranked, 0)), 0.0)
-            gains_exp = tl.where(valid, tl.exp2(ranked - scale) - tl.exp2(-scale), 0.0)
-            if tied:
-                gains_exp = _group_sum(gains_exp, tl.cumsum(gains_exp, 0), start, end) / size
-            dcg_exp = tl.cumsum(gains_exp * discount, 0)
-        if NEED_GAIN or NEED_EXP:
-            ideal_sorted = tl.sort(ideal, 0, descending=True)
-            ideal_discount = 0.6931471805599453 / tl.log((ipos + 2).to(tl.float32))
-            if NEED_GAIN:
-                ideal_dcg = tl.cumsum(ideal_sorted * ideal_discount, 0)
-            if NEED_EXP:
-                ideal_dcg_exp = tl.cumsum((tl.exp2(ideal_sorted - scale) - tl.exp2(-scale)) * ideal_discount, 0)
-        if NEED_AP:
-            precision_terms = relevant * hits_cum / rank
-            if tied:  # E[rel_i * hits_i] in a group of m holding r, C relevant before it (McSherry and Najork)
-                before = tl.gather(hits_cum - relevant, start, 0)
-                offset = (pos - start).to(tl.float32)
-                within = tl.where(size > 1, offset * (group_relevant - 1) / tl.maximum(size - 1, 1.0), 0.0)
-                precision_terms = group_relevant / size * (before + 1 + within) / rank
-            ap = tl.cumsum(precision_terms, 0)
-        if NEED_RR:
-            first_probability = tl.where((relevant > 0) & (hits_cum == 1.0), 1.0, 0.0)
-            if tied:  # P(first relevant at i): only the first group holding one; prod (m-r-t)/(m-t) above, r/(m-t)
-                before = tl.gather(hits_cum - relevant, start, 0)
-                first_group = (before == 0) & (group_relevant > 0)
-                t = (pos - start).to(tl.float32)
-                none_above = tl.maximum((size - group_relevant - t) / (size - t), 0.0)
-                survive = tl.cumprod(tl.where(first_group, none_above, 1.0), 0)
-                survive_before = tl.where(pos == start, 1.0, tl.gather(survive, tl.maximum(pos - 1, 0), 0))
-                first_probability = tl.where(first_group, survive_before * group_relevant / (size - t), 0.0)
-            found = tl.cumsum(first_probability, 0)
-            rr = tl.cumsum(first_probability / rank, 0)
-            first_position = tl.cumsum(first_probability * rank, 0)  # E[rank of the first relevant; found]
-        if WRITE_MIXED:  # a tie group of different labels: ERR's expectation there is left to the caller
-            mixed = tl.sum((pos < 0).to(tl.int32), 0) > 0  # False, as a tensor both branches can assign
-            if tied:
-                label_sum = _group_sum(ranked, tl.cumsum(ranked, 0), start, end)
-                mixed = tl.sum((label_sum != ranked * size).to(tl.int32), 0) > 0
-            tl.store(mixed_ptr + row, mixed.to(tl.uint8))
-        if NEED_ERR:  # the value of the order as sorted: exact where no tie group holds different labels
-            top = tl.maximum(top_ideal, tl.max(ranked, 0))
-            top = tl.where(top > 0, top, 1.0)
-            stop = tl.where(valid, tl.exp2(ranked - top) - tl.exp2(-top), 0.0)  # (2^g - 1) / 2^top, no overflow
-            # the exclusive product of (1 - stop) above each position (a stop probability can round to 1)
-            survive = tl.cumprod(1.0 - stop, 0)
-            reach = tl.where(pos == 0, 1.0, tl.gather(survive, tl.maximum(pos - 1, 0), 0))
-            err = tl.cumsum(reach * stop / rank, 0)
+        if COUNTS:  # whole-list P, R, F1, RR, success, first relevant position only: counts, no ranking
+            ipos, judged, ideal, num_relevant, top_ideal, top_label, scale, num_valid, ideal_bits = _judged(
+                labels, real, pos, ideal_ptr + row * ideal_stride, m, threshold, IDEAL_BLOCK, HAS_IDEAL)
+            p_found, e_rr, e_rank = first_relevant_counts(
+                _ordered(scores.to(tl.int32, bitcast=True)), labels, real, pos, threshold, BLOCK, TIES)
+            at = tl.arange(0, 16)  # the whole-list value at position 0, read there (k = 0 reads `last`)
+            last = 0
+            iat = at
+            ilast = 0
+            zeros = tl.zeros([16], tl.float32)
+            found = tl.where(at == 0, p_found, zeros)
+            rr = tl.where(at == 0, e_rr, zeros)
+            first_position = tl.where(at == 0, e_rank, zeros)
+            mixed = num_valid < 0
+            rank = (at + 1).to(tl.float32)
+            hits = tl.where(at == 0, tl.sum(tl.where(real & (labels >= threshold), 1.0, 0.0), 0), zeros)
+            rank_sum = zeros
+            dcg = zeros
+            dcg_exp = zeros
+            ap = zeros
+            err = zeros
+            graded = zeros
+            ideal_dcg = zeros
+            ideal_dcg_exp = zeros
+        elif DEPTH == 0:  # the whole order: one sort of every item's key
+            at = pos
+            last = BLOCK - 1
+            # ordered score bits high, then the tie-break: the label's ordered bits (ties that "average" averages
+            # whole, or orders by label) or the reversed index ("first": input order)
+            high = _ordered(scores.to(tl.int32, bitcast=True)).to(tl.int64) << 32
+            if TIES == 0:
+                low = (BLOCK - 1 - pos).to(tl.int64)
+            elif TIES == 3:
+                low = (0x7FFFFFFF - _ordered(labels.to(tl.int32, bitcast=True))).to(tl.int64) + 0x80000000
+            else:
+                low = _ordered(labels.to(tl.int32, bitcast=True)).to(tl.int64) + 0x80000000
+            keys = tl.where(real, high | low, -0x7FFFFFFFFFFFFFFF - 1)  # padding: the least key, sorted last
+            keys = tl.sort(keys, 0, descending=True)
+            # the judged labels' counts after the sort, not live across it (registers)
+            ipos, judged, ideal, num_relevant, top_ideal, top_label, scale, num_valid, ideal_bits = _judged(
+                labels, real, pos, ideal_ptr + row * ideal_stride, m, threshold, IDEAL_BLOCK, HAS_IDEAL)
+            mixed = num_valid < 0  # False, as a tensor both branches can assign
+            iat = ipos
+            ilast = IDEAL_BLOCK - 1
+            valid = keys != -0x7FFFFFFFFFFFFFFF - 1
+            if TIES == 0:
+                index = (BLOCK - 1 - (keys & 0xFFFFFFFF)).to(tl.int32)
+                ranked = tl.load(target_ptr + row * target_stride + index, mask=valid, other=0).to(tl.float32)
+            else:
+                lab = ((keys & 0xFFFFFFFF) - 0x80000000).to(tl.int32)
+                if TIES == 3:
+                    lab = 0x7FFFFFFF - lab
+                ranked = _ordered(lab).to(tl.float32, bitcast=True)
+            ranked = tl.where(valid, ranked, 0.0)
+            rank = (pos + 1).to(tl.float32)
+            relevant = tl.where(ranked >= threshold, 1.0, 0.0)
 
-        if NEED_RBP:  # gains label / top, averaged over tie groups: each column weighs them by its own p
-            top_label = tl.maximum(top_ideal, tl.max(ranked, 0))
-            top_label = tl.where(top_label > 0, top_label, 1.0)
-            graded = ranked
+            # tie groups ("average" only, and only in lists holding a tie): where each position's group starts and
+            # ends, its size, and sums over it; elsewhere every position is a group of its own
+            hits_cum = tl.cumsum(relevant, 0)
+            start = pos
+            end = pos
+            size = tl.full([BLOCK], 1.0, tl.float32)
+            group_relevant = relevant
+            starts_group = pos >= 0
+            if TIES == 1:
+                score_bits = keys >> 32
+                previous = tl.gather(score_bits, tl.maximum(pos - 1, 0), 0)
+                starts_group = (pos == 0) | (previous != score_bits) | ~valid
+            tied = tl.sum((~starts_group).to(tl.int32), 0) > 0  # False but under "average"
             if tied:
-                graded = _group_sum(ranked, tl.cumsum(ranked, 0), start, end) / size
-        # expected rank times relevance, summed (mean rank): the positions' expected relevance is hits' increment
-        rank_sum = tl.cumsum(group_relevant / size * rank, 0)
+                start = tl.associative_scan(tl.where(starts_group, pos, 0), 0, _max_combine)
+                following = tl.gather(starts_group.to(tl.int32), tl.minimum(pos + 1, BLOCK - 1), 0)
+                ends_group = (following != 0) | (pos == BLOCK - 1)
+                end = tl.associative_scan(tl.where(ends_group, pos, BLOCK - 1), 0, _min_combine, reverse=True)
+                size = (end - start + 1).to(tl.float32)
+                group_relevant = _group_sum(relevant, hits_cum, start, end)
+            # each cumulative as soon as its terms exist: fewer arrays live at once (registers, at 1,024 items)
+            hits = tl.cumsum(group_relevant / size, 0)  # expected relevant items in the top i
+            rank_sum = tl.cumsum(group_relevant / size * rank, 0)  # expected rank times relevance (mean rank)
+            discount = 0.6931471805599453 / tl.log(rank + 1.0)  # 1 / log2(i + 1)
+            dcg = hits
+            dcg_exp = hits
+            ap = hits
+            found = hits
+            rr = hits
+            first_position = hits
+            err = hits
+            graded = ranked
+            if NEED_GAIN or NEED_RBP:
+                if tied:
+                    graded = _group_sum(ranked, tl.cumsum(ranked, 0), start, end) / size
+                dcg = tl.cumsum(graded * discount, 0)
+            if NEED_EXP:
+                gains_exp = tl.where(valid, tl.exp2(ranked - scale) - tl.exp2(-scale), 0.0)
+                if tied:
+                    gains_exp = _group_sum(gains_exp, tl.cumsum(gains_exp, 0), start, end) / size
+                dcg_exp = tl.cumsum(gains_exp * discount, 0)
+            ideal_dcg, ideal_dcg_exp = _ideal_dcg(ideal, ipos, scale, NEED_GAIN, NEED_EXP, True)
+            if NEED_AP:
+                precision_terms = relevant * hits_cum / rank
+                if tied:
+                    before = tl.gather(hits_cum - relevant, start, 0)
+                    precision_terms = ap_terms(group_relevant, size, pos, start, before, rank)
+                ap = tl.cumsum(precision_terms, 0)
+            if NEED_RR:
+                first_probability = tl.where((relevant > 0) & (hits_cum == 1.0), 1.0, 0.0)
+                if tied:
+                    before = tl.gather(hits_cum - relevant, start, 0)
+                    first_probability = first_relevant_probability(group_relevant, size, pos, start, before)
+                found, rr, first_position = _first_relevant_sums(first_probability, rank)
+            if WRITE_MIXED:  # a tie group of different labels: ERR's expectation there is left to the caller
+                if tied:
+                    label_sum = _group_sum(ranked, tl.cumsum(ranked, 0), start, end)
+                    mixed = tl.sum((label_sum != ranked * size).to(tl.int32), 0) > 0
+            if NEED_ERR:
+                err = _err_sums(ranked, valid, pos, rank, scale)
+        else:  # the top DEPTH positions only, by rounds of max (select.py), and the ideal's likewise
+            _, judged, ideal, num_relevant, top_ideal, top_label, scale, num_valid, ideal_bits = _judged(
+                labels, real, pos, ideal_ptr + row * ideal_stride, m, threshold, IDEAL_BLOCK, HAS_IDEAL)
+            at, valid, size, label_sum, group_relevant, exp_sum, start, before, mixed = select_top(
+                _ordered(scores.to(tl.int32, bitcast=True)), labels, real, pos, threshold, scale, deepest, num_valid,
+                DEPTH, BLOCK, TIES, NEED_EXP, WRITE_MIXED)
+            last = DEPTH - 1
+            iat = at
+            ilast = DEPTH - 1
+            rank = (at + 1).to(tl.float32)
+            discount = 0.6931471805599453 / tl.log(rank + 1.0)
+            hits = tl.cumsum(group_relevant / size, 0)
+            rank_sum = tl.cumsum(group_relevant / size * rank, 0)
+            graded = label_sum / size  # exact but where a group holds different labels (ERR leaves those)
+            dcg = tl.cumsum(graded * discount, 0)
+            dcg_exp = tl.cumsum(exp_sum / size * discount, 0)
+            ap = tl.cumsum(ap_terms(group_relevant, size, at, start, before, rank), 0)
+            found, rr, first_position = _first_relevant_sums(
+                first_relevant_probability(group_relevant, size, at, start, before), rank)
+            err = _err_sums(graded, valid, at, rank, scale)
+            ideal_sorted = tl.zeros([DEPTH], tl.float32)
+            if NEED_GAIN or NEED_EXP:
+                ideal_sorted = select_ideal(ideal, judged, deepest, DEPTH)
+            ideal_dcg, ideal_dcg_exp = _ideal_dcg(ideal_sorted, at, scale, NEED_GAIN, NEED_EXP, False)
+        if CHECK_VALUES:
+            bits |= ideal_bits << 3
+        if WRITE_MIXED:
+            tl.store(mixed_ptr + row, mixed.to(tl.uint8))
+        top_label = tl.where(scale > 0, scale, 1.0)  # RBP's gains: label / top (each column weighs by its own p)
 
         if CHECK_VALUES:  # one atomic, by the few programs that found a problem
             tl.atomic_or(problems_ptr, bits, mask=bits != 0)
-        last = BLOCK - 1
         r_clamped = tl.maximum(num_relevant, 1.0)
         for j in tl.static_range(NUM_COLS):
-            code = (CODES >> (4 * j)) & 15  # a constexpr: each column compiles its own branch
+            code = (CODES >> (8 * j)) & 255  # a constexpr (_pack's eight bits): each column compiles its own branch
             k = tl.load(cuts_ptr + j)
             k_eff = tl.where(k > 0, k.to(tl.float32), num_valid.to(tl.float32))
             if code == 0:
-                value = _read(hits, pos, k, last) / tl.maximum(k_eff, 1.0)
+                value = _read(hits, at, k, last) / tl.maximum(k_eff, 1.0)
             elif code == 1:
-                value = _read(hits, pos, k, last) / r_clamped
+                value = _read(hits, at, k, last) / r_clamped
             elif code == 2:
-                value = 2 * _read(hits, pos, k, last) / tl.maximum(k_eff + num_relevant, 1.0)
+                value = 2 * _read(hits, at, k, last) / tl.maximum(k_eff + num_relevant, 1.0)
             elif code == 3:
-                value = _read(found, pos, k, last)
+                value = _read(found, at, k, last)
             elif code == 4:
-                value = _read(ap, pos, k, last) / r_clamped
+                value = _read(ap, at, k, last) / r_clamped
             elif code == 5:
-                value = _read(rr, pos, k, last)
+                value = _read(rr, at, k, last)
             elif code == 6:
-                value = _read(dcg, pos, k, last)
+                value = _read(dcg, at, k, last)
             elif code == 7:  # the scaled sum back in label units (inf where float32 cannot hold it)
-                value = _read(dcg_exp, pos, k, last) * tl.exp2(scale)
+                value = _read(dcg_exp, at, k, last) * tl.exp2(scale)
             elif code == 8:
-                ideal_value = _read(ideal_dcg, ipos, k, IDEAL_BLOCK - 1)
-                value = _read(dcg, pos, k, last) / tl.where(ideal_value > 0, ideal_value, 1.0)
+                ideal_value = _read(ideal_dcg, iat, k, ilast)
+                value = _read(dcg, at, k, last) / tl.where(ideal_value > 0, ideal_value, 1.0)
             elif code == 9:
-                ideal_value = _read(ideal_dcg_exp, ipos, k, IDEAL_BLOCK - 1)
-                value = _read(dcg_exp, pos, k, last) / tl.where(ideal_value > 0, ideal_value, 1.0)
+                ideal_value = _read(ideal_dcg_exp, iat, k, ilast)
+                value = _read(dcg_exp, at, k, last) / tl.where(ideal_value > 0, ideal_value, 1.0)
             elif code == 10:
-                value = _read(err, pos, k, last)
+                value = _read(err, at, k, last)
             elif code == 11:  # precision at R (the whole list's column: k is 0)
-                value = _read(hits, pos, num_relevant.to(tl.int32), last) / r_clamped
+                value = _read(hits, at, num_relevant.to(tl.int32), last) / r_clamped
             elif code == 12:  # the expected rank of the first relevant item, k + 1 where none is in the top k
-                value = _read(first_position, pos, k, last) + (k_eff + 1) * (1 - _read(found, pos, k, last))
+                value = _read(first_position, at, k, last) + (k_eff + 1) * (1 - _read(found, at, k, last))
             elif code == 13:  # mean rank of the relevant items, those past the cut-off at k + 1
-                missed = num_relevant - _read(hits, pos, k, last)
-                value = (_read(rank_sum, pos, k, last) + (k_eff + 1) * missed) / r_clamped
+                missed = num_relevant - _read(hits, at, k, last)
+                value = (_read(rank_sum, at, k, last) + (k_eff + 1) * missed) / r_clamped
             else:  # RBP: (1 - p) sum gain_i p^(i-1)
                 p = tl.load(rbp_ptr + 2 * j)
                 fixed_top = tl.load(rbp_ptr + 2 * j + 1)
                 scale_top = tl.where(fixed_top > 0, fixed_top, top_label)
                 weights = (1 - p) * tl.exp2((rank - 1) * tl.log2(p))
-                value = _read(tl.cumsum(graded / scale_top * weights, 0), pos, k, last)
+                value = _read(tl.cumsum(graded / scale_top * weights, 0), at, k, last)
             if code <= 5 or (code >= 11 and code <= 13):  # BINARY_CODES
                 empty = num_relevant == 0
             else:
