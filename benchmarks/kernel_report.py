@@ -39,7 +39,7 @@ EIGHT = ("ndcg@5", "ndcg@10", "ndcg@20", "map@100", "mrr@10", "P@10", "recall@10
 
 def fused_names() -> list[str]:
     """A name per measure family the fused kernel computes, at a cut-off of 10 and over the whole list."""
-    from torchrank.functional._fused_columns import fused_columns
+    from torchrank.functional._measure import fused_columns
     from torchrank.functional.measures import FAMILIES
 
     names = []
@@ -52,7 +52,7 @@ def fused_names() -> list[str]:
 
 def columns_of(measures: tuple[str, ...]) -> list:
     """The kernel's output columns for ``measures`` (grammar names), as ``evaluate`` asks for them."""
-    from torchrank.functional._fused_columns import fused_columns
+    from torchrank.functional._measure import fused_columns
     from torchrank.functional.measures import FAMILIES, parse_measure
 
     columns = []

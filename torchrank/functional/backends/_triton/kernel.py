@@ -14,7 +14,7 @@ positions and the ideal's, a whole tie group per round (:mod:`~torchrank.functio
 same cumulative arrays then feed the same column code. :func:`launch_config` picks the variant; benchmarks/
 kernel_report.py compiles each ahead of time.
 
-:func:`~torchrank.functional._fused_columns.fused_columns` says whether a request is covered (the measure modules
+:func:`~torchrank.functional._measure.fused_columns` says whether a request is covered (the measure modules
 declare what the kernel computes there); what is not (other measures or options, float64 scores, flat input, lists
 past :data:`~torchrank.functional.backends.TRITON_MAX_ITEMS`) runs on the torch backend.
 """
