@@ -112,16 +112,9 @@ def is_integer_tensor(x: object) -> bool:
 
 
 def format_inputs(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
-    judged: Tensor | None = None,
-    validate_args: bool = True,
-    label_limit: float | None = None,
-    backend: Backend,
+    preds: Tensor, target: Tensor, *, indexes: Tensor | None = None, mask: Tensor | None = None,
+    ideal_target: Tensor | None = None, judged: Tensor | None = None, validate_args: bool = True,
+    label_limit: float | None = None, backend: Backend,
 ) -> RankingInput:
     """Validate the caller's tensors on ``backend`` (their device's) and return them as dense ``[Q, N]`` rows.
     ``label_limit``: the largest label the measures take (exponential DCG's; None: any), checked with the values.
@@ -134,8 +127,7 @@ def format_inputs(
         >>> x.preds.shape, x.batch_shape
         (torch.Size([1, 3]), ())
     """
-    _check_scores_and_labels(preds, target)
-    _check_bool_like_preds("mask", mask, preds)
+    check_dense_inputs(preds, target, mask=mask, ideal_target=None)
     _check_bool_like_preds("judged", judged, preds)
     mask = backend.real_mask(mask)  # None where no list is padded: no mask to apply
     # a ranking reads values only (no measure is differentiable): scores or labels a model still holds a graph
@@ -157,20 +149,16 @@ def format_inputs(
         grouped = dict(zip(extra, rest, strict=True))
         ideal_target, judged = grouped.get("ideal_target"), grouped.get("judged")
         batch_shape: tuple[int, ...] = (preds.shape[0],)
-        padded = padding_last = mask is not None
-        if mask is None:  # equal-length queries: unpadded rows, as dense input without a mask
-            mask = _all_true(preds.device, tuple(preds.shape))
     else:
-        padding_last = False
         batch_shape = tuple(preds.shape[:-1])
-        padded = mask is not None
         n = preds.shape[-1]
         if preds.ndim != 2:  # [Q, N] already: no view to make
             preds, target = preds.reshape(-1, n), target.reshape(-1, n)
-        # no mask: a broadcast True, with no memory to fill (or to page in on large batches)
-        mask = _all_true(preds.device, tuple(preds.shape)) if mask is None else mask.reshape(-1, n)
-        judged = None if judged is None else judged.reshape(-1, n)
-
+        mask, judged = (None if x is None else x.reshape(-1, n) for x in (mask, judged))
+    padded = mask is not None  # flat input of equal-length queries: unpadded rows, as dense input without a mask
+    padding_last = padded and indexes is not None
+    if mask is None:  # a broadcast True, with no memory to fill (or to page in on large batches)
+        mask = _all_true(preds.device, tuple(preds.shape))
     work = working_dtype(preds)
     integer_labels = not target.is_floating_point()
     if padded and indexes is None:  # the caller's padding may hold any label
@@ -194,8 +182,16 @@ def format_inputs(
     )
 
 
-def _check_scores_and_labels(preds: Tensor, target: Tensor) -> None:
-    """The checks of ``preds`` and ``target`` that read no value: types, dtypes, shapes, device."""
+def check_dense_inputs(preds: Tensor, target: Tensor, *, mask: Tensor | None, ideal_target: Tensor | None) -> None:
+    """:func:`format_inputs`' checks of dense input that read no value, for kernels that read the tensors as given.
+
+    Example:
+        >>> import torch
+        >>> check_dense_inputs(torch.zeros(2, 3), torch.zeros(2, 4), mask=None, ideal_target=None)
+        Traceback (most recent call last):
+        ...
+        ValueError: Arguments `preds` and `target` must have the same shape, got (2, 3) and (2, 4).
+    """
     check_tensor("preds", preds)
     check_tensor("target", target)
     if preds.dtype == torch.bool or preds.is_complex():
@@ -213,19 +209,6 @@ def _check_scores_and_labels(preds: Tensor, target: Tensor) -> None:
     if preds.ndim == 0:
         raise ValueError("Argument `preds` must hold a list of scores ([N], [..., N] or flat with `indexes`), got a "
                          "0-d tensor.")
-
-
-def check_dense_inputs(preds: Tensor, target: Tensor, *, mask: Tensor | None, ideal_target: Tensor | None) -> None:
-    """:func:`format_inputs`' checks of dense input that read no value, for kernels that read the tensors as given.
-
-    Example:
-        >>> import torch
-        >>> check_dense_inputs(torch.zeros(2, 3), torch.zeros(2, 4), mask=None, ideal_target=None)
-        Traceback (most recent call last):
-        ...
-        ValueError: Arguments `preds` and `target` must have the same shape, got (2, 3) and (2, 4).
-    """
-    _check_scores_and_labels(preds, target)
     _check_bool_like_preds("mask", mask, preds)
     if ideal_target is not None:
         _check_ideal(ideal_target, tuple(preds.shape[:-1]), preds.device)
@@ -320,11 +303,7 @@ IDEAL_MISSES_LABELS, JUDGED_BELOW_R = 6, 7  # indices in VALUE_PROBLEMS
 
 
 def value_problems(
-    preds: Tensor,
-    target: Tensor,
-    ideal_target: Tensor | None = None,
-    *,
-    label_limit: float | None = None,
+    preds: Tensor, target: Tensor, ideal_target: Tensor | None = None, *, label_limit: float | None = None,
     mask: Tensor | None = None,
 ) -> Tensor:
     """The value checks of dense input as ``[8]`` bool flags on the device (no host read), in :data:`VALUE_PROBLEMS`'
