@@ -132,9 +132,10 @@ def format_inputs(
     mask = backend.real_mask(mask)  # None where no list is padded: no mask to apply
     # a ranking reads values only (no measure is differentiable): scores or labels a model still holds a graph
     # for are read without it, and numpy can read them
-    given = preds, target, ideal_target = tuple(
+    preds, target, ideal_target = (
         x.detach() if isinstance(x, Tensor) and x.requires_grad else x for x in (preds, target, ideal_target)
     )
+    given = (preds, target, ideal_target)
     if indexes is not None:
         if ideal_target is not None:  # flat input's ideal labels are per item, as `target`, grouped with it into rows
             check_tensor("ideal_target", ideal_target)

@@ -35,21 +35,9 @@ Requests = Sequence[tuple[Measure, Sequence[int | None], dict]]  # (measure, cut
 
 
 def run_measure(
-    measure: Measure,
-    preds: Tensor,
-    target: Tensor,
-    *,
-    k: int | Sequence[int] | None = None,
-    indexes: Tensor | None,
-    mask: Tensor | None,
-    ideal_target: Tensor | None,
-    judged: Tensor | None = None,
-    ties: str,
-    empty_target_action: str,
-    reduction: str,
-    relevance_threshold: float,
-    validate_args: bool,
-    **params: object,
+    measure: Measure, preds: Tensor, target: Tensor, *, k: int | Sequence[int] | None = None,
+    indexes: Tensor | None, mask: Tensor | None, ideal_target: Tensor | None, judged: Tensor | None = None, ties: str,
+    empty_target_action: str, reduction: str, relevance_threshold: float, validate_args: bool, **params: object,
 ) -> Tensor:
     """Validate and rank the input, apply ``measure`` and reduce its per-query values. The shared options come from
     a public function, with their defaults (:mod:`torchrank.functional._options`); ``k`` and ``judged`` are None for a
@@ -87,29 +75,16 @@ def _params_as_rows(requests: Requests, preds: Tensor) -> dict | None:
 
 def _requests_with_params(requests: Requests, chunk: dict) -> list:
     """``requests`` with their tensor parameters replaced by the rows of ``chunk`` (:func:`_params_as_rows`)."""
-    out = []
-    for i, (measure, ks, params) in enumerate(requests):
-        given = dict(params)
-        for name, value in params.items():
-            if isinstance(value, Tensor):
-                rows = chunk[f"{PARAMETER_ROWS}{i}:{name}"]
-                given[name] = rows.reshape(-1) if value.dim() == 1 else rows
-        out.append((measure, ks, given))
-    return out
+
+    def given(i: int, name: str, x: object) -> object:  # a chunk's rows, in the parameter's shape ([q] or [q, N])
+        return chunk[f"{PARAMETER_ROWS}{i}:{name}"].reshape(-1, *x.shape[1:]) if isinstance(x, Tensor) else x
+
+    return [(m, ks, {n: given(i, n, v) for n, v in params.items()}) for i, (m, ks, params) in enumerate(requests)]
 
 
 def per_query_values(
-    requests: Requests,
-    preds: Tensor,
-    target: Tensor,
-    *,
-    indexes: Tensor | None,
-    mask: Tensor | None,
-    ideal_target: Tensor | None,
-    judged: Tensor | None,
-    ties: str,
-    empty_target_action: str,
-    relevance_threshold: float,
+    requests: Requests, preds: Tensor, target: Tensor, *, indexes: Tensor | None, mask: Tensor | None,
+    ideal_target: Tensor | None, judged: Tensor | None, ties: str, empty_target_action: str, relevance_threshold: float,
     validate_args: bool,
 ) -> Tensor:
     """The per-query values ``[*batch, K]`` of ``requests``, queries without a relevant item scored as
@@ -187,7 +162,8 @@ def label_limit(requests: Requests, preds: Tensor) -> float | None:
     if not isinstance(preds, Tensor):
         return None
     dtype = working_dtype(preds)
-    limits = [m.label_limit(params, dtype) for m, _, params in requests if getattr(m, "label_limit", None)]
+    declared = [(getattr(measure, "label_limit", None), params) for measure, _, params in requests]
+    limits = [limit_of(params, dtype) for limit_of, params in declared if limit_of is not None]
     return min([limit for limit in limits if limit is not None], default=None)  # a list: torch.compile takes it
 
 
@@ -197,11 +173,7 @@ def deepest(ks: Sequence[int | None]) -> int | None:
 
 
 def finalize(
-    values: Tensor,
-    no_relevant: Tensor,
-    inputs: RankingInput,
-    empty_target_action: str,
-    reduction: str,
+    values: Tensor, no_relevant: Tensor, inputs: RankingInput, empty_target_action: str, reduction: str,
     k_is_sequence: bool,
 ) -> Tensor:
     """Score queries without relevant items (``no_relevant`` ``[Q]``, or ``[Q, K]`` per column) as
@@ -221,12 +193,10 @@ def _fused_per_query(
 ) -> Tensor | None:
     """Per-query values ``[..., K]`` of dense ``requests``, empty queries filled, from ``backend``'s fused kernel; None
     where it has none or it does not cover a measure, option or input (the caller then ranks as usual)."""
-    columns = []
-    for measure, ks, params in requests:
-        found = fused_columns(measure, ks, params)
-        if found is None:
-            return None
-        columns += found
+    found = [fused_columns(measure, ks, params) for measure, ks, params in requests]
+    if None in found:
+        return None
+    columns = [column for family in found for column in family or ()]
     fused = backend.fused(
         preds, target, columns, mask=mask, ideal_target=ideal_target, ties=ties,
         relevance_threshold=relevance_threshold, empty_target_action=empty_target_action, check_values=validate_args,
@@ -255,9 +225,8 @@ def _err_of_mixed_ties(
     rows = mixed.nonzero().squeeze(1)
     if rows.numel() == 0:
         return values
-    preds, target, mask, ideal_target = (
-        None if x is None else x.reshape(-1, x.shape[-1])[rows] for x in (preds, target, mask, ideal_target)
-    )
+    preds, target = (x.reshape(-1, x.shape[-1])[rows] for x in (preds, target))
+    mask, ideal_target = (None if x is None else x.reshape(-1, x.shape[-1])[rows] for x in (mask, ideal_target))
     column = 0
     for measure, ks, params in requests:
         if fused_code(measure, params) == ERR:
