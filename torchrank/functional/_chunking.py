@@ -100,17 +100,14 @@ def query_chunks(preds: Tensor, tensors: dict[str, Tensor | None]) -> list[slice
             return None
     num_queries = preds.numel() // preds.shape[-1]
     ideal = tensors.get("ideal_target")
-    items = preds.shape[-1] + (0 if ideal is None else ideal.shape[-1])
-    per_query = items * BYTES_PER_ITEM
+    per_query = (preds.shape[-1] + (0 if ideal is None else ideal.shape[-1])) * BYTES_PER_ITEM
     budget = current_memory_budget()
     if budget is None:
         if num_queries * per_query <= _ALWAYS_FITS:
             return None  # spare the query of free memory (a read of /proc/meminfo) for small inputs
         budget = _default_budget(preds.device)
     rows = max(1, budget // per_query)
-    if rows >= num_queries:
-        return None
-    return [slice(start, min(start + rows, num_queries)) for start in range(0, num_queries, rows)]
+    return None if rows >= num_queries else [slice(i, min(i + rows, num_queries)) for i in range(0, num_queries, rows)]
 
 
 def reduce_queries(values: Tensor, reduction: str, batch_shape: Sequence[int]) -> Tensor:

@@ -144,7 +144,7 @@ def format_inputs(
                     "With `indexes`, argument `ideal_target` must hold one label per item, shaped as `preds` "
                     f"{tuple(preds.shape)}, got {tuple(ideal_target.shape)}."
                 )
-            _check_same_device("ideal_target", ideal_target, preds)
+            _check_same_device("ideal_target", ideal_target, preds.device)
         extra = {name: x for name, x in (("ideal_target", ideal_target), ("judged", judged)) if x is not None}
         (preds, target, *rest), mask = _group_flat([preds, target, *extra.values()], indexes, mask, backend)
         grouped = dict(zip(extra, rest, strict=True))
@@ -204,7 +204,7 @@ def check_dense_inputs(preds: Tensor, target: Tensor, *, mask: Tensor | None, id
             f"Arguments `preds` and `target` must have the same shape, got {tuple(preds.shape)} "
             f"and {tuple(target.shape)}."
         )
-    _check_same_device("target", target, preds)
+    _check_same_device("target", target, preds.device)
     if preds.numel() == 0:
         raise ValueError(f"Argument `preds` must not be empty, got shape {tuple(preds.shape)}.")
     if preds.ndim == 0:
@@ -251,9 +251,9 @@ def check_tensor(name: str, value: object) -> None:
         raise TypeError(f"Argument `{name}` must be a torch.Tensor, got {type(value).__name__}.")
 
 
-def _check_same_device(name: str, value: Tensor, preds: Tensor) -> None:
-    if value.device != preds.device:
-        raise ValueError(f"Argument `{name}` must be on the device of `preds` ({preds.device}), got {value.device}.")
+def _check_same_device(name: str, value: Tensor, device: torch.device) -> None:
+    if value.device != device:
+        raise ValueError(f"Argument `{name}` must be on the device of `preds` ({device}), got {value.device}.")
 
 
 def _check_bool_like_preds(name: str, value: Tensor | None, preds: Tensor) -> None:
@@ -266,7 +266,7 @@ def _check_bool_like_preds(name: str, value: Tensor | None, preds: Tensor) -> No
         raise ValueError(
             f"Argument `{name}` must have the shape of `preds` {tuple(preds.shape)}, got {tuple(value.shape)}."
         )
-    _check_same_device(name, value, preds)
+    _check_same_device(name, value, preds.device)
 
 
 def value_range(x: Tensor) -> tuple[float, float]:
@@ -446,10 +446,7 @@ def _check_ideal(ideal_target: Tensor, batch_shape: tuple[int, ...], device: tor
             f"Argument `ideal_target` must have shape {(*batch_shape, 'M')} (the leading dims of `preds` and "
             f"M >= 1 judged labels per query), got {tuple(ideal_target.shape)}."
         )
-    if ideal_target.device != device:
-        raise ValueError(
-            f"Argument `ideal_target` must be on the device of `preds` ({device}), got {ideal_target.device}."
-        )
+    _check_same_device("ideal_target", ideal_target, device)
 
 
 def _group_flat(
@@ -466,7 +463,7 @@ def _group_flat(
             "With `indexes`, arguments `preds`, `target` and `indexes` must be 1-D of equal length, got "
             f"{tuple(preds.shape)}, {tuple(items[1].shape)} and {tuple(indexes.shape)}."
         )
-    _check_same_device("indexes", indexes, preds)
+    _check_same_device("indexes", indexes, preds.device)
     if mask is not None:
         items, indexes = [x[mask] for x in items], indexes[mask]
         if indexes.numel() == 0:

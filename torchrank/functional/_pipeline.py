@@ -64,12 +64,10 @@ def _params_as_rows(requests: Requests, preds: Tensor) -> dict | None:
         for name, value in params.items():
             if not isinstance(value, Tensor):
                 continue
-            if value.shape == (num_queries,):
-                rows[f"{PARAMETER_ROWS}{i}:{name}"] = value.reshape(*preds.shape[:-1], 1)
-            elif value.shape == (num_queries, preds.shape[-1]):
-                rows[f"{PARAMETER_ROWS}{i}:{name}"] = value.reshape(preds.shape)
-            else:
+            if value.shape not in ((num_queries,), (num_queries, preds.shape[-1])):
                 return None
+            width = 1 if value.dim() == 1 else preds.shape[-1]  # a value per query: a column
+            rows[f"{PARAMETER_ROWS}{i}:{name}"] = value.reshape(*preds.shape[:-1], width)
     return rows
 
 
