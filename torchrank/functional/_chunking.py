@@ -1,13 +1,9 @@
 """Evaluation in chunks of queries when the input would not fit in memory.
 
-Every measure is computed row by row, so the per-query values of a batch are those of its parts: a dense
-input whose working memory would exceed the budget is split along the query axis, each chunk is evaluated
-to per-query values, and the values are joined and reduced once, exactly as without chunks.
-
-The budget is half the free memory of the input's device (CUDA: ``torch.cuda.mem_get_info``; CPU: the
-available physical memory) unless :func:`memory_budget` sets one. It bounds the working memory of the
-measures; the per-query values of all queries (4 bytes per query and measure for float32 scores) come on top,
-as they would without chunks.
+Every measure is computed row by row, so a dense input whose working memory would exceed the budget is split along
+the query axis, and the chunks' per-query values are joined and reduced once, exactly as without chunks. The budget
+(:func:`memory_budget`; by default half the free memory of the input's device) bounds the measures' working memory;
+the per-query values of all queries come on top, as they would without chunks.
 """
 
 from __future__ import annotations
@@ -89,8 +85,8 @@ PARAMETER_ROWS = "param:"
 
 
 def query_chunks(preds: Tensor, tensors: dict[str, Tensor | None]) -> list[slice] | None:
-    """Slices of the query axis that each fit the budget, or None when the input fits (or is not dense
-    with consistent shapes: validation then reports it)."""
+    """Slices of the query axis that each fit the budget; None when the input fits (or is not dense with consistent
+    shapes: validation then reports it)."""
     if not isinstance(preds, Tensor) or preds.dim() < 2 or preds.numel() == 0:
         return None
     lead = preds.shape[:-1]
@@ -104,22 +100,19 @@ def query_chunks(preds: Tensor, tensors: dict[str, Tensor | None]) -> list[slice
             return None
     num_queries = preds.numel() // preds.shape[-1]
     ideal = tensors.get("ideal_target")
-    items = preds.shape[-1] + (0 if ideal is None else ideal.shape[-1])
-    per_query = items * BYTES_PER_ITEM
+    per_query = (preds.shape[-1] + (0 if ideal is None else ideal.shape[-1])) * BYTES_PER_ITEM
     budget = current_memory_budget()
     if budget is None:
         if num_queries * per_query <= _ALWAYS_FITS:
             return None  # spare the query of free memory (a read of /proc/meminfo) for small inputs
         budget = _default_budget(preds.device)
     rows = max(1, budget // per_query)
-    if rows >= num_queries:
-        return None
-    return [slice(start, min(start + rows, num_queries)) for start in range(0, num_queries, rows)]
+    return None if rows >= num_queries else [slice(i, min(i + rows, num_queries)) for i in range(0, num_queries, rows)]
 
 
 def reduce_queries(values: Tensor, reduction: str, batch_shape: Sequence[int]) -> Tensor:
-    """Per-query values ``[Q, ...]`` reduced over the queries (NaN, a skipped query, left out), or for ``"none"``
-    shaped ``[*batch_shape, ...]``."""
+    """Per-query values ``[Q, ...]`` reduced over the queries (NaN, a skipped query, left out), or shaped
+    ``[*batch_shape, ...]`` for ``"none"``."""
     if reduction == "none":
         shape = (*batch_shape, *values.shape[1:])
         return values if values.shape == shape else values.reshape(shape)
@@ -127,11 +120,10 @@ def reduce_queries(values: Tensor, reduction: str, batch_shape: Sequence[int]) -
 
 
 def evaluate_in_chunks(
-    call: Callable[[dict[str, Tensor | None]], Tensor], preds: Tensor, tensors: dict[str, Tensor | None], reduction: str
+    call: Callable[[dict[str, Tensor | None]], Tensor], preds: Tensor, tensors: dict[str, Tensor | None]
 ) -> Tensor | None:
-    """``call`` (per-query values ``[q, ...]``) on each chunk of ``{"preds": preds, **tensors}``, joined and reduced
-    as ``reduction`` says; None if one call fits the budget. Each chunk's values go into the joined output as soon
-    as they exist: the values of all queries are held once, not also as a list of parts."""
+    """``call`` (per-query values ``[q, ...]``) on each chunk of ``{"preds": preds, **tensors}``, joined ``[*batch,
+    ...]``; None if one call fits the budget. Each chunk's values go into the output at once: held once, not twice."""
     chunks = query_chunks(preds, tensors)
     if chunks is None:
         return None
@@ -142,4 +134,4 @@ def evaluate_in_chunks(
         if joined is None:
             joined = part.new_empty((chunks[-1].stop, *part.shape[1:]))
         joined[rows] = part
-    return reduce_queries(joined, reduction, preds.shape[:-1])
+    return reduce_queries(joined, "none", preds.shape[:-1])

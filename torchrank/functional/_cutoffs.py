@@ -19,12 +19,9 @@ if TYPE_CHECKING:
 
 
 def cutoff_index(ranking: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
-    """For each cut-off, the index into the rank axis and the effective k, for :func:`at_cutoffs`: ``[Q, K]`` each,
-    or, when every cut-off is a number (the same for every query), ``[K]`` and ``[1, K]`` (they broadcast).
-
-    ``None`` means the whole list: the effective k is then the number of ranked items of each query.
-    A cut-off past the list end reads the last position (every later position would add nothing).
-    """
+    """For each cut-off, the index into the rank axis and the effective k (for None, the whole list: each query's
+    ranked items), ``[Q, K]`` each, or ``[K]`` and ``[1, K]`` when every cut-off is a number. A cut-off past the list
+    end reads the last position (every later position would add nothing)."""
     key = tuple(ks)
     if key not in ranking.cutoffs:  # measures of one evaluate() often share their cut-offs
         n = ranking.list_size

@@ -75,8 +75,7 @@ def normalize_k(k: int | Sequence[int] | None) -> tuple[list[int | None], bool]:
             raise TypeError(f"Argument `k` must be a positive int or a sequence of positive ints, got {k!r}.")
         k = int(k)
     if _is_int(k):
-        ks = [k]
-        is_seq = False
+        ks, is_seq = [k], False
     elif isinstance(k, Sequence | Tensor) and not isinstance(k, str):
         ks = [int(v) if isinstance(v, Tensor) and v.numel() == 1 and not v.is_floating_point() else v for v in k]
         is_seq = True
@@ -113,20 +112,12 @@ def is_integer_tensor(x: object) -> bool:
 
 
 def format_inputs(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
-    judged: Tensor | None = None,
-    validate_args: bool = True,
-    label_limit: float | None = None,
-    backend: Backend,
+    preds: Tensor, target: Tensor, *, indexes: Tensor | None = None, mask: Tensor | None = None,
+    ideal_target: Tensor | None = None, judged: Tensor | None = None, validate_args: bool = True,
+    label_limit: float | None = None, backend: Backend,
 ) -> RankingInput:
-    """Validate the caller's tensors on ``backend`` (the backend of their device) and return them as dense ``[Q, N]``
-    rows. ``label_limit``: the largest label the measures can take (exponential DCG's), checked with the values
-    (``validate_args``); None: any.
+    """Validate the caller's tensors on ``backend`` (their device's) and return them as dense ``[Q, N]`` rows.
+    ``label_limit``: the largest label the measures take (exponential DCG's; None: any), checked with the values.
 
     Example:
         >>> import torch
@@ -136,44 +127,50 @@ def format_inputs(
         >>> x.preds.shape, x.batch_shape
         (torch.Size([1, 3]), ())
     """
-    _check_scores_and_labels(preds, target)
-    _check_bool_like_preds("mask", mask, preds)
+    check_dense_inputs(preds, target, mask=mask, ideal_target=None)
     _check_bool_like_preds("judged", judged, preds)
     mask = backend.real_mask(mask)  # None where no list is padded: no mask to apply
     # a ranking reads values only (no measure is differentiable): scores or labels a model still holds a graph
     # for are read without it, and numpy can read them
-    preds, target, ideal_target = (_detached(x) for x in (preds, target, ideal_target))
+    preds, target, ideal_target = (
+        x.detach() if isinstance(x, Tensor) and x.requires_grad else x for x in (preds, target, ideal_target)
+    )
     given = (preds, target, ideal_target)
-
     if indexes is not None:
-        # flat input's ideal labels are per item, as `target`, and are grouped with it into rows
-        _check_flat_ideal(ideal_target, preds)
+        if ideal_target is not None:  # flat input's ideal labels are per item, as `target`, grouped with it into rows
+            check_tensor("ideal_target", ideal_target)
+            if ideal_target.shape != preds.shape:
+                raise ValueError(
+                    "With `indexes`, argument `ideal_target` must hold one label per item, shaped as `preds` "
+                    f"{tuple(preds.shape)}, got {tuple(ideal_target.shape)}."
+                )
+            _check_same_device("ideal_target", ideal_target, preds.device)
         extra = {name: x for name, x in (("ideal_target", ideal_target), ("judged", judged)) if x is not None}
         (preds, target, *rest), mask = _group_flat([preds, target, *extra.values()], indexes, mask, backend)
         grouped = dict(zip(extra, rest, strict=True))
         ideal_target, judged = grouped.get("ideal_target"), grouped.get("judged")
         batch_shape: tuple[int, ...] = (preds.shape[0],)
-        padded = padding_last = mask is not None
-        if mask is None:  # equal-length queries: unpadded rows, as dense input without a mask
-            mask = _all_true(preds.device, tuple(preds.shape))
     else:
-        padding_last = False
         batch_shape = tuple(preds.shape[:-1])
-        padded = mask is not None
         n = preds.shape[-1]
         if preds.ndim != 2:  # [Q, N] already: no view to make
             preds, target = preds.reshape(-1, n), target.reshape(-1, n)
-        # no mask: a broadcast True, with no memory to fill (or to page in on large batches)
-        mask = _all_true(preds.device, tuple(preds.shape)) if mask is None else mask.reshape(-1, n)
-        judged = None if judged is None else judged.reshape(-1, n)
-
+        mask, judged = (None if x is None else x.reshape(-1, n) for x in (mask, judged))
+    padded = mask is not None  # flat input of equal-length queries: unpadded rows, as dense input without a mask
+    padding_last = padded and indexes is not None
+    if mask is None:  # a broadcast True, with no memory to fill (or to page in on large batches)
+        mask = _all_true(preds.device, tuple(preds.shape))
     work = working_dtype(preds)
     integer_labels = not target.is_floating_point()
     if padded and indexes is None:  # the caller's padding may hold any label
         target = torch.where(mask, target.to(work), 0)
     elif padded or not read_by_blocks(target):  # flat input's padding holds 0 already (_group_flat)
         target = target.to(work)
-    ideal = _format_ideal(ideal_target, target, batch_shape, preds.device, work)
+    if ideal_target is None:
+        ideal = target
+    else:
+        _check_ideal(ideal_target, batch_shape, preds.device)
+        ideal = ideal_target.reshape(-1, ideal_target.shape[-1]).to(work)
     # the ideal labels are checked against the target's of each query as the rows are formatted (masked, grouped)
     ranges = backend.check_values(given, target, ideal, label_limit) if validate_args else None
     return RankingInput(
@@ -186,10 +183,18 @@ def format_inputs(
     )
 
 
-def _check_scores_and_labels(preds: Tensor, target: Tensor) -> None:
-    """The checks of ``preds`` and ``target`` that read no value: types, dtypes, shapes, device."""
-    _check_tensor("preds", preds)
-    _check_tensor("target", target)
+def check_dense_inputs(preds: Tensor, target: Tensor, *, mask: Tensor | None, ideal_target: Tensor | None) -> None:
+    """:func:`format_inputs`' checks of dense input that read no value, for kernels that read the tensors as given.
+
+    Example:
+        >>> import torch
+        >>> check_dense_inputs(torch.zeros(2, 3), torch.zeros(2, 4), mask=None, ideal_target=None)
+        Traceback (most recent call last):
+        ...
+        ValueError: Arguments `preds` and `target` must have the same shape, got (2, 3) and (2, 4).
+    """
+    check_tensor("preds", preds)
+    check_tensor("target", target)
     if preds.dtype == torch.bool or preds.is_complex():
         raise TypeError(f"Argument `preds` must hold real scores (float or int), got dtype {preds.dtype}.")
     if target.is_complex():
@@ -199,39 +204,19 @@ def _check_scores_and_labels(preds: Tensor, target: Tensor) -> None:
             f"Arguments `preds` and `target` must have the same shape, got {tuple(preds.shape)} "
             f"and {tuple(target.shape)}."
         )
-    _check_same_device("target", target, preds)
+    _check_same_device("target", target, preds.device)
     if preds.numel() == 0:
         raise ValueError(f"Argument `preds` must not be empty, got shape {tuple(preds.shape)}.")
     if preds.ndim == 0:
         raise ValueError("Argument `preds` must hold a list of scores ([N], [..., N] or flat with `indexes`), got a "
                          "0-d tensor.")
-
-
-def check_dense_inputs(preds: Tensor, target: Tensor, *, mask: Tensor | None, ideal_target: Tensor | None) -> None:
-    """The checks :func:`format_inputs` runs on dense input that read no value, without formatting it (for kernels
-    that read the caller's tensors as they are, and check the values as they read them).
-
-    Example:
-        >>> import torch
-        >>> check_dense_inputs(torch.zeros(2, 3), torch.zeros(2, 4), mask=None, ideal_target=None)
-        Traceback (most recent call last):
-        ...
-        ValueError: Arguments `preds` and `target` must have the same shape, got (2, 3) and (2, 4).
-    """
-    _check_scores_and_labels(preds, target)
     _check_bool_like_preds("mask", mask, preds)
     if ideal_target is not None:
         _check_ideal(ideal_target, tuple(preds.shape[:-1]), preds.device)
 
 
-def _detached(x: Tensor | None) -> Tensor | None:
-    """``x`` without its autograd graph (a no-op, and no aten call, for tensors that have none)."""
-    return x.detach() if isinstance(x, Tensor) and x.requires_grad else x
-
-
 def read_by_blocks(x: Tensor) -> bool:
-    """Whether the labels ``x`` form a large CPU batch (more than ``LARGE_BATCH_ITEMS``): kept in the caller's
-    dtype and read by blocks of rows (torch ops only: no host read)."""
+    """Whether the labels ``x`` form a large CPU batch: kept in the caller's dtype and read by blocks of rows."""
     return x.is_cpu and x.numel() > LARGE_BATCH_ITEMS
 
 
@@ -241,17 +226,11 @@ def _false(device: torch.device) -> Tensor:
     return torch.zeros((), dtype=torch.bool, device=device)
 
 
-@functools.lru_cache(maxsize=16)
-def _true(device: torch.device) -> Tensor:
-    """A ``[1, 1]`` True on ``device`` (cached: read, never written) to broadcast as the mask of unpadded input."""
-    return torch.ones((1, 1), dtype=torch.bool, device=device)
-
-
 @functools.lru_cache(maxsize=64)
 def _all_true(device: torch.device, shape: tuple[int, ...]) -> Tensor:
-    """The mask of unpadded ``shape`` input: :func:`_true` broadcast, no memory (cached per shape: a validation loop's
+    """The mask of unpadded ``shape`` input: one True broadcast, no memory (cached per shape: a validation loop's
     batches share one, and an update makes no op for it)."""
-    return _true(device).expand(shape)
+    return torch.ones((1, 1), dtype=torch.bool, device=device).expand(shape)
 
 
 def working_dtype(preds: Tensor) -> torch.dtype:
@@ -259,34 +238,41 @@ def working_dtype(preds: Tensor) -> torch.dtype:
     return torch.float64 if preds.dtype == torch.float64 else torch.float32
 
 
-def _check_tensor(name: str, value: object) -> None:
+def check_tensor(name: str, value: object) -> None:
+    """Raise ``TypeError`` unless argument ``name`` is a tensor.
+
+    Example:
+        >>> check_tensor("scores", [0.5, 0.2])
+        Traceback (most recent call last):
+        ...
+        TypeError: Argument `scores` must be a torch.Tensor, got list.
+    """
     if not isinstance(value, Tensor):
         raise TypeError(f"Argument `{name}` must be a torch.Tensor, got {type(value).__name__}.")
 
 
-def _check_same_device(name: str, value: Tensor, preds: Tensor) -> None:
-    if value.device != preds.device:
-        raise ValueError(f"Argument `{name}` must be on the device of `preds` ({preds.device}), got {value.device}.")
+def _check_same_device(name: str, value: Tensor, device: torch.device) -> None:
+    if value.device != device:
+        raise ValueError(f"Argument `{name}` must be on the device of `preds` ({device}), got {value.device}.")
 
 
 def _check_bool_like_preds(name: str, value: Tensor | None, preds: Tensor) -> None:
     if value is None:
         return
-    _check_tensor(name, value)
+    check_tensor(name, value)
     if value.dtype != torch.bool:
         raise TypeError(f"Argument `{name}` must be a bool tensor, got dtype {value.dtype}.")
     if value.shape != preds.shape:
         raise ValueError(
             f"Argument `{name}` must have the shape of `preds` {tuple(preds.shape)}, got {tuple(value.shape)}."
         )
-    _check_same_device(name, value, preds)
+    _check_same_device(name, value, preds.device)
 
 
 def value_range(x: Tensor) -> tuple[float, float]:
-    """The smallest and largest value of CPU ``x`` (both NaN if it holds one), as Python numbers of its kind (ints
-    exact): by numpy's two SIMD reductions while ``x`` fits the caches, else by torch's one-pass ``aminmax`` (past
-    the caches the read is the cost), and for the half-precision floats (numpy reduces float16 elementwise); by
-    numpy for uint16 to uint64, which ``aminmax`` lacks on CPU."""
+    """The smallest and largest value of CPU ``x`` (NaN if it holds one), as Python numbers (ints exact). numpy's two
+    SIMD reductions while ``x`` fits the caches; past them (the read is the cost) and for half floats (numpy reduces
+    float16 elementwise) torch's one-pass ``aminmax``, which lacks uint16 to uint64 on CPU."""
     for dim, stride in enumerate(x.stride()):  # a broadcast dimension repeats one slice: read it once
         if stride == 0 and x.shape[dim] > 1:
             x = x.narrow(dim, 0, 1)
@@ -318,20 +304,13 @@ IDEAL_MISSES_LABELS, JUDGED_BELOW_R = 6, 7  # indices in VALUE_PROBLEMS
 
 
 def value_problems(
-    preds: Tensor,
-    target: Tensor,
-    ideal_target: Tensor | None = None,
-    *,
-    label_limit: float | None = None,
+    preds: Tensor, target: Tensor, ideal_target: Tensor | None = None, *, label_limit: float | None = None,
     mask: Tensor | None = None,
 ) -> Tensor:
-    """The value checks of dense input as flags on the device, nothing read to the host ``[8]`` bool, in
-    :data:`VALUE_PROBLEMS`' order: NaN scores, NaN or infinite labels, negative labels, NaN, infinite or negative ideal
-    labels, labels and ideal labels above ``label_limit`` (exponential DCG's largest label; None: no limit), an
-    ``ideal_target`` that misses labels of ``target`` (:func:`ideal_misses_labels`, on the real items of ``mask``),
-    and last a judged count too low (False here: bpref checks its ``num_judged`` against its ranking, with
-    :func:`judged_count_problems`). Padded items count in the others, as on every backend. Infinite scores rank
-    (first or last); an infinite label has no finite gain, so it is refused.
+    """The value checks of dense input as ``[8]`` bool flags on the device (no host read), in :data:`VALUE_PROBLEMS`'
+    order; ``label_limit``: exponential DCG's largest label (None: none). The judged-count flag is False here (bpref
+    checks it against its ranking: :func:`judged_count_problems`). Padded items count, as on every backend; infinite
+    scores rank (first or last), but an infinite label has no finite gain, so it is refused.
 
     Example:
         >>> import torch
@@ -354,31 +333,27 @@ def _dense_misses_labels(target: Tensor, ideal_target: Tensor | None, mask: Tens
 def _value_problems(
     preds: Tensor, target: Tensor, ideal_target: Tensor | None, label_limit: float | None, missing: Tensor
 ) -> Tensor:
-    """:func:`value_problems` with the ideal's missing labels (``[]`` bool) found by the caller."""
+    """:func:`value_problems` with the ideal's ``missing`` labels (``[]`` bool) found by the caller."""
     false = _false(preds.device)
     nan_preds = torch.isnan(preds).any() if preds.is_floating_point() else false
-    not_finite = _not_finite(target)
     negative = (target < 0).any() if target.dtype != torch.bool else false
     ideal = ideal_target is not None and ideal_target.dtype != torch.bool
     bad_ideal = ((ideal_target < 0).any() | _not_finite(ideal_target)) if ideal else false
     above = _labels_above(target, ideal_target, label_limit)
-    return torch.stack([nan_preds, not_finite, negative, bad_ideal, *above, missing, false])
+    return torch.stack([nan_preds, _not_finite(target), negative, bad_ideal, *above, missing, false])
 
 
 def unfused_value_problems(
     target: Tensor, ideal_target: Tensor | None, *, label_limit: float | None, mask: Tensor | None
 ) -> Tensor:
-    """The value checks the fused kernel does not run, as flags on the device ``[4]`` bool: :func:`value_problems`'
-    flags past its first four, for dense input."""
+    """:func:`value_problems`' flags past its first four ``[4]`` bool: those the fused kernel does not run."""
     missing = _dense_misses_labels(target, ideal_target, mask)
     return torch.stack([*_labels_above(target, ideal_target, label_limit), missing, _false(target.device)])
 
-
 def ideal_misses_labels(target: Tensor, ideal_target: Tensor) -> Tensor:
-    """Whether a row of ``ideal_target`` ``[Q, M]`` (the labels of every judged item of a query) has fewer labels
-    ``>= t`` than the row of ``target`` ``[Q, N]`` (its listed items, padding 0) for some ``t`` ``[]`` bool, on the
-    device: both rows sorted descending, the target's exceeds the ideal's at a position (or is positive past its
-    length). Without it every measure's ideal is at least the list's own (recall and NDCG at most 1).
+    """Whether a row of ``ideal_target`` ``[Q, M]`` (every judged label) has fewer labels ``>= t`` than the row of
+    ``target`` ``[Q, N]`` (padding 0) for some ``t`` (``[]`` bool, on the device). Without it every measure's ideal is
+    at least the list's own (recall and NDCG at most 1).
 
     Example:
         >>> import torch
@@ -395,8 +370,8 @@ def ideal_misses_labels(target: Tensor, ideal_target: Tensor) -> Tensor:
 
 
 def judged_count_problems(num_judged: Tensor, least: Tensor) -> Tensor:
-    """:data:`VALUE_PROBLEMS`' flags ``[8]`` bool, on the device, of judged counts per query (bpref's ``num_judged``)
-    below ``least`` ``[Q]``, the judged items the ranking knows of (R and the judged non-relevant items listed).
+    """:data:`VALUE_PROBLEMS`' flags ``[8]`` bool of judged counts (bpref's ``num_judged``) below ``least`` ``[Q]``,
+    the judged items the ranking knows of (R and the judged non-relevant items listed).
 
     Example:
         >>> import torch
@@ -408,7 +383,6 @@ def judged_count_problems(num_judged: Tensor, least: Tensor) -> Tensor:
 
 
 def _not_finite(labels: Tensor) -> Tensor:
-    """Whether float ``labels`` hold a NaN or an infinity (``[]`` bool on the device; False for integer labels)."""
     return ~torch.isfinite(labels).all() if labels.is_floating_point() else _false(labels.device)
 
 
@@ -425,9 +399,8 @@ _DEFERRED: contextvars.ContextVar[list[Tensor] | None] = contextvars.ContextVar(
 
 @contextlib.contextmanager
 def deferred_value_checks() -> Iterator[list[Tensor]]:
-    """Inside the block, the device backends' value checks are not read: each call appends its flags (``[8]`` bool,
-    in :data:`VALUE_PROBLEMS`' order, on the device) to the yielded list instead of raising. A metric's update runs its
-    functional so, and never waits on the device.
+    """Inside the block the device backends' value checks are not read: their flags (``[8]`` bool, on the device)
+    go to the yielded list instead. A metric's update runs its functional so, and never waits on the device.
 
     Example:
         >>> import torch, torchrank
@@ -447,80 +420,42 @@ def deferred_value_checks() -> Iterator[list[Tensor]]:
 
 
 def report_value_problems(flags: Tensor) -> None:
-    """The device backends' value-check ``flags`` (:func:`value_problems`' layout): kept for the caller inside
-    :func:`deferred_value_checks`, else read (one synchronisation) and raised for."""
+    """Keep the device backends' value-check ``flags`` inside :func:`deferred_value_checks`, else read them (one
+    synchronisation) and raise for the first."""
     found = _DEFERRED.get()
-    if found is not None:
-        found.append(flags)
-    else:
-        raise_value_problems(flags.tolist())
+    if found is None:
+        return raise_value_problems(flags.tolist())
+    found.append(flags)
 
 
 def raise_value_problems(flags: Sequence[bool]) -> None:
     """Raise ``ValueError`` for the first problem :func:`value_problems` flagged (read to the host), if any."""
-    for index, flagged in enumerate(flags):
-        if flagged:
-            _raise_problem(index)
+    if any(flags):
+        _raise_problem(list(flags).index(True))
 
 
-def _raise_problem(index: int) -> None:
-    """Raise the ``ValueError`` of :data:`VALUE_PROBLEMS`' problem ``index`` (every backend words it so)."""
+def _raise_problem(index: int) -> None:  # every backend words the problems so
     name, problem = VALUE_PROBLEMS[index]
     raise ValueError(f"Argument `{name}` {problem}.")
 
 
-def _format_ideal(
-    ideal_target: Tensor | None,
-    target: Tensor,
-    batch_shape: tuple[int, ...],
-    device: torch.device,
-    work: torch.dtype,
-) -> Tensor:
-    if ideal_target is None:
-        return target
-    _check_ideal(ideal_target, batch_shape, device)
-    return ideal_target.reshape(-1, ideal_target.shape[-1]).to(work)
-
-
-def _check_flat_ideal(ideal_target: Tensor | None, preds: Tensor) -> None:
-    """With flat input, ``ideal_target`` holds one label per item (the judged labels the ideal ranking and the
-    relevant counts are read from), shaped as ``preds``."""
-    if ideal_target is None:
-        return
-    _check_tensor("ideal_target", ideal_target)
-    if ideal_target.shape != preds.shape:
-        raise ValueError(
-            "With `indexes`, argument `ideal_target` must hold one label per item, shaped as `preds` "
-            f"{tuple(preds.shape)}, got {tuple(ideal_target.shape)}."
-        )
-    _check_same_device("ideal_target", ideal_target, preds)
-
-
 def _check_ideal(ideal_target: Tensor, batch_shape: tuple[int, ...], device: torch.device) -> None:
-    _check_tensor("ideal_target", ideal_target)
+    check_tensor("ideal_target", ideal_target)
     if tuple(ideal_target.shape[:-1]) != batch_shape or ideal_target.ndim == 0 or ideal_target.shape[-1] == 0:
         raise ValueError(
             f"Argument `ideal_target` must have shape {(*batch_shape, 'M')} (the leading dims of `preds` and "
             f"M >= 1 judged labels per query), got {tuple(ideal_target.shape)}."
         )
-    if ideal_target.device != device:
-        raise ValueError(
-            f"Argument `ideal_target` must be on the device of `preds` ({device}), got {ideal_target.device}."
-        )
+    _check_same_device("ideal_target", ideal_target, device)
 
 
 def _group_flat(
     items: list[Tensor], indexes: Tensor, mask: Tensor | None, backend: Backend
 ) -> tuple[list[Tensor], Tensor | None]:
-    """Group flat per-item tensors into padded ``[Q, N]`` rows, one per distinct value of ``indexes``, and the
-    rows' mask; None for the mask where no row is padded (items grouped by ascending index, every query as long:
-    the rows are then views of the items).
-
-    Rows follow the ascending order of the index values; items keep their input order within a row.
-    Vectorised: a stable sort by index (none when already grouped), then one masked scatter per tensor.
-    """
+    """Flat per-item tensors as padded ``[Q, N]`` rows, one per ``indexes`` value in ascending order (items in input
+    order), and the rows' mask: None where no row is padded (grouped input of equal queries: the rows are views)."""
     preds = items[0]
-    _check_tensor("indexes", indexes)
+    check_tensor("indexes", indexes)
     if indexes.dtype == torch.bool or indexes.is_floating_point() or indexes.is_complex():
         raise TypeError(f"Argument `indexes` must be an integer tensor, got dtype {indexes.dtype}.")
     if preds.ndim != 1 or indexes.shape != preds.shape:
@@ -528,7 +463,7 @@ def _group_flat(
             "With `indexes`, arguments `preds`, `target` and `indexes` must be 1-D of equal length, got "
             f"{tuple(preds.shape)}, {tuple(items[1].shape)} and {tuple(indexes.shape)}."
         )
-    _check_same_device("indexes", indexes, preds)
+    _check_same_device("indexes", indexes, preds.device)
     if mask is not None:
         items, indexes = [x[mask] for x in items], indexes[mask]
         if indexes.numel() == 0:

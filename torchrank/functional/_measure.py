@@ -35,11 +35,7 @@ class Measure:
     """
 
     def __init__(
-        self,
-        kernel: Kernel,
-        *,
-        fused: Rule | int | None = None,
-        label_limit: LabelLimit | None = None,
+        self, kernel: Kernel, *, fused: Rule | int | None = None, label_limit: LabelLimit | None = None,
         value_problems: ValueProblems | None = None,
     ) -> None:
         functools.update_wrapper(self, kernel)  # inspect.signature follows __wrapped__: the kernel's parameters
@@ -59,9 +55,7 @@ class Measure:
 
 
 def measure(
-    *,
-    fused: Rule | int | None = None,
-    label_limit: LabelLimit | None = None,
+    *, fused: Rule | int | None = None, label_limit: LabelLimit | None = None,
     value_problems: ValueProblems | None = None,
 ) -> Callable[[Kernel], Measure]:
     """Declare the kernel this decorates (see :class:`Measure`).
@@ -88,15 +82,13 @@ def _known(code: int) -> int:
 
 
 def fused_code(kernel: Kernel, params: dict) -> int | None:
-    """The fused kernel's column code for ``kernel`` with ``params``; None where it does not compute them (or
-    ``kernel`` declares no rule)."""
+    """The fused kernel's column code for ``kernel`` with ``params``; None where it does not compute them."""
     code = kernel.fused(params) if isinstance(kernel, Measure) and kernel.fused is not None else None
     return None if code is None else _known(code)
 
 
 def fused_columns(kernel: Kernel, ks: Sequence[int | None], params: dict) -> list[Column] | None:
-    """The fused kernel's columns for ``kernel`` at cut-offs ``ks`` with ``params``; None where it does not compute
-    them."""
+    """The fused kernel's columns for ``kernel`` at cut-offs ``ks`` with ``params``; None where it computes none."""
     code = fused_code(kernel, params)
     if code is None:
         return None

@@ -1,11 +1,8 @@
 """The keyword arguments the ranking functions share, declared once: their types, defaults and docs.
 
-A public function takes its own options by name and the shared ones as ``**options`` typed by one of the
-``TypedDict``s below (PEP 692), which type checkers and IDEs expand into keywords; :func:`with_common_args` gives
-the function at run time the expanded signature (what ``inspect.signature``, ``help`` and the registry read), the
-shared defaults, the docs of the shared arguments it takes and the errors for keywords it does not take. So
-:func:`~torchrank.functional.recall` reads ``def recall(preds, target, **options: Unpack[RankingOptions])`` and
-passes ``options`` on to :func:`~torchrank.functional._pipeline.run_measure`.
+A public function takes its own options by name and the shared ones as ``**options`` typed by a ``TypedDict`` below
+(PEP 692), which type checkers and IDEs expand into keywords, e.g. ``def recall(preds, target, **options:
+Unpack[RankingOptions])``; :func:`with_common_args` gives it the same at run time (signature, defaults, docs, errors).
 """
 
 from __future__ import annotations
@@ -14,12 +11,12 @@ import functools
 import inspect
 import sys
 import typing
-from collections.abc import Callable, Sequence
-from typing import Literal, TypedDict, TypeVar
+from collections.abc import Callable, Collection, Sequence
+from typing import Literal, TypedDict
 
 from torch import Tensor
 
-from torchrank.functional._keywords import keyword_error, with_keyword_hints
+from torchrank.functional._keywords import Fn, keyword_error, with_keyword_hints
 
 if sys.version_info >= (3, 11):
     from typing import Unpack
@@ -31,7 +28,6 @@ __all__ = [
     "Reduction", "Ties", "Unpack", "with_common_args",
 ]
 
-Fn = TypeVar("Fn", bound=Callable[..., object])
 Cutoffs = int | Sequence[int] | None
 Ties = Literal["average", "optimistic", "pessimistic", "first"]
 EmptyTargetAction = Literal["neg", "pos", "skip", "error"]
@@ -101,19 +97,19 @@ COMMON_ARGS = {
 
 def with_common_args(fn: Fn) -> Fn:
     """``fn`` documented and checked as a ranking function: ``{common_args}`` in its docstring becomes the docs of the
-    shared arguments it takes (in :data:`COMMON_ARGS`' order, so a function without ``k`` documents none), and a
-    keyword it does not take raises :func:`~torchrank.functional._keywords.keyword_error`'s ``TypeError`` (with
-    torchmetrics' names: ``top_k``, use ``k``).
-
-    A function whose ``**options`` are typed ``Unpack[<one of the TypedDicts above>]`` gets them expanded: its
-    signature lists them as keywords with :data:`DEFAULTS`, and ``options`` holds every one of them when it runs.
+    shared arguments it takes (in :data:`COMMON_ARGS`' order), and a keyword it does not take raises
+    :func:`~torchrank.functional._keywords.keyword_error`'s ``TypeError`` (torchmetrics' ``top_k``: use ``k``).
+    ``**options: Unpack[<a TypedDict above>]`` are expanded: the signature lists them as keywords with
+    :data:`DEFAULTS`, and ``options`` holds every one of them when ``fn`` runs.
     """
-    shared = _shared_options(fn)
-    if shared is None:
-        _document(fn, inspect.signature(fn))
+    signature = inspect.signature(fn)
+    var_keyword = [p.name for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD]
+    if not var_keyword:
+        _document(fn, signature)
         return with_keyword_hints(fn)
-    signature = _expanded(inspect.signature(fn), shared)
-    defaults = {name: DEFAULTS[name] for name in shared}
+    (options,) = typing.get_args(typing.get_type_hints(fn)[var_keyword[0]])  # Unpack[X] -> (X,)
+    defaults = {name: DEFAULTS[name] for name in options.__annotations__}
+    signature = _expanded(signature, defaults)
     accepted = frozenset(signature.parameters)
 
     @functools.wraps(fn)
@@ -127,16 +123,7 @@ def with_common_args(fn: Fn) -> Fn:
     return call  # type: ignore[return-value]
 
 
-def _shared_options(fn: Callable) -> tuple[str, ...] | None:
-    """The names of the shared options ``fn`` takes as ``**options: Unpack[...]`` (None: it takes none)."""
-    var_keyword = [p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.VAR_KEYWORD]
-    if not var_keyword:
-        return None
-    (options,) = typing.get_args(typing.get_type_hints(fn)[var_keyword[0]])  # Unpack[X] -> (X,)
-    return tuple(options.__annotations__)
-
-
-def _expanded(signature: inspect.Signature, shared: tuple[str, ...]) -> inspect.Signature:
+def _expanded(signature: inspect.Signature, shared: Collection[str]) -> inspect.Signature:
     """``signature`` with its ``**options`` replaced by the ``shared`` keywords: the cut-off first (as every function
     listed it), then the function's own options, then the rest in :data:`DEFAULTS`' order."""
     written = {n: getattr(a, "__forward_arg__", a) for n, a in RankingOptions.__annotations__.items()}

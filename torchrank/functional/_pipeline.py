@@ -31,23 +31,13 @@ from torchrank.functional._ranked import Ranking, apply_measure, rank
 from torchrank.functional.backends import Backend, backend_for, use_backend
 
 Measure = Callable[..., tuple[Tensor, Tensor]]
+Requests = Sequence[tuple[Measure, Sequence[int | None], dict]]  # (measure, cut-offs, params): columns in that order
+
 
 def run_measure(
-    measure: Measure,
-    preds: Tensor,
-    target: Tensor,
-    *,
-    k: int | Sequence[int] | None = None,
-    indexes: Tensor | None,
-    mask: Tensor | None,
-    ideal_target: Tensor | None,
-    judged: Tensor | None = None,
-    ties: str,
-    empty_target_action: str,
-    reduction: str,
-    relevance_threshold: float,
-    validate_args: bool,
-    **params: object,
+    measure: Measure, preds: Tensor, target: Tensor, *, k: int | Sequence[int] | None = None,
+    indexes: Tensor | None, mask: Tensor | None, ideal_target: Tensor | None, judged: Tensor | None = None, ties: str,
+    empty_target_action: str, reduction: str, relevance_threshold: float, validate_args: bool, **params: object,
 ) -> Tensor:
     """Validate and rank the input, apply ``measure`` and reduce its per-query values. The shared options come from
     a public function, with their defaults (:mod:`torchrank.functional._options`); ``k`` and ``judged`` are None for a
@@ -63,65 +53,47 @@ def run_measure(
     return out if k_is_sequence else out[..., 0]
 
 
-def _params_as_rows(requests: Sequence[tuple[Measure, Sequence[int | None], dict]], preds: Tensor) -> dict | None:
-    """The requests' tensor parameters as rows of the input, to be cut into chunks of queries with it: one value per
-    query (``[Q]``, bpref's judged counts) as a ``[*batch, 1]`` column, one per item (``[Q, N]``, infAP's pool) in the
-    shape of ``preds``; None where a parameter is neither (the request then runs whole)."""
-    rows = {}
+def _params_as_rows(requests: Requests, preds: Tensor) -> dict | None:
+    """The requests' tensor parameters as rows to chunk with the input: per query (``[Q]``, bpref's judged counts) a
+    ``[*batch, 1]`` column, per item (``[Q, N]``, infAP's pool) shaped as ``preds``; None where one is neither."""
     if not isinstance(preds, Tensor) or preds.dim() < 1:
         return None
+    rows = {}
     num_queries = preds.numel() // max(preds.shape[-1], 1)
     for i, (_, _, params) in enumerate(requests):
         for name, value in params.items():
             if not isinstance(value, Tensor):
                 continue
-            if value.shape == (num_queries,):
-                rows[f"{PARAMETER_ROWS}{i}:{name}"] = value.reshape(*preds.shape[:-1], 1)
-            elif value.shape == (num_queries, preds.shape[-1]):
-                rows[f"{PARAMETER_ROWS}{i}:{name}"] = value.reshape(preds.shape)
-            else:
+            if value.shape not in ((num_queries,), (num_queries, preds.shape[-1])):
                 return None
+            width = 1 if value.dim() == 1 else preds.shape[-1]  # a value per query: a column
+            rows[f"{PARAMETER_ROWS}{i}:{name}"] = value.reshape(*preds.shape[:-1], width)
     return rows
 
 
-def _requests_with_params(requests: Sequence[tuple[Measure, Sequence[int | None], dict]], chunk: dict) -> list:
-    """``requests`` with their tensor parameters replaced by the rows of ``chunk`` (see :func:`_params_as_rows`)."""
-    out = []
-    for i, (measure, ks, params) in enumerate(requests):
-        given = dict(params)
-        for name, value in params.items():
-            if isinstance(value, Tensor):
-                rows = chunk[f"{PARAMETER_ROWS}{i}:{name}"]
-                given[name] = rows.reshape(-1) if value.dim() == 1 else rows
-        out.append((measure, ks, given))
-    return out
+def _requests_with_params(requests: Requests, chunk: dict) -> list:
+    """``requests`` with their tensor parameters replaced by the rows of ``chunk`` (:func:`_params_as_rows`)."""
+
+    def given(i: int, name: str, x: object) -> object:  # a chunk's rows, in the parameter's shape ([q] or [q, N])
+        return chunk[f"{PARAMETER_ROWS}{i}:{name}"].reshape(-1, *x.shape[1:]) if isinstance(x, Tensor) else x
+
+    return [(m, ks, {n: given(i, n, v) for n, v in params.items()}) for i, (m, ks, params) in enumerate(requests)]
 
 
 def per_query_values(
-    requests: Sequence[tuple[Measure, Sequence[int | None], dict]],
-    preds: Tensor,
-    target: Tensor,
-    *,
-    indexes: Tensor | None,
-    mask: Tensor | None,
-    ideal_target: Tensor | None,
-    judged: Tensor | None,
-    ties: str,
-    empty_target_action: str,
-    relevance_threshold: float,
+    requests: Requests, preds: Tensor, target: Tensor, *, indexes: Tensor | None, mask: Tensor | None,
+    ideal_target: Tensor | None, judged: Tensor | None, ties: str, empty_target_action: str, relevance_threshold: float,
     validate_args: bool,
 ) -> Tensor:
-    """The per-query values ``[*batch, K]`` of ``requests`` (``(measure, cut-offs, params)``, their columns in that
-    order), queries without a relevant item scored as ``empty_target_action`` says: by the triton backend's fused
-    kernel where it covers them, else from one ranking of the input (by chunks of queries past the memory budget)."""
+    """The per-query values ``[*batch, K]`` of ``requests``, queries without a relevant item scored as
+    ``empty_target_action`` says: by the backend's fused kernel where it covers them, else from one ranking of the
+    input (by chunks of queries past the memory budget)."""
     backend = backend_for(preds.device) if isinstance(preds, Tensor) else None
-    fused = None if backend is None else fused_per_query(
-        requests, preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
-        empty_target_action=empty_target_action, relevance_threshold=relevance_threshold,
-        validate_args=validate_args, backend=backend,
-    )
-    if fused is not None:
-        return fused
+    if backend is not None and indexes is None and judged is None and isinstance(target, Tensor):
+        fused = _fused_per_query(requests, preds, target, mask, ideal_target, backend, ties, empty_target_action,
+                                 relevance_threshold, validate_args)
+        if fused is not None:
+            return fused
     # dense input past the memory budget: chunks of queries, same values; per-query parameters (bpref's judged counts,
     # infAP's pool) are cut into the same chunks as the rows
     rows_of_params = _params_as_rows(requests, preds)
@@ -135,7 +107,6 @@ def per_query_values(
             ),
             preds,
             {"target": target, "mask": mask, "ideal_target": ideal_target, "judged": judged, **rows_of_params},
-            "none",
         )
         if chunked is not None:
             return chunked
@@ -157,66 +128,41 @@ def per_query_values(
 
 
 def prepare(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    indexes: Tensor | None,
-    mask: Tensor | None,
-    ideal_target: Tensor | None,
-    judged: Tensor | None,
-    ties: str,
-    empty_target_action: str,
-    reduction: str,
-    relevance_threshold: float,
-    validate_args: bool,
-    depth: int | None = None,
-    label_limit: float | None = None,
-    backend: Backend | None = None,
+    preds: Tensor, target: Tensor, *, ties: str, empty_target_action: str, reduction: str, relevance_threshold: float,
+    depth: int | None = None, **formatting: Any,
 ) -> tuple[RankingInput, Ranking]:
-    """Check the shared options, format the input and rank it once, to ``depth`` (None: whole lists), on ``backend``
-    (None: the one of ``preds``' device); ``label_limit`` is the largest label the measures take (:func:`label_limit`).
-    """
+    """Check the shared options, format the input (:func:`format_on_backend`, which takes ``formatting``) and rank it
+    once, to ``depth`` (None: whole lists)."""
     check_options(ties, empty_target_action, reduction, relevance_threshold)
-    inputs = format_on_backend(
-        preds, target, indexes=indexes, mask=mask, ideal_target=ideal_target, judged=judged,
-        validate_args=validate_args, label_limit=label_limit, backend=backend,
-    )
+    inputs = format_on_backend(preds, target, **formatting)
     return inputs, rank(inputs, ties=ties, relevance_threshold=relevance_threshold, depth=depth)
 
 
 def format_on_backend(preds: Tensor, target: Tensor, *, backend: Backend | None = None, **options: Any) -> RankingInput:
-    """:func:`~torchrank.functional._inputs.format_inputs` on ``backend``, by default the one that runs ``preds``'
-    device (the CPU's for what is not a tensor, which the checks then refuse): a request's one look-up."""
+    """:func:`~torchrank.functional._inputs.format_inputs` on ``backend``, by default ``preds``' device's (the CPU's
+    for what is not a tensor, which the checks then refuse): a request's one look-up."""
     backend = backend or backend_for(preds.device if isinstance(preds, Tensor) else torch.device("cpu"))
     return format_inputs(preds, target, backend=backend, **options)
 
 
-def check_parameter_values(requests: Sequence[tuple[Measure, Sequence[int | None], dict]], ranking: Ranking) -> None:
-    """The value checks of the kernels' own parameters against the ranking (bpref's judged counts against R): a
-    kernel declares them (:class:`~torchrank.functional._measure.Measure`'s ``value_problems``), flags on the device
-    (or None), read here or kept for a metric's update as the input's are."""
+def check_parameter_values(requests: Requests, ranking: Ranking) -> None:
+    """The value checks the kernels declare of their own parameters against the ranking (bpref's judged counts
+    against R; :class:`~torchrank.functional._measure.Measure`), reported as the input's are."""
     for measure, _, params in requests:
         declared = getattr(measure, "value_problems", None)
-        flags = None if declared is None else declared(ranking, params)
-        if flags is not None:
+        if declared is not None and (flags := declared(ranking, params)) is not None:
             report_value_problems(flags)
 
 
-def label_limit(requests: Sequence[tuple[Measure, Sequence[int | None], dict]], preds: Tensor) -> float | None:
-    """The largest label every requested kernel takes in ``preds``' working dtype; None where any label goes. A kernel
-    whose values grow without bound in the label (DCG's undivided exponential gain ``2^label - 1``, inf past label 127
-    in float32) declares it (:class:`~torchrank.functional._measure.Measure`'s ``label_limit``); the value checks then
-    refuse larger ones.
-    """
+def label_limit(requests: Requests, preds: Tensor) -> float | None:
+    """The largest label every requested kernel takes in ``preds``' working dtype (None: any), as kernels whose values
+    grow without bound in the label declare it (DCG's ``2^label - 1``: inf past label 127 in float32)."""
     if not isinstance(preds, Tensor):
         return None
-    limits = []
-    for measure, _, params in requests:
-        declared = getattr(measure, "label_limit", None)
-        limit = None if declared is None else declared(params, working_dtype(preds))
-        if limit is not None:
-            limits.append(limit)
-    return min(limits, default=None)
+    dtype = working_dtype(preds)
+    declared = [(getattr(measure, "label_limit", None), params) for measure, _, params in requests]
+    limits = [limit_of(params, dtype) for limit_of, params in declared if limit_of is not None]
+    return min([limit for limit in limits if limit is not None], default=None)  # a list: torch.compile takes it
 
 
 def deepest(ks: Sequence[int | None]) -> int | None:
@@ -225,19 +171,12 @@ def deepest(ks: Sequence[int | None]) -> int | None:
 
 
 def finalize(
-    values: Tensor,
-    no_relevant: Tensor,
-    inputs: RankingInput,
-    empty_target_action: str,
-    reduction: str,
+    values: Tensor, no_relevant: Tensor, inputs: RankingInput, empty_target_action: str, reduction: str,
     k_is_sequence: bool,
 ) -> Tensor:
-    """Score queries without relevant items as ``empty_target_action`` says, then reduce.
-
-    ``values`` is ``[Q, K]`` and ``no_relevant`` ``[Q]`` (or ``[Q, K]``: per column); the result is
-    ``[*batch_shape, K]`` for ``reduction="none"`` and ``[K]`` otherwise, with the K dimension dropped when
-    ``k`` was a single int or ``None``.
-    """
+    """Score queries without relevant items (``no_relevant`` ``[Q]``, or ``[Q, K]`` per column) as
+    ``empty_target_action`` says, then reduce ``values`` ``[Q, K]`` to ``[*batch_shape, K]`` (``"none"``) or ``[K]``;
+    K dropped unless ``k_is_sequence``."""
     if empty_target_action == "error" and bool(no_relevant.any()):
         raise ValueError(_EMPTY_ERROR)
     fill = {"neg": 0.0, "pos": 1.0, "skip": float("nan"), "error": 0.0}[empty_target_action]
@@ -246,33 +185,16 @@ def finalize(
     return out if k_is_sequence else out[..., 0]
 
 
-def fused_per_query(
-    requests: Sequence[tuple[Measure, Sequence[int | None], dict]],
-    preds: Tensor,
-    target: Tensor,
-    *,
-    indexes: Tensor | None,
-    mask: Tensor | None,
-    ideal_target: Tensor | None,
-    judged: Tensor | None,
-    ties: str,
-    empty_target_action: str,
-    relevance_threshold: float,
-    validate_args: bool,
-    backend: Backend,
+def _fused_per_query(
+    requests: Requests, preds: Tensor, target: Tensor, mask: Tensor | None, ideal_target: Tensor | None,
+    backend: Backend, ties: str, empty_target_action: str, relevance_threshold: float, validate_args: bool,
 ) -> Tensor | None:
-    """Per-query values ``[..., K]`` of ``requests`` (``(measure, cut-offs, params)``, columns in that order), empty
-    queries filled, from ``backend``'s fused kernel (:meth:`~torchrank.functional.backends.Backend.fused`); None where
-    it has none or it does not run (flat input, a measure, option or input it does not cover): the caller then ranks
-    as usual."""
-    if indexes is not None or judged is not None or not isinstance(target, Tensor):
+    """Per-query values ``[..., K]`` of dense ``requests``, empty queries filled, from ``backend``'s fused kernel; None
+    where it has none or it does not cover a measure, option or input (the caller then ranks as usual)."""
+    found = [fused_columns(measure, ks, params) for measure, ks, params in requests]
+    if None in found:
         return None
-    columns = []
-    for measure, ks, params in requests:
-        found = fused_columns(measure, ks, params)
-        if found is None:
-            return None
-        columns += found
+    columns = [column for family in found for column in family or ()]
     fused = backend.fused(
         preds, target, columns, mask=mask, ideal_target=ideal_target, ties=ties,
         relevance_threshold=relevance_threshold, empty_target_action=empty_target_action, check_values=validate_args,
@@ -293,39 +215,27 @@ def fused_per_query(
 
 
 def _err_of_mixed_ties(
-    values: Tensor,
-    mixed: Tensor,
-    requests: Sequence[tuple[Measure, Sequence[int | None], dict]],
-    preds: Tensor,
-    target: Tensor,
-    mask: Tensor | None,
-    ideal_target: Tensor | None,
-    empty_target_action: str,
-    relevance_threshold: float,
+    values: Tensor, mixed: Tensor, requests: Requests, preds: Tensor, target: Tensor, mask: Tensor | None,
+    ideal_target: Tensor | None, empty_target_action: str, relevance_threshold: float,
 ) -> Tensor:
     """``values`` with the ERR columns of the ``mixed`` rows computed by the torch backend under ``"average"``: one
     host read (which rows), the documented exception to the device backends' no-read rule."""
     rows = mixed.nonzero().squeeze(1)
     if rows.numel() == 0:
         return values
-    n = preds.shape[-1]
-    sub_mask = None if mask is None else mask.reshape(-1, n)[rows]
-    sub_ideal = None if ideal_target is None else ideal_target.reshape(-1, ideal_target.shape[-1])[rows]
+    preds, target = (x.reshape(-1, x.shape[-1])[rows] for x in (preds, target))
+    mask, ideal_target = (None if x is None else x.reshape(-1, x.shape[-1])[rows] for x in (mask, ideal_target))
     column = 0
     for measure, ks, params in requests:
-        width = len(ks)
         if fused_code(measure, params) == ERR:
             with use_backend("torch"):
-                inputs, ranking = prepare(
-                    preds.reshape(-1, n)[rows], target.reshape(-1, n)[rows], indexes=None, mask=sub_mask,
-                    ideal_target=sub_ideal, judged=None, ties="average", empty_target_action=empty_target_action,
-                    reduction="none", relevance_threshold=relevance_threshold, validate_args=False,
-                    depth=deepest(list(ks)),
+                err = per_query_values(
+                    [(measure, ks, params)], preds, target, indexes=None, mask=mask, ideal_target=ideal_target,
+                    judged=None, ties="average", empty_target_action=empty_target_action,
+                    relevance_threshold=relevance_threshold, validate_args=False,
                 )
-                err, no_relevant = apply_measure(measure, ranking, list(ks), **params)
-                err = finalize(err, no_relevant, inputs, empty_target_action, "none", True)
-            values[rows, column : column + width] = err.reshape(len(rows), width).to(values.dtype)
-        column += width
+            values[rows, column : column + len(ks)] = err.to(values.dtype)
+        column += len(ks)
     return values
 
 

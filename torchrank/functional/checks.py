@@ -24,6 +24,7 @@ from torchrank.functional._inputs import (
     TIES,
     VALUE_PROBLEMS,
     check_choice,
+    check_tensor,
     deferred_value_checks,
     is_integer_tensor,
     normalize_k,
@@ -31,29 +32,12 @@ from torchrank.functional._inputs import (
     value_problems,
     working_dtype,
 )
-from torchrank.functional._inputs import _check_tensor as _tensor_check
 from torchrank.functional._keywords import TORCHMETRICS_NAMES, keyword_error
 
 __all__ = [
-    "EMPTY_TARGET_ACTIONS",
-    "REDUCTIONS",
-    "TIES",
-    "TORCHMETRICS_NAMES",
-    "VALUE_PROBLEMS",
-    "check_choice",
-    "check_k",
-    "check_max_label",
-    "check_positive",
-    "check_tensor",
-    "deferred_value_checks",
-    "described",
-    "is_finite",
-    "is_integer_tensor",
-    "keyword_error",
-    "normalize_k",
-    "raise_value_problems",
-    "value_problems",
-    "working_dtype",
+    "EMPTY_TARGET_ACTIONS", "REDUCTIONS", "TIES", "TORCHMETRICS_NAMES", "VALUE_PROBLEMS", "check_choice", "check_k",
+    "check_max_label", "check_positive", "check_tensor", "deferred_value_checks", "described", "is_finite",
+    "is_integer_tensor", "keyword_error", "normalize_k", "raise_value_problems", "value_problems", "working_dtype",
 ]
 
 
@@ -67,18 +51,6 @@ def described(value: object) -> str:
         ('shape (2, 3) dtype torch.float32', 'list')
     """
     return f"shape {tuple(value.shape)} dtype {value.dtype}" if isinstance(value, Tensor) else type(value).__name__
-
-
-def check_tensor(name: str, value: object) -> None:
-    """Raise ``TypeError`` unless argument ``name`` is a tensor.
-
-    Example:
-        >>> check_tensor("scores", [0.5, 0.2])
-        Traceback (most recent call last):
-        ...
-        TypeError: Argument `scores` must be a torch.Tensor, got list.
-    """
-    _tensor_check(name, value)
 
 
 def check_k(k: int | None) -> None:
