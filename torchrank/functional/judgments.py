@@ -66,14 +66,9 @@ def _judged_fraction(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tens
 
 
 def _pooled_above(r: Ranking, pooled_unjudged: Tensor) -> Tensor:
-    """Pooled but unjudged items ranked above each relevant position ``[Q, N]``.
-
-    ``pooled_unjudged`` is given per column, with the columns in descending score order (a
-    :class:`~torchrank.io.TrecBatch`, or as :func:`inferred_average_precision` sorts them): the ranking then
-    permutes columns only within tie groups. With ``ties="first"`` it keeps the columns' order; with
-    ``"optimistic"`` a relevant item has no non-relevant item of its group above it, with ``"pessimistic"``
-    every one, so the counts above each tie group and its totals suffice.
-    """
+    """Pooled but unjudged items ranked above each relevant position ``[Q, N]``, from ``pooled_unjudged`` per column
+    in descending score order (:func:`pooled_in_score_order`): the ranking permutes columns only within tie groups,
+    keeping their order for ``"first"``; ``"optimistic"`` puts none of a group above, ``"pessimistic"`` all."""
     if pooled_unjudged.shape[0] != r.num_queries or pooled_unjudged.shape[1] < r.list_size:
         raise ValueError(
             f"Argument `pooled_unjudged` must be [queries, items] like the ranking ({r.num_queries}, "
@@ -94,13 +89,10 @@ def _inferred_ap(r: Ranking, ks: Sequence[int | None], pooled_unjudged: Tensor |
     # = (1 + pooled above * (rel above + eps) / (judged above + 2 eps)) / (j + 1)
     # where "pooled" counts judged items and pooled-but-unjudged ones (qrels label -1); items outside the pool
     # count only in j. The sum over relevant retrieved items is divided by R, the query's relevant items.
-    rel = r.relevant * r.valid
-    judged = _judged(r).to(r.dtype)
-    rel_above = torch.cumsum(rel, 1) - rel
-    judged_above = torch.cumsum(judged, 1) - judged
+    rel, judged = r.relevant * r.valid, _judged(r).to(r.dtype)
+    rel_above, judged_above = torch.cumsum(rel, 1) - rel, torch.cumsum(judged, 1) - judged
     pooled = judged_above if pooled_unjudged is None else judged_above + _pooled_above(r, pooled_unjudged)
-    nonrel_above = judged_above - rel_above
-    precision = (rel_above + INFAP_EPSILON) / (rel_above + nonrel_above + 2 * INFAP_EPSILON)
+    precision = (rel_above + INFAP_EPSILON) / (judged_above + 2 * INFAP_EPSILON)  # judged: relevant + non-relevant
     terms = (1 + pooled * precision) / r.positions * rel
     # summed one by one in rank order as trec_eval does (a cumulative sum's end)
     value = torch.cumsum(terms, 1)[:, -1:] / r.num_relevant.clamp_min(1).unsqueeze(1)
