@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from torchrank.functional.backends._numpy.tied_rows import RowsApart
 
 T = TypeVar("T")
+Ks = Sequence[int | None]  # a kernel's cut-offs (None: the whole list)
+Values = tuple[Tensor, Tensor]  # a kernel's values [Q, K] and its queries without relevant items [Q]
 
 
 def _cached(compute: Callable[[Any], T]) -> T:

@@ -32,7 +32,7 @@ from torch import Tensor
 from torchrank.functional._cutoffs import cutoff_index, sum_to_cutoffs
 from torchrank.functional._options import RankingOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import run_measure
-from torchrank.functional._ranked import Ranking
+from torchrank.functional._ranked import Ks, Ranking, Values
 
 Probabilities = tuple[float, ...]
 
@@ -87,9 +87,7 @@ def _grade_weights(r: Ranking, grade_probabilities: Probabilities | None) -> lis
     return [(g, g - lower) for g, lower in zip(held, [0.0, *held[:-1]], strict=True)]
 
 
-def _graded_average_precision(
-    r: Ranking, ks: Sequence[int | None], grade_probabilities: Probabilities | None = None
-) -> tuple[Tensor, Tensor]:
+def _graded_average_precision(r: Ranking, ks: Ks, grade_probabilities: Probabilities | None = None) -> Values:
     index, _ = cutoff_index(r, ks)
     numerator = torch.zeros_like(r.labels)
     denominator = torch.zeros(r.num_queries, dtype=r.dtype, device=r.labels.device)
@@ -101,18 +99,6 @@ def _graded_average_precision(
     total = sum_to_cutoffs(numerator * r.reciprocal_positions, index, ks)
     no_relevant = denominator <= 0
     return total / torch.where(no_relevant, 1, denominator).unsqueeze(1), no_relevant
-
-
-def _check_grades(grade_probabilities: Probabilities | None, labels: dict[str, object], validate_args: bool) -> None:
-    """With explicit probabilities, no label may have a grade above theirs (a value check: one host read)."""
-    if grade_probabilities is None or not validate_args:
-        return
-    top = len(grade_probabilities)
-    for name, values in labels.items():
-        if isinstance(values, Tensor) and values.numel() and bool((values.to(torch.float64) >= top + 1).any()):
-            raise ValueError(
-                f"Argument `{name}` holds a label of grade above {top}, the number of `grade_probabilities`."
-            )
 
 
 @with_common_args
@@ -141,6 +127,9 @@ def graded_average_precision(
         tensor(0.8056)
     """
     params = _gap_options(grade_probabilities=grade_probabilities)
-    labels = {"target": target, "ideal_target": options["ideal_target"]}
-    _check_grades(params["grade_probabilities"], labels, options["validate_args"])
+    top = len(params["grade_probabilities"] or ())  # explicit probabilities: no label of a grade above theirs
+    for name, values in {"target": target, "ideal_target": options["ideal_target"]}.items():
+        if top and options["validate_args"] and isinstance(values, Tensor) and bool((values.double() >= top + 1).any()):
+            raise ValueError(f"Argument `{name}` holds a label of grade above {top}, the number of "
+                             "`grade_probabilities`.")
     return run_measure(_graded_average_precision, preds, target, **options, **params)

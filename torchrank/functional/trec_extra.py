@@ -21,12 +21,10 @@ from torchrank.functional._inputs import is_integer_tensor, judged_count_problem
 from torchrank.functional._measure import measure
 from torchrank.functional._options import MeasureOptions, Ties, Unpack, with_common_args
 from torchrank.functional._pipeline import run_measure
-from torchrank.functional._ranked import Ranking
+from torchrank.functional._ranked import Ks, Ranking, Values
 
 __all__ = ["bpref"]
 
-Ks = Sequence[int | None]
-Values = tuple[Tensor, Tensor]
 IPREC_LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 RPREC_MULTIPLES = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
 

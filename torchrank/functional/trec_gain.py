@@ -24,8 +24,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from torchrank.functional._ranked import Ranking
-from torchrank.functional.trec_extra import Ks, Values, _one_column, _refuse_tie_average
+from torchrank.functional._ranked import Ks, Ranking, Values
+from torchrank.functional.trec_extra import _one_column, _refuse_tie_average
 
 __all__: list[str] = []
 
