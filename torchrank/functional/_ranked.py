@@ -1,16 +1,12 @@
 """The one sort every ranking metric builds on: :func:`rank` and the :class:`Ranking` it returns.
 
-:func:`rank` orders each list once, on the backend that formatted it (:mod:`torchrank.functional.backends`; each
-implements :meth:`~torchrank.functional.backends.Backend.order`, and builds its :class:`Ranking` on this module, which
-imports no backend): labels in rank order, the validity mask, the number of relevant items and, lazily and cached,
-everything the metrics share (tie groups, cumulative hits, the distribution of the first relevant position, ideal
-gains). A metric is then a few tensor operations over these, and several metrics over the same input share one sort.
+:func:`rank` orders each list once, on the backend that formatted it (each backend's ``order`` builds its
+:class:`Ranking` on this module, which imports no backend); the Ranking computes lazily, once, what the metrics
+share (tie groups, cumulative hits, the first relevant position's distribution, ideal gains).
 
-Ties (DESIGN section 4). ``"first"`` keeps input order among equal scores; ``"optimistic"`` /
-``"pessimistic"`` put higher / lower labels first. ``"average"`` gives the exact expected value of a
-metric when each group of equal scores is ordered uniformly at random: every position of a tie group then
-holds each of the group's items with equal probability, so a metric linear in per-position values uses
-the group mean; the non-linear ones (AP, RR, ERR, Kendall tau, ...) use the closed forms of :class:`Ranking`.
+Ties (DESIGN section 4): ``"average"`` gives a metric's exact expected value when each group of equal scores is
+ordered uniformly at random: a metric linear in per-position values uses the group mean; the others (AP, RR, ERR,
+...) use the closed forms of :class:`Ranking`.
 """
 from __future__ import annotations
 
@@ -247,11 +243,8 @@ class Ranking:
         return self.ideal_labels if self.ideal_labels.dtype == self.dtype else self.ideal_labels.to(self.dtype)
 
     def per_ideal_row(self, fn: Callable[[Tensor], Tensor]) -> Tensor:
-        """``fn`` of the ideal labels in the working dtype, one row of output per query ``[Q, ...]``.
-
-        Large CPU batches go by blocks of rows: a temporary of a whole 10M-item batch is page-faulted in afresh
-        on every call (longer than the work itself), while a block's are reused by the allocator.
-        """
+        """``fn`` of the ideal labels in the working dtype ``[Q, ...]``; on large CPU batches by blocks of rows, whose
+        temporaries the allocator reuses (a whole batch's would be page-faulted in afresh on every call)."""
         if not read_by_blocks(self.ideal_labels):
             return fn(self._ideal_labels_in_dtype)
         blocks = row_blocks(*self.ideal_labels.shape, _ROW_BLOCK_ITEMS)

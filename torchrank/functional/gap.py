@@ -16,9 +16,7 @@ uses, :attr:`Ranking.relevant_times_count`), so GAP is exact under random order 
 
 Default probabilities: uniform over the grades 1..c, ``g_j = 1/c``. ``G(i) = i/c`` is then linear, c cancels,
 and any c at least the query's top grade gives the same value: a query's GAP does not depend on the rest of
-the batch. Finding how many grades to visit reads the largest label once (a host synchronisation on a GPU), and
-past 64 grades the grades the labels hold (the thresholds between two of them count the same items, so they are
-visited once, weighted by the gap); explicit ``grade_probabilities`` need no read.
+the batch (:func:`_grade_weights`).
 """
 
 from __future__ import annotations
@@ -38,8 +36,7 @@ Probabilities = tuple[float, ...]
 
 
 def _gap_options(*, grade_probabilities: Sequence[float] | None) -> dict[str, object]:
-    """GAP's kernel parameters (shared with ``evaluate``'s ``gap``): the probabilities as a tuple of floats (None
-    stays None), checked finite, ``>= 0`` and summing to 1.
+    """GAP's kernel parameters (shared with ``evaluate``'s ``gap``): the probabilities as a tuple of floats, checked.
 
     Example:
         >>> _gap_options(grade_probabilities=[0.25, 0.75])
@@ -71,10 +68,9 @@ _EVERY_GRADE_UP_TO = 64
 
 
 def _grade_weights(r: Ranking, grade_probabilities: Probabilities | None) -> list[tuple[float, float]]:
-    """``(j, weight)`` pairs with ``sum weight [grade >= j] = G(grade)``: the given ``(j, g_j)``, j = 1..c; by default
-    (uniform, the ``1/c`` left out: it cancels) each grade j up to the top one with weight 1, or, past
-    :data:`_EVERY_GRADE_UP_TO` grades, only the grades the labels hold, each weighted by its distance to the next
-    lower one held (``[grade >= j]`` is the same for every j in between)."""
+    """``(j, weight)`` pairs with ``sum weight [grade >= j] = G(grade)``: the given ``(j, g_j)``; by default (the
+    ``1/c`` left out: it cancels) each grade up to the top one (one host read) with weight 1, or past
+    :data:`_EVERY_GRADE_UP_TO` the grades the labels hold, weighted by the distance to the next lower one held."""
     if grade_probabilities is not None:
         return list(enumerate(grade_probabilities, start=1))
     tops = [labels.amax().to(r.dtype) for labels in (r.labels, r.ideal_labels) if labels.numel()]

@@ -122,8 +122,7 @@ def judged_fraction(
     """
     return run_measure(  # it reads no label: no relevance threshold, no empty queries
         _judged_fraction, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=None, judged=judged, ties=ties,
-        empty_target_action="neg", reduction=reduction, relevance_threshold=1, validate_args=validate_args,
-    )
+        empty_target_action="neg", reduction=reduction, relevance_threshold=1, validate_args=validate_args)
 
 
 @with_common_args
@@ -168,10 +167,8 @@ def pooled_in_score_order(
     preds: Tensor, target: Tensor, mask: Tensor | None, judged: Tensor | None, pooled_unjudged: object,
     indexes: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None, Tensor]:
-    """``pooled_unjudged`` checked, and the dense inputs with their columns in descending score order (real items
-    first; stable: ties keep their input order), the flags as ``[Q, N]`` rows: infAP's kernel reads the flags per
-    column, and the ranking then permutes columns only within tie groups. No measure's value changes with the
-    columns' order.
+    """``pooled_unjudged`` checked, and the dense inputs with columns in descending score order (real items first,
+    stable; no value depends on it), the flags as ``[Q, N]`` rows: infAP's kernel reads the flags per column.
 
     Example:
         >>> import torch
@@ -184,10 +181,8 @@ def pooled_in_score_order(
     if not isinstance(pooled_unjudged, Tensor) or pooled_unjudged.dtype != torch.bool:
         raise TypeError("Argument `pooled_unjudged` must be a bool tensor of the shape of `preds`.")
     if pooled_unjudged.shape != preds.shape:
-        raise ValueError(
-            f"Argument `pooled_unjudged` must have the shape of `preds` {tuple(preds.shape)}, "
-            f"got {tuple(pooled_unjudged.shape)}."
-        )
+        raise ValueError(f"Argument `pooled_unjudged` must have the shape of `preds` {tuple(preds.shape)}, "
+                         f"got {tuple(pooled_unjudged.shape)}.")
     # real items first (a stable sort of the mask), then by descending score (stable: ties keep that order)
     order = torch.sort(preds, dim=-1, descending=True, stable=True).indices
     if mask is not None:

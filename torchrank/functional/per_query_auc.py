@@ -1,15 +1,10 @@
 """Per-query AUROC (the Mann-Whitney form, exact under ties) and GAUC, its weighted mean over queries.
 
 A query's AUROC is the probability that a random relevant item scores above a random non-relevant one, ties
-counting one half: ``sum over relevant i of (#non-relevant below s_i + #equal / 2) / (P N)``. Each query is ranked
-once by the step every measure shares (ties in input order, which only the top k read) and each relevant item's
-counts are read from its tie group: ``O(Q N log N)`` time, ``O(Q N)`` memory, no loop over queries. This equals the
-trapezoidal area under the ROC curve with tie groups as single steps (scikit-learn's ``roc_auc_score``,
-torchmetrics' ``binary_auroc``).
-
-Two options give torchmetrics' ``RetrievalAUROC`` (:mod:`torchrank.compat`): ``k``, the AUROC of each query's top k
-items only, and ``max_fpr``, the standardised partial AUC over false positive rates ``[0, max_fpr]`` (McClish's
-correction, as scikit-learn and torchmetrics compute it).
+counting one half: ``sum over relevant i of (#non-relevant below s_i + #equal / 2) / (P N)``, read from the tie
+groups of the one ranking every measure shares: the trapezoidal area under the ROC curve with tie groups as single
+steps (scikit-learn's ``roc_auc_score``, torchmetrics' ``binary_auroc``). ``k`` and ``max_fpr`` give torchmetrics'
+``RetrievalAUROC`` (:mod:`torchrank.compat`).
 """
 
 from __future__ import annotations
@@ -89,11 +84,8 @@ def _auroc(r: Ranking, ks: Sequence[int | None], max_fpr: float | None) -> tuple
 
 
 def _standardised_partial_auroc(r: Ranking, kept: Tensor, relevant: Tensor, negative: Tensor, max_fpr: float) -> Tensor:
-    """McClish's standardised area under each row's ROC curve up to ``max_fpr`` ``[Q]`` (0 where undefined).
-
-    In rank order, each tie group ends a straight segment of the curve from (false, true positives) before the
-    group to those after it; the segments are clipped at ``max_fpr`` and summed as trapezoids.
-    """
+    """McClish's standardised area under each row's ROC curve up to ``max_fpr`` ``[Q]``: each tie group a straight
+    segment, clipped at ``max_fpr``, summed as trapezoids."""
     group_id, start, _ = r.tie_groups
     tps, fps = torch.cumsum(relevant, 1), torch.cumsum(negative, 1)
     n_pos, n_neg = tps[:, -1:].clamp_min(1), fps[:, -1:].clamp_min(1)

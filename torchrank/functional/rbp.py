@@ -1,9 +1,7 @@
 """Rank-biased precision (Moffat and Zobel, TOIS 2008) and its residual.
 
-``RBP@k = (1 - p) sum_{i<=k} g_i p^(i-1)`` with gains ``g_i = label_i / max_label`` in [0, 1]; by default
-``max_label`` is the largest judged label of each query, as trec_eval 10 does (which also ignores its
-relevance level ``-l`` for RBP, as here: RBP is graded). RBP is linear in the gains, so under
-``ties="average"`` each tie group's mean gain gives the exact expected value.
+``RBP@k = (1 - p) sum_{i<=k} g_i p^(i-1)`` with gains ``g_i = label_i / max_label`` in [0, 1] (graded: trec_eval 10
+ignores its relevance level ``-l`` for RBP too). Linear in the gains: exact under ``ties="average"``.
 
 The residual is the most the unseen part could add: ``p^d`` for the items below the evaluated depth
 ``d = min(k, list length)`` plus ``(1 - p) sum_{i<=d, unjudged} p^(i-1)`` for unjudged ranked items.

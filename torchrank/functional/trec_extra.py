@@ -87,9 +87,8 @@ def _bpref(r: Ranking, ks: Ks, num_judged: Tensor | None = None) -> Values:
 
 
 def _interpolated_precision(r: Ranking, levels: Sequence[float], round_up: float = 0.5) -> Tensor:
-    """``[Q, len(levels)]`` trec_eval ``iprec_at_recall``: the highest precision at or below the rank where
-    ``lround(level * R)`` relevant items have been retrieved (0 when that many never are). ``round_up=0.9``:
-    trec_eval 9.x's count, ``(long)(level * R + 0.9)``."""
+    """trec_eval's ``iprec_at_recall`` ``[Q, len(levels)]``: the best precision at or below the rank of the
+    ``lround(level * R)``-th relevant item (0 if none); ``round_up=0.9``: 9.x's ``(long)(level * R + 0.9)``."""
     _refuse_tie_average(r, "iprec_at_recall")
     hits = r.relevant_count  # [Q, N]
     precision = torch.where(r.valid, hits / r.positions, 0)
@@ -169,12 +168,8 @@ def _count(r: Ranking, ks: Ks, what: str = "ret") -> Values:
 
 
 def judged_counts(num_judged: object, ideal_target: object, measure: str = "bpref") -> Tensor | None:
-    """``num_judged`` checked (None or an integer tensor of counts, one per query) and flattened to ``[Q]``.
-
-    ``measure`` (bpref) counts the judged non-relevant items the list does not hold: with an ``ideal_target`` (the
-    list does not hold every judged item) it needs ``num_judged``, since ideal_target's 0-padding cannot be told
-    from its judged non-relevant items. Without one, the list is every judged item, as for ``R``. Counts below R
-    plus the judged non-relevant items listed are refused by the value checks, against the ranking.
+    """``num_judged`` checked (None or an integer tensor of counts, one per query) and flattened to ``[Q]``; required
+    with an ``ideal_target``, whose 0-padding ``measure`` (bpref) cannot tell from judged non-relevant items.
 
     Example:
         >>> import torch
