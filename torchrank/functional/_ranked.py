@@ -284,14 +284,11 @@ class Ranking:
     def _group_sizes(self) -> Tensor:
         """The number of items of each position's tie group ``[Q, N]``, in the working dtype (whole numbers, exact
         below 2^24 in float32; half the memory of int64, and the closed forms divide by it as a float)."""
-        group_id = self._group_ids[1]
-        ones = torch.ones(group_id.shape, dtype=self.dtype, device=group_id.device)
-        return torch.zeros_like(ones).scatter_add_(1, group_id, ones).gather(1, group_id)
+        return self.group_sum(torch.ones(self.labels.shape, dtype=self.dtype, device=self.labels.device))
 
     @_cached
     def _group_starts(self) -> Tensor:
-        """The 0-based position where each position's tie group begins ``[Q, N]`` int64: the last boundary at or
-        above it, 0 for the first group (only the closed forms of AP, RR and ERR read it, not the group means)."""
+        """Where each position's tie group begins ``[Q, N]`` int64: the last boundary at or above it (or 0)."""
         boundary = self._group_ids[0]
         return torch.cummax(torch.where(boundary, _indices(self.list_size, self.labels.device), 0), 1).values
 
