@@ -1,9 +1,7 @@
 """Expected reciprocal rank (Chapelle, Metzler, Zhang and Grinspan, CIKM 2009).
 
 ``ERR@k = sum_{i<=k} (1/i) R_i prod_{j<i} (1 - R_j)`` with ``R_i`` the probability that the item at rank i
-satisfies the user. ``R = (2^g - 1) / 2^g_max`` (exponential utility; ``g_max`` the top of the label
-scale, by default each query's largest judged label), ``2 sigmoid(g) - 1`` (for unbounded labels; 0 for
-label 0) or a callable.
+satisfies the user, a ``transform`` of the label (:func:`err`).
 
 Ties (``"average"``): the product over a whole tie group does not depend on its order, so only the terms
 inside a group need care. Write ``x = 1 - R`` and ``E_t`` for the mean, over the t-item subsets of the

@@ -1,10 +1,8 @@
 """Measures for incomplete judgments: the judged share of the top k, inferred AP, recall capped at k.
 
-Shallow-judged collections (TREC DL, BEIR) leave most retrieved documents without a judgment. These measures
-say how much of a ranking was judged (``judged@k``, ir_measures' ``Judged@k``), estimate AP from a sample of the
-pool (``infAP``, Yilmaz and Aslam, CIKM 2006, as trec_eval computes it) and cap recall at what the cut-off
-allows (``recall_cap@k``, BEIR's ``R_cap@k``: trec_eval's ``relative_P``). :func:`judged_only_mask` drops
-unjudged items before ranking (trec_eval ``-J``, ir_measures' ``judged_only``).
+Shallow-judged collections (TREC DL, BEIR) leave most retrieved documents without a judgment: these measures say
+how much of a ranking was judged, estimate AP from a sample of the pool and cap recall at what the cut-off allows;
+:func:`judged_only_mask` drops unjudged items before ranking (trec_eval ``-J``, ir_measures' ``judged_only``).
 """
 
 from __future__ import annotations
@@ -57,8 +55,7 @@ def judged_only_mask(mask: Tensor | None, judged: Tensor | None, judged_only: bo
 
 
 def _judged_fraction(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
-    # judged items in the top k / min(k, retrieved), as ir_measures' Judged@k; linear in the per-position judged
-    # flags, so the tie groups' means give its exact expectation under ties="average"
+    # linear in the per-position judged flags: the tie groups' means give its exact expectation
     judged = torch.cumsum(r.expected(_judged(r).to(r.dtype)), 1)
     index, k_eff = cutoff_index(r, ks)
     shown = torch.minimum(k_eff, r.num_valid.unsqueeze(1))
@@ -84,11 +81,9 @@ def _pooled_above(r: Ranking, pooled_unjudged: Tensor) -> Tensor:
 
 def _inferred_ap(r: Ranking, ks: Sequence[int | None], pooled_unjudged: Tensor | None = None) -> tuple[Tensor, Tensor]:
     _refuse_tie_average(r, "infAP")
-    # trec_eval's m_infAP.c: the relevant item at 0-based position j adds
-    #   1/(j+1) + j/(j+1) * (pooled above / j) * ((rel above + eps) / (judged above + 2 eps))
-    # = (1 + pooled above * (rel above + eps) / (judged above + 2 eps)) / (j + 1)
-    # where "pooled" counts judged items and pooled-but-unjudged ones (qrels label -1); items outside the pool
-    # count only in j. The sum over relevant retrieved items is divided by R, the query's relevant items.
+    # trec_eval's m_infAP.c: the relevant item at 0-based position j adds 1/(j+1) + j/(j+1) * (pooled above / j) *
+    # (rel above + eps) / (judged above + 2 eps), "pooled": judged or pooled but unjudged (qrels label -1); the
+    # sum over relevant retrieved items is divided by R (inferred_average_precision's docstring writes it out)
     rel, judged = r.relevant * r.valid, _judged(r).to(r.dtype)
     rel_above, judged_above = torch.cumsum(rel, 1) - rel, torch.cumsum(judged, 1) - judged
     pooled = judged_above if pooled_unjudged is None else judged_above + _pooled_above(r, pooled_unjudged)

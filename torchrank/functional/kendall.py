@@ -5,8 +5,7 @@ Over the pairs of real items not tied in label (pairs tied in label carry no ord
 distinct scores this is exactly Kendall's tau-b (``scipy.stats.kendalltau``). Score ties are resolved by
 ``ties``: ``"average"`` gives the expected tau over random orders of each tie group (a tied pair is then
 concordant or discordant with probability 1/2, so it adds 0 on average); scipy's tau-b instead drops
-score-tied pairs from the denominator. ``distance=True`` gives the normalised Kendall tau distance: the
-fraction of pairs (not tied in label) that the ranking orders wrongly.
+score-tied pairs from the denominator.
 """
 
 from __future__ import annotations

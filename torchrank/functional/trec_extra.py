@@ -66,8 +66,7 @@ def _bpref_value_problems(r: Ranking, params: dict) -> Tensor | None:
 @measure(value_problems=_bpref_value_problems)
 def _bpref(r: Ranking, ks: Ks, num_judged: Tensor | None = None) -> Values:
     _refuse_tie_average(r, "bpref")
-    # bpref = 1/R * sum over retrieved relevant items of 1 - min(n, R) / min(NR, R), n = judged non-relevant
-    # items ranked above, NR = judged non-relevant items of the query (retrieved or not)
+    # bpref's docstring: n = judged non-relevant items ranked above, NR = those of the query, retrieved or not
     rel, nonrel = r.relevant, _judged_nonrelevant(r)
     above = torch.cumsum(nonrel, 1) - nonrel
     big_r = r.num_relevant.unsqueeze(1)
