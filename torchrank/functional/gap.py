@@ -44,14 +44,11 @@ def _gap_options(*, grade_probabilities: Sequence[float] | None) -> dict[str, ob
     """
     if grade_probabilities is None:
         return {"grade_probabilities": None}
-    if isinstance(grade_probabilities, Tensor):
-        grade_probabilities = grade_probabilities.tolist()
-    if isinstance(grade_probabilities, str | bytes) or not isinstance(grade_probabilities, Sequence):
-        raise TypeError(f"Argument `grade_probabilities` must be a sequence of numbers (g_1, ..., g_c), "
-                        f"got {grade_probabilities!r}.")
-    values = tuple(grade_probabilities)
+    given = grade_probabilities.tolist() if isinstance(grade_probabilities, Tensor) else grade_probabilities
+    values = tuple(given) if isinstance(given, Sequence) and not isinstance(given, str | bytes) else ()
     if not values or not all(isinstance(g, int | float) and not isinstance(g, bool) for g in values):
-        raise TypeError(f"Argument `grade_probabilities` must be a nonempty sequence of numbers, got {values!r}.")
+        raise TypeError(f"Argument `grade_probabilities` must be a nonempty sequence of numbers (g_1, ..., g_c), "
+                        f"got {given!r}.")
     if not all(math.isfinite(g) and g >= 0 for g in values) or abs(sum(values) - 1) > 1e-6:
         raise ValueError(f"Argument `grade_probabilities` must hold probabilities >= 0 that sum to 1 (g_j: the "
                          f"user's threshold is grade j), got {values!r}.")
