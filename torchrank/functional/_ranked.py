@@ -404,12 +404,9 @@ class Ranking:
 
     # ---------------------------------------------------------------- gains and discounts
     def gains(self, gain: Gain, labels: Tensor | None = None) -> Tensor:
-        """``gain(label)`` for ``labels`` (default: the ranked labels), 0 at padding."""
-        if labels is None:
-            labels = self.labels
-        elif labels.dtype != self.dtype:  # ideal labels of large batches come in the caller's dtype
-            labels = labels.to(self.dtype)
-        return gain_values(labels, gain)  # the formula is the core's, shared with the losses
+        """``gain(label)`` (the core's formula, shared with the losses) for ``labels`` (default: the ranked labels;
+        ideal labels of large batches come in the caller's dtype), 0 at padding."""
+        return gain_values(self.labels if labels is None else labels.to(self.dtype), gain)
 
     def ideal_gains(self, gain: Gain, depth: int | None = None) -> Tensor:
         """Gains of the judged items sorted descending, the top ``depth`` of them (all for None) ``[Q, <=M]``; a
