@@ -1,16 +1,12 @@
 """The one sort every ranking metric builds on: :func:`rank` and the :class:`Ranking` it returns.
 
-:func:`rank` orders each list once, on the backend that formatted it (:mod:`torchrank.functional.backends`; each
-implements :meth:`~torchrank.functional.backends.Backend.order`, and builds its :class:`Ranking` on this module, which
-imports no backend): labels in rank order, the validity mask, the number of relevant items and, lazily and cached,
-everything the metrics share (tie groups, cumulative hits, the distribution of the first relevant position, ideal
-gains). A metric is then a few tensor operations over these, and several metrics over the same input share one sort.
+:func:`rank` orders each list once, on the backend that formatted it (each backend's ``order`` builds its
+:class:`Ranking` on this module, which imports no backend); the Ranking computes lazily, once, what the metrics
+share (tie groups, cumulative hits, the first relevant position's distribution, ideal gains).
 
-Ties (DESIGN section 4). ``"first"`` keeps input order among equal scores; ``"optimistic"`` /
-``"pessimistic"`` put higher / lower labels first. ``"average"`` gives the exact expected value of a
-metric when each group of equal scores is ordered uniformly at random: every position of a tie group then
-holds each of the group's items with equal probability, so a metric linear in per-position values uses
-the group mean; the non-linear ones (AP, RR, ERR, Kendall tau, ...) use the closed forms of :class:`Ranking`.
+Ties (DESIGN section 4): ``"average"`` gives a metric's exact expected value when each group of equal scores is
+ordered uniformly at random: a metric linear in per-position values uses the group mean; the others (AP, RR, ERR,
+...) use the closed forms of :class:`Ranking`.
 """
 from __future__ import annotations
 
@@ -30,12 +26,13 @@ if TYPE_CHECKING:
     from torchrank.functional.backends._numpy.tied_rows import RowsApart
 
 T = TypeVar("T")
+Ks = Sequence[int | None]  # a kernel's cut-offs (None: the whole list)
+Values = tuple[Tensor, Tensor]  # a kernel's values [Q, K] and its queries without relevant items [Q]
 
 
 def _cached(compute: Callable[[Any], T]) -> T:
-    """A property computed on first read and kept in the instance's ``__dict__``: ``functools.cached_property``
-    without its lock (a context manager torch.compile cannot trace), for the Ranking, which one thread builds and
-    reads."""
+    """``functools.cached_property`` without its lock (a context manager torch.compile cannot trace): one thread
+    builds and reads a Ranking."""
     name = compute.__name__
 
     def read(self: Any) -> T:
@@ -54,9 +51,8 @@ def _gather_ranking(
     relevance_threshold: float,
     scores: Tensor | Callable[[], Tensor] | None = None,
 ) -> Ranking:
-    """The :class:`Ranking` of ``inputs`` in ``order``: ``[Q, <=N]`` indices into each row, or a width, the first
-    positions of rows already in rank order (:func:`_in_rank_order`: nothing to gather); ``scores``: the scores in
-    that order when already gathered, or a function gathering them when first read."""
+    """The :class:`Ranking` of ``inputs`` in ``order``: ``[Q, <=N]`` indices into each row, or the width of rows
+    already in rank order; ``scores``: already gathered, or a function gathering them when first read."""
     width = order if isinstance(order, int) else order.shape[1]
 
     def take(x: Tensor) -> Tensor:
@@ -114,23 +110,17 @@ def apply_measure(
 
 
 def _leading(x: Tensor, width: int) -> Tensor:
-    """The first ``width`` columns of ``x`` (``x`` itself when that is all of them: no view to make)."""
     return x if x.shape[1] == width else x[:, :width]
 
 
 def _ranks_every_judged_item(inputs: RankingInput, width: int) -> bool:
-    """Whether a ranking of ``width`` positions holds every judged item of each row: no separate ideal labels,
-    no cut-off (:attr:`Ranking.ranks_every_judged_item`)."""
+    """:attr:`Ranking.ranks_every_judged_item` for a ranking of ``width`` positions."""
     return inputs.ideal_target is inputs.target and width == inputs.target.shape[1]
 
 
 def _ranked_labels(target: Tensor, order: Tensor | int, dtype: torch.dtype) -> Tensor:
-    """The labels of each row in ``order`` ``[Q, <=N]`` (or the first ``order`` of rows in rank order), in ``dtype``.
-
-    Labels kept in the caller's dtype (large CPU batches) are gathered, then converted, when few positions are
-    read; when most are, each block of rows is converted, then gathered into the output: no whole-batch
-    temporary (nor a gather of 8-byte labels) to page in.
-    """
+    """The labels in ``order`` (as :func:`_gather_ranking`'s), in ``dtype``: gathered then converted when few
+    positions are read; else converted by blocks of rows, gathered into the output (no whole-batch temporary)."""
     if isinstance(order, int):
         return _leading(target, order).to(dtype).contiguous()
     if target.dtype == dtype:
@@ -200,9 +190,8 @@ class Ranking:
         self.route = "sort"  # the ordering route that built it (the numpy backend's own: its order.ROUTES)
 
     def apart_for(self, ks: Sequence[int | None]) -> list[RowsApart]:
-        """The :attr:`apart` rows whose ties a measure cut at ``ks`` reads: not those where every cut-off stops
-        before each row's first tie (a group across a cut-off ties the positions either side of it), as this
-        ranking's values are then already exact there."""
+        """The :attr:`apart` rows whose ties a measure cut at ``ks`` reads: this ranking's values are exact where
+        every cut-off stops before a row's first tie."""
         return [a for a in self.apart if None in ks or max(ks) > a.first_tie]
 
     # ---------------------------------------------------------------- basic per-query quantities
@@ -255,11 +244,8 @@ class Ranking:
         return self.ideal_labels if self.ideal_labels.dtype == self.dtype else self.ideal_labels.to(self.dtype)
 
     def per_ideal_row(self, fn: Callable[[Tensor], Tensor]) -> Tensor:
-        """``fn`` of the ideal labels in the working dtype, one row of output per query ``[Q, ...]``.
-
-        Large CPU batches go by blocks of rows: a temporary of a whole 10M-item batch is page-faulted in afresh
-        on every call (longer than the work itself), while a block's are reused by the allocator.
-        """
+        """``fn`` of the ideal labels in the working dtype ``[Q, ...]``; on large CPU batches by blocks of rows, whose
+        temporaries the allocator reuses (a whole batch's would be page-faulted in afresh on every call)."""
         if not read_by_blocks(self.ideal_labels):
             return fn(self._ideal_labels_in_dtype)
         blocks = row_blocks(*self.ideal_labels.shape, _ROW_BLOCK_ITEMS)
@@ -281,12 +267,8 @@ class Ranking:
     # ---------------------------------------------------------------- tie groups
     @property
     def tie_groups(self) -> tuple[Tensor, Tensor, Tensor]:
-        """Tie group of each position: ``(group_id, start, size)``, each ``[Q, N]`` (int64 ids and starts, sizes in the
-        working dtype).
-
-        ``group_id`` numbers the groups of a row from 0, ``start`` is the 0-based position where the
-        position's group begins and ``size`` its number of items. Padding forms its own group.
-        """
+        """Each position's tie group ``[Q, N]``: ``group_id`` (from 0 in each row), ``start`` (its 0-based first
+        position) and ``size`` (in the working dtype). Padding forms its own group."""
         return self._group_ids[1], self._group_starts, self._group_sizes
 
     @_cached
@@ -303,14 +285,11 @@ class Ranking:
     def _group_sizes(self) -> Tensor:
         """The number of items of each position's tie group ``[Q, N]``, in the working dtype (whole numbers, exact
         below 2^24 in float32; half the memory of int64, and the closed forms divide by it as a float)."""
-        group_id = self._group_ids[1]
-        ones = torch.ones(group_id.shape, dtype=self.dtype, device=group_id.device)
-        return torch.zeros_like(ones).scatter_add_(1, group_id, ones).gather(1, group_id)
+        return self.group_sum(torch.ones(self.labels.shape, dtype=self.dtype, device=self.labels.device))
 
     @_cached
     def _group_starts(self) -> Tensor:
-        """The 0-based position where each position's tie group begins ``[Q, N]`` int64: the last boundary at or
-        above it, 0 for the first group (only the closed forms of AP, RR and ERR read it, not the group means)."""
+        """Where each position's tie group begins ``[Q, N]`` int64: the last boundary at or above it (or 0)."""
         boundary = self._group_ids[0]
         return torch.cummax(torch.where(boundary, _indices(self.list_size, self.labels.device), 0), 1).values
 
@@ -322,8 +301,7 @@ class Ranking:
 
     @_cached
     def holds_tie(self) -> bool:
-        """Whether two real items of a row have equal scores: one host read, which off CPU only a measure with no
-        tie-averaged form makes (its refusal must not depend on the backend)."""
+        """Whether two real items of a row tie: one host read, made only by measures that refuse averaged ties."""
         tied = (self.scores[:, 1:] == self.scores[:, :-1]) & self.valid[:, 1:] & self.valid[:, :-1]
         return bool(tied.any())
 
@@ -384,19 +362,19 @@ class Ranking:
         the j-1 group positions above it is relevant with probability (r-1)/(m-1):
         ``E = r/m * (C + 1 + (j-1)(r-1)/(m-1))`` (McSherry and Najork, 2008).
         """
-        if not self.averages_ties:
-            return self.relevant * self.relevant_count
-        return _expected_times_count(*self.tie_group_stats)
+        return self.times_count(self.relevant, self.relevant_count)
 
-    def times_count(self, relevant: Tensor) -> Tensor:
-        """:attr:`relevant_times_count` for another binary relevance ``relevant`` ``[Q, N]`` in this rank order (GAP's
-        grades): ``E[rel_i * c_i]``, ``c_i`` its count in the top i."""
-        count = torch.cumsum(relevant, 1)
+    def times_count(self, relevant: Tensor, count: Tensor | None = None) -> Tensor:
+        """:attr:`relevant_times_count` for a binary relevance ``relevant`` ``[Q, N]`` in this order (GAP's grades),
+        ``count`` its running count."""
+        count = torch.cumsum(relevant, 1) if count is None else count
         if not self.averages_ties:
             return relevant * count
-        _, start, size = self.tie_groups
-        offset = self.positions.unsqueeze(0) - 1 - start.to(self.dtype)
-        return _expected_times_count(size, self.group_sum(relevant), (count - relevant).gather(1, start), offset)
+        m, r, prior, offset = self.tie_group_stats
+        if relevant is not self.relevant:
+            r, prior = self.group_sum(relevant), (count - relevant).gather(1, self._group_starts)
+        within = torch.where(m > 1, offset * (r - 1) / (m - 1).clamp_min(1), 0)
+        return r / m * (prior + 1 + within)
 
     @_cached
     def first_relevant_position(self) -> Tensor:
@@ -427,12 +405,9 @@ class Ranking:
 
     # ---------------------------------------------------------------- gains and discounts
     def gains(self, gain: Gain, labels: Tensor | None = None) -> Tensor:
-        """``gain(label)`` for ``labels`` (default: the ranked labels), 0 at padding."""
-        if labels is None:
-            labels = self.labels
-        elif labels.dtype != self.dtype:  # ideal labels of large batches come in the caller's dtype
-            labels = labels.to(self.dtype)
-        return gain_values(labels, gain)  # the formula is the core's, shared with the losses
+        """``gain(label)`` (the core's formula, shared with the losses) for ``labels`` (default: the ranked labels;
+        ideal labels of large batches come in the caller's dtype), 0 at padding."""
+        return gain_values(self.labels if labels is None else labels.to(self.dtype), gain)
 
     def ideal_gains(self, gain: Gain, depth: int | None = None) -> Tensor:
         """Gains of the judged items sorted descending, the top ``depth`` of them (all for None) ``[Q, <=M]``; a
@@ -444,10 +419,8 @@ class Ranking:
 
 
 def rows_any(x: Tensor) -> Tensor:
-    """``x.any(1)`` for a CPU bool (or 0/1 byte) ``[Q, N]``, as numpy's byte maximum, faster than torch's
-    (benchmarks/notes/code_comment_timings.md); and on short rows holding few nonzero bytes (the ties of a batch), the
-    rows of those bytes: numpy reduces each row at a fixed cost. The numpy backend's (the others': their
-    ``rows_any``).
+    """``x.any(1)`` for a CPU bool (or 0/1 byte) ``[Q, N]``, the numpy backend's: numpy's byte maximum, or on short
+    rows with few nonzero bytes their rows (benchmarks/notes/code_comment_timings.md).
 
     Example:
         >>> import torch
@@ -468,13 +441,6 @@ def rows_any(x: Tensor) -> Tensor:
 # rows shorter than this are "short" to rows_any, where finding the rows of a few nonzero bytes pays against numpy's
 # row maximum (measured on 100,000 x 20, 10,000 x 100 and 1,000 x 1,000: benchmarks/notes/code_comment_timings.md)
 _SHORT_ROW_ITEMS = 256
-
-
-def _expected_times_count(m: Tensor, r: Tensor, prior: Tensor, offset: Tensor) -> Tensor:
-    """``E[rel * count]`` at each position of a tie group in random order: group size ``m`` holding ``r`` relevant
-    items, ``prior`` relevant before it, ``offset`` the 0-based place in the group (McSherry and Najork, 2008)."""
-    within = torch.where(m > 1, offset * (r - 1) / (m - 1).clamp_min(1), 0)
-    return r / m * (prior + 1 + within)
 
 
 def exclusive_cumprod(x: Tensor) -> Tensor:

@@ -9,7 +9,7 @@ scikit-learn's tie-averaged ``ndcg_score``).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -19,7 +19,7 @@ from torchrank.functional._fused_columns import DCG, DCG_EXP, NDCG, NDCG_EXP
 from torchrank.functional._measure import measure
 from torchrank.functional._options import RankingOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import run_measure
-from torchrank.functional._ranked import Ranking
+from torchrank.functional._ranked import Ks, Ranking, Values
 from torchrank.functional.core import (
     Discount,
     Gain,
@@ -35,13 +35,12 @@ Weights = Callable[[int, torch.dtype, torch.device], Tensor]
 
 
 def _dcg_options(*, gain: Gain, discount: Discount, log_base: float, power: float) -> dict[str, object]:
-    """The kernel parameters of DCG's and NDCG's options, checked (the functions and ``evaluate``'s names share
-    it; the registry reads the defaults from the functions' signatures)."""
+    """DCG's and NDCG's kernel parameters, checked (shared with ``evaluate``'s names)."""
     check_gain_discount(gain, discount, log_base)
     return {"gain": gain, "weights": _weights(discount, log_base, power)}
 
 
-def _dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights, top: Tensor | None = None) -> Tensor:
+def _dcg_at(r: Ranking, ks: Ks, gain: Gain, weights: Weights, top: Tensor | None = None) -> Tensor:
     """DCG at each cut-off ``[Q, K]``; ``top`` divides exponential gains by ``2^top`` (NDCG's ratio)."""
     depth = None if None in ks else min(max(ks), r.list_size)  # the cut-offs read no further
     if r.averages_ties:  # a tie group may run past the depth: average whole groups first
@@ -54,9 +53,7 @@ def _dcg_at(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights, 
     return at_cutoffs(torch.cumsum(discounted, 1), cutoff_index(r, ks)[0])
 
 
-def _ideal_dcg_at(
-    r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights, top: Tensor | None = None
-) -> tuple[Tensor, Tensor]:
+def _ideal_dcg_at(r: Ranking, ks: Ks, gain: Gain, weights: Weights, top: Tensor | None = None) -> Values:
     """The ideal DCG at each cut-off ``[Q, K]``, and the ideal gains in descending order ``[Q, <=M]``."""
     depth = None if None in ks else max(ks)
     if top is None:
@@ -67,44 +64,38 @@ def _ideal_dcg_at(
     discounted = discounted_gains(ideal, weights(m, ideal.dtype, ideal.device))
     if len(ks) == 1 and depth is not None:  # one cut-off, at the last position kept (or past it): a sum
         return discounted.sum(1, keepdim=True), ideal
-    cumulative = torch.cumsum(discounted, 1)
     # the whole list (None) is cut-off m; the index is cached, not built per call
     index, _ = fixed_cutoffs(tuple(m if k is None else k for k in ks), m, ideal.dtype, ideal.device)
-    return at_cutoffs(cumulative, index), ideal
+    return at_cutoffs(torch.cumsum(discounted, 1), index), ideal
 
 
 def _fused_code(linear: int, exponential: int) -> Callable[[dict], int | None]:
-    """The rule of DCG or NDCG in the fused kernel: its column code ``linear`` or ``exponential`` for those gains with
-    the default discount (:func:`_log2`), None for other params."""
+    """DCG's or NDCG's rule in the fused kernel: code ``linear`` or ``exponential`` for those gains with the default
+    discount ``1 / log2(i + 1)``, None for other params."""
 
     def rule(params: dict) -> int | None:
         weights, gain = params.get("weights"), params.get("gain")
-        if set(params) != {"gain", "weights"} or gain not in ("linear", "exponential") or not _log2(weights):
+        log2 = isinstance(weights, functools.partial) and weights.func is _named_weights
+        if set(params) != {"gain", "weights"} or not log2 or weights.args != ("log", 2.0, 1.0):
             return None
-        return exponential if gain == "exponential" else linear
+        return exponential if gain == "exponential" else linear if gain == "linear" else None
 
     return rule
 
 
-def _log2(weights: object) -> bool:
-    """Whether ``weights`` are the default discount, ``1 / log2(i + 1)``."""
-    named = isinstance(weights, functools.partial) and weights.func is _named_weights
-    return named and weights.args == ("log", 2.0, 1.0)
-
-
 def _dcg_label_limit(params: dict, dtype: torch.dtype) -> int | None:
-    """DCG sums exponential gains undivided: labels past the largest power of 2 ``dtype`` holds are refused by the
-    value checks (on every backend, on the device on GPU backends) rather than summed to inf."""
+    """DCG sums exponential gains undivided: the value checks refuse labels past the largest power of 2 ``dtype``
+    holds rather than sum them to inf."""
     return largest_exponent(dtype) if params.get("gain") == "exponential" else None
 
 
 @measure(fused=_fused_code(DCG, DCG_EXP), label_limit=_dcg_label_limit)
-def _dcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> tuple[Tensor, Tensor]:
+def _dcg(r: Ranking, ks: Ks, gain: Gain, weights: Weights) -> Values:
     return _dcg_at(r, ks, gain, weights), ~_has_ideal_gain(r, gain)
 
 
 @measure(fused=_fused_code(NDCG, NDCG_EXP))
-def _ndcg(r: Ranking, ks: Sequence[int | None], gain: Gain, weights: Weights) -> tuple[Tensor, Tensor]:
+def _ndcg(r: Ranking, ks: Ks, gain: Gain, weights: Weights) -> Values:
     # exponential gains over 2^(the query's top label): at most 1, so 2^label never overflows (labels > 127 in
     # float32); DCG / ideal DCG is the same ratio
     top = r.top_label(None) if gain == "exponential" else None

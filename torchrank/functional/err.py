@@ -1,9 +1,7 @@
 """Expected reciprocal rank (Chapelle, Metzler, Zhang and Grinspan, CIKM 2009).
 
 ``ERR@k = sum_{i<=k} (1/i) R_i prod_{j<i} (1 - R_j)`` with ``R_i`` the probability that the item at rank i
-satisfies the user. ``R = (2^g - 1) / 2^g_max`` (exponential utility; ``g_max`` the top of the label
-scale, by default each query's largest judged label), ``2 sigmoid(g) - 1`` (for unbounded labels; 0 for
-label 0) or a callable.
+satisfies the user, a ``transform`` of the label (:func:`err`).
 
 Ties (``"average"``): the product over a whole tie group does not depend on its order, so only the terms
 inside a group need care. Write ``x = 1 - R`` and ``E_t`` for the mean, over the t-item subsets of the
@@ -15,8 +13,6 @@ largest tie group, never over queries).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 from torch import Tensor
 
@@ -25,25 +21,21 @@ from torchrank.functional._fused_columns import ERR
 from torchrank.functional._measure import measure
 from torchrank.functional._options import RankingOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import deepest, run_measure
-from torchrank.functional._ranked import Ranking, exclusive_cumprod
+from torchrank.functional._ranked import Ks, Ranking, Values, exclusive_cumprod
 from torchrank.functional.checks import check_max_label
 from torchrank.functional.core import Transform, check_transform, stop_probabilities
 
 
-def _fused_code(params: dict) -> int | None:
-    """ERR's column of the fused kernel: the exponential transform, each query's largest label as the top."""
-    return ERR if params == {"transform": "exponential", "max_label": None} else None
-
-
-@measure(fused=_fused_code)
-def _err(r: Ranking, ks: Sequence[int | None], transform: Transform, max_label: float | None) -> tuple[Tensor, Tensor]:
+# the fused kernel computes the exponential transform with each query's largest label as the top
+@measure(fused=lambda params: ERR if params == {"transform": "exponential", "max_label": None} else None)
+def _err(r: Ranking, ks: Ks, transform: Transform, max_label: float | None) -> Values:
     prob = stop_probabilities(r.labels, r.valid, transform, r.top_label(max_label))  # R_i, 0 at padding
     index, _ = cutoff_index(r, ks)
     contributions = _expected_stops(r, prob, deepest(ks)) * r.reciprocal_positions
     return at_cutoffs(torch.cumsum(contributions, 1), index), ~r.has_positive_label
 
 
-def _expected_stops(r: Ranking, prob: Tensor, depth: int | None = None) -> Tensor:
+def _expected_stops(r: Ranking, prob: Tensor, depth: int | None) -> Tensor:
     """Probability that the user stops at each position ``[Q, N]``, exact under random order of ties at the first
     ``depth`` positions (all for None; later ones are not read)."""
     keep = 1 - prob
@@ -56,9 +48,7 @@ def _expected_stops(r: Ranking, prob: Tensor, depth: int | None = None) -> Tenso
     return reach.gather(1, start) * (before_above - before_here)
 
 
-def _subset_product_means(
-    keep: Tensor, group_id: Tensor, offset: Tensor, size: Tensor, depth: int | None = None
-) -> tuple[Tensor, Tensor]:
+def _subset_product_means(keep: Tensor, group_id: Tensor, offset: Tensor, size: Tensor, depth: int | None) -> Values:
     """``(E_{j-1}, E_j)`` at each position: means of products of ``keep`` over subsets of its tie group.
 
     Singletons need no work (``E_0 = 1``, ``E_1 = keep``); groups of two or more items are gathered into a

@@ -16,9 +16,7 @@ uses, :attr:`Ranking.relevant_times_count`), so GAP is exact under random order 
 
 Default probabilities: uniform over the grades 1..c, ``g_j = 1/c``. ``G(i) = i/c`` is then linear, c cancels,
 and any c at least the query's top grade gives the same value: a query's GAP does not depend on the rest of
-the batch. Finding how many grades to visit reads the largest label once (a host synchronisation on a GPU), and
-past 64 grades the grades the labels hold (the thresholds between two of them count the same items, so they are
-visited once, weighted by the gap); explicit ``grade_probabilities`` need no read.
+the batch (:func:`_grade_weights`).
 """
 
 from __future__ import annotations
@@ -32,14 +30,13 @@ from torch import Tensor
 from torchrank.functional._cutoffs import cutoff_index, sum_to_cutoffs
 from torchrank.functional._options import RankingOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import run_measure
-from torchrank.functional._ranked import Ranking
+from torchrank.functional._ranked import Ks, Ranking, Values
 
 Probabilities = tuple[float, ...]
 
 
 def _gap_options(*, grade_probabilities: Sequence[float] | None) -> dict[str, object]:
-    """GAP's kernel parameters (shared with ``evaluate``'s ``gap``): the probabilities as a tuple of floats (None
-    stays None), checked finite, ``>= 0`` and summing to 1.
+    """GAP's kernel parameters (shared with ``evaluate``'s ``gap``): the probabilities as a tuple of floats, checked.
 
     Example:
         >>> _gap_options(grade_probabilities=[0.25, 0.75])
@@ -47,21 +44,14 @@ def _gap_options(*, grade_probabilities: Sequence[float] | None) -> dict[str, ob
     """
     if grade_probabilities is None:
         return {"grade_probabilities": None}
-    if isinstance(grade_probabilities, Tensor):
-        grade_probabilities = grade_probabilities.tolist()
-    if isinstance(grade_probabilities, str | bytes) or not isinstance(grade_probabilities, Sequence):
-        raise TypeError(
-            "Argument `grade_probabilities` must be a sequence of numbers (g_1, ..., g_c), "
-            f"got {grade_probabilities!r}."
-        )
-    values = tuple(grade_probabilities)
+    given = grade_probabilities.tolist() if isinstance(grade_probabilities, Tensor) else grade_probabilities
+    values = tuple(given) if isinstance(given, Sequence) and not isinstance(given, str | bytes) else ()
     if not values or not all(isinstance(g, int | float) and not isinstance(g, bool) for g in values):
-        raise TypeError(f"Argument `grade_probabilities` must be a nonempty sequence of numbers, got {values!r}.")
+        raise TypeError(f"Argument `grade_probabilities` must be a nonempty sequence of numbers (g_1, ..., g_c), "
+                        f"got {given!r}.")
     if not all(math.isfinite(g) and g >= 0 for g in values) or abs(sum(values) - 1) > 1e-6:
-        raise ValueError(
-            f"Argument `grade_probabilities` must hold probabilities >= 0 that sum to 1 (g_j: the user's threshold "
-            f"is grade j), got {values!r}."
-        )
+        raise ValueError(f"Argument `grade_probabilities` must hold probabilities >= 0 that sum to 1 (g_j: the "
+                         f"user's threshold is grade j), got {values!r}.")
     return {"grade_probabilities": tuple(float(g) for g in values)}
 
 
@@ -71,10 +61,9 @@ _EVERY_GRADE_UP_TO = 64
 
 
 def _grade_weights(r: Ranking, grade_probabilities: Probabilities | None) -> list[tuple[float, float]]:
-    """``(j, weight)`` pairs with ``sum weight [grade >= j] = G(grade)``: the given ``(j, g_j)``, j = 1..c; by default
-    (uniform, the ``1/c`` left out: it cancels) each grade j up to the top one with weight 1, or, past
-    :data:`_EVERY_GRADE_UP_TO` grades, only the grades the labels hold, each weighted by its distance to the next
-    lower one held (``[grade >= j]`` is the same for every j in between)."""
+    """``(j, weight)`` pairs with ``sum weight [grade >= j] = G(grade)``: the given ``(j, g_j)``; by default (the
+    ``1/c`` left out: it cancels) each grade up to the top one (one host read) with weight 1, or past
+    :data:`_EVERY_GRADE_UP_TO` the grades the labels hold, weighted by the distance to the next lower one held."""
     if grade_probabilities is not None:
         return list(enumerate(grade_probabilities, start=1))
     tops = [labels.amax().to(r.dtype) for labels in (r.labels, r.ideal_labels) if labels.numel()]
@@ -87,9 +76,7 @@ def _grade_weights(r: Ranking, grade_probabilities: Probabilities | None) -> lis
     return [(g, g - lower) for g, lower in zip(held, [0.0, *held[:-1]], strict=True)]
 
 
-def _graded_average_precision(
-    r: Ranking, ks: Sequence[int | None], grade_probabilities: Probabilities | None = None
-) -> tuple[Tensor, Tensor]:
+def _graded_average_precision(r: Ranking, ks: Ks, grade_probabilities: Probabilities | None = None) -> Values:
     index, _ = cutoff_index(r, ks)
     numerator = torch.zeros_like(r.labels)
     denominator = torch.zeros(r.num_queries, dtype=r.dtype, device=r.labels.device)
@@ -101,18 +88,6 @@ def _graded_average_precision(
     total = sum_to_cutoffs(numerator * r.reciprocal_positions, index, ks)
     no_relevant = denominator <= 0
     return total / torch.where(no_relevant, 1, denominator).unsqueeze(1), no_relevant
-
-
-def _check_grades(grade_probabilities: Probabilities | None, labels: dict[str, object], validate_args: bool) -> None:
-    """With explicit probabilities, no label may have a grade above theirs (a value check: one host read)."""
-    if grade_probabilities is None or not validate_args:
-        return
-    top = len(grade_probabilities)
-    for name, values in labels.items():
-        if isinstance(values, Tensor) and values.numel() and bool((values.to(torch.float64) >= top + 1).any()):
-            raise ValueError(
-                f"Argument `{name}` holds a label of grade above {top}, the number of `grade_probabilities`."
-            )
 
 
 @with_common_args
@@ -141,6 +116,9 @@ def graded_average_precision(
         tensor(0.8056)
     """
     params = _gap_options(grade_probabilities=grade_probabilities)
-    labels = {"target": target, "ideal_target": options["ideal_target"]}
-    _check_grades(params["grade_probabilities"], labels, options["validate_args"])
+    top = len(params["grade_probabilities"] or ())  # explicit probabilities: no label of a grade above theirs
+    for name, values in {"target": target, "ideal_target": options["ideal_target"]}.items():
+        if top and options["validate_args"] and isinstance(values, Tensor) and bool((values.double() >= top + 1).any()):
+            raise ValueError(f"Argument `{name}` holds a label of grade above {top}, the number of "
+                             "`grade_probabilities`.")
     return run_measure(_graded_average_precision, preds, target, **options, **params)

@@ -1,10 +1,8 @@
 """Measures for incomplete judgments: the judged share of the top k, inferred AP, recall capped at k.
 
-Shallow-judged collections (TREC DL, BEIR) leave most retrieved documents without a judgment. These measures
-say how much of a ranking was judged (``judged@k``, ir_measures' ``Judged@k``), estimate AP from a sample of the
-pool (``infAP``, Yilmaz and Aslam, CIKM 2006, as trec_eval computes it) and cap recall at what the cut-off
-allows (``recall_cap@k``, BEIR's ``R_cap@k``: trec_eval's ``relative_P``). :func:`judged_only_mask` drops
-unjudged items before ranking (trec_eval ``-J``, ir_measures' ``judged_only``).
+Shallow-judged collections (TREC DL, BEIR) leave most retrieved documents without a judgment: these measures say
+how much of a ranking was judged, estimate AP from a sample of the pool and cap recall at what the cut-off allows;
+:func:`judged_only_mask` drops unjudged items before ranking (trec_eval ``-J``, ir_measures' ``judged_only``).
 """
 
 from __future__ import annotations
@@ -57,8 +55,7 @@ def judged_only_mask(mask: Tensor | None, judged: Tensor | None, judged_only: bo
 
 
 def _judged_fraction(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
-    # judged items in the top k / min(k, retrieved), as ir_measures' Judged@k; linear in the per-position judged
-    # flags, so the tie groups' means give its exact expectation under ties="average"
+    # linear in the per-position judged flags: the tie groups' means give its exact expectation
     judged = torch.cumsum(r.expected(_judged(r).to(r.dtype)), 1)
     index, k_eff = cutoff_index(r, ks)
     shown = torch.minimum(k_eff, r.num_valid.unsqueeze(1))
@@ -66,14 +63,9 @@ def _judged_fraction(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tens
 
 
 def _pooled_above(r: Ranking, pooled_unjudged: Tensor) -> Tensor:
-    """Pooled but unjudged items ranked above each relevant position ``[Q, N]``.
-
-    ``pooled_unjudged`` is given per column, with the columns in descending score order (a
-    :class:`~torchrank.io.TrecBatch`, or as :func:`inferred_average_precision` sorts them): the ranking then
-    permutes columns only within tie groups. With ``ties="first"`` it keeps the columns' order; with
-    ``"optimistic"`` a relevant item has no non-relevant item of its group above it, with ``"pessimistic"``
-    every one, so the counts above each tie group and its totals suffice.
-    """
+    """Pooled but unjudged items ranked above each relevant position ``[Q, N]``, from ``pooled_unjudged`` per column
+    in descending score order (:func:`pooled_in_score_order`): the ranking permutes columns only within tie groups,
+    keeping their order for ``"first"``; ``"optimistic"`` puts none of a group above, ``"pessimistic"`` all."""
     if pooled_unjudged.shape[0] != r.num_queries or pooled_unjudged.shape[1] < r.list_size:
         raise ValueError(
             f"Argument `pooled_unjudged` must be [queries, items] like the ranking ({r.num_queries}, "
@@ -89,18 +81,13 @@ def _pooled_above(r: Ranking, pooled_unjudged: Tensor) -> Tensor:
 
 def _inferred_ap(r: Ranking, ks: Sequence[int | None], pooled_unjudged: Tensor | None = None) -> tuple[Tensor, Tensor]:
     _refuse_tie_average(r, "infAP")
-    # trec_eval's m_infAP.c: the relevant item at 0-based position j adds
-    #   1/(j+1) + j/(j+1) * (pooled above / j) * ((rel above + eps) / (judged above + 2 eps))
-    # = (1 + pooled above * (rel above + eps) / (judged above + 2 eps)) / (j + 1)
-    # where "pooled" counts judged items and pooled-but-unjudged ones (qrels label -1); items outside the pool
-    # count only in j. The sum over relevant retrieved items is divided by R, the query's relevant items.
-    rel = r.relevant * r.valid
-    judged = _judged(r).to(r.dtype)
-    rel_above = torch.cumsum(rel, 1) - rel
-    judged_above = torch.cumsum(judged, 1) - judged
+    # trec_eval's m_infAP.c: the relevant item at 0-based position j adds 1/(j+1) + j/(j+1) * (pooled above / j) *
+    # (rel above + eps) / (judged above + 2 eps), "pooled": judged or pooled but unjudged (qrels label -1); the
+    # sum over relevant retrieved items is divided by R (inferred_average_precision's docstring writes it out)
+    rel, judged = r.relevant * r.valid, _judged(r).to(r.dtype)
+    rel_above, judged_above = torch.cumsum(rel, 1) - rel, torch.cumsum(judged, 1) - judged
     pooled = judged_above if pooled_unjudged is None else judged_above + _pooled_above(r, pooled_unjudged)
-    nonrel_above = judged_above - rel_above
-    precision = (rel_above + INFAP_EPSILON) / (rel_above + nonrel_above + 2 * INFAP_EPSILON)
+    precision = (rel_above + INFAP_EPSILON) / (judged_above + 2 * INFAP_EPSILON)  # judged: relevant + non-relevant
     terms = (1 + pooled * precision) / r.positions * rel
     # summed one by one in rank order as trec_eval does (a cumulative sum's end)
     value = torch.cumsum(terms, 1)[:, -1:] / r.num_relevant.clamp_min(1).unsqueeze(1)
@@ -130,8 +117,7 @@ def judged_fraction(
     """
     return run_measure(  # it reads no label: no relevance threshold, no empty queries
         _judged_fraction, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=None, judged=judged, ties=ties,
-        empty_target_action="neg", reduction=reduction, relevance_threshold=1, validate_args=validate_args,
-    )
+        empty_target_action="neg", reduction=reduction, relevance_threshold=1, validate_args=validate_args)
 
 
 @with_common_args
@@ -176,10 +162,8 @@ def pooled_in_score_order(
     preds: Tensor, target: Tensor, mask: Tensor | None, judged: Tensor | None, pooled_unjudged: object,
     indexes: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None, Tensor]:
-    """``pooled_unjudged`` checked, and the dense inputs with their columns in descending score order (real items
-    first; stable: ties keep their input order), the flags as ``[Q, N]`` rows: infAP's kernel reads the flags per
-    column, and the ranking then permutes columns only within tie groups. No measure's value changes with the
-    columns' order.
+    """``pooled_unjudged`` checked, and the dense inputs with columns in descending score order (real items first,
+    stable; no value depends on it), the flags as ``[Q, N]`` rows: infAP's kernel reads the flags per column.
 
     Example:
         >>> import torch
@@ -192,10 +176,8 @@ def pooled_in_score_order(
     if not isinstance(pooled_unjudged, Tensor) or pooled_unjudged.dtype != torch.bool:
         raise TypeError("Argument `pooled_unjudged` must be a bool tensor of the shape of `preds`.")
     if pooled_unjudged.shape != preds.shape:
-        raise ValueError(
-            f"Argument `pooled_unjudged` must have the shape of `preds` {tuple(preds.shape)}, "
-            f"got {tuple(pooled_unjudged.shape)}."
-        )
+        raise ValueError(f"Argument `pooled_unjudged` must have the shape of `preds` {tuple(preds.shape)}, "
+                         f"got {tuple(pooled_unjudged.shape)}.")
     # real items first (a stable sort of the mask), then by descending score (stable: ties keep that order)
     order = torch.sort(preds, dim=-1, descending=True, stable=True).indices
     if mask is not None:

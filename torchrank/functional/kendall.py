@@ -5,8 +5,7 @@ Over the pairs of real items not tied in label (pairs tied in label carry no ord
 distinct scores this is exactly Kendall's tau-b (``scipy.stats.kendalltau``). Score ties are resolved by
 ``ties``: ``"average"`` gives the expected tau over random orders of each tie group (a tied pair is then
 concordant or discordant with probability 1/2, so it adds 0 on average); scipy's tau-b instead drops
-score-tied pairs from the denominator. ``distance=True`` gives the normalised Kendall tau distance: the
-fraction of pairs (not tied in label) that the ranking orders wrongly.
+score-tied pairs from the denominator.
 """
 
 from __future__ import annotations
@@ -52,14 +51,12 @@ def _kendall(inputs: RankingInput, ties: str, distance: bool) -> tuple[Tensor, T
     ordered = pairs - label_tied
     tied = tied_up + tied_down
     if distance:
-        wrong = {"average": discordant + tied / 2, "optimistic": discordant, "pessimistic": discordant + tied}
-        wrong["first"] = discordant + tied_down
-        values = wrong[ties] / ordered.clamp_min(1)
-    else:
-        numerator = {"average": s_sum, "optimistic": s_sum + tied, "pessimistic": s_sum - tied}
-        numerator["first"] = s_sum + tied_up - tied_down
-        values = numerator[ties] / torch.sqrt(pairs * ordered).clamp_min(1)
-    return values.unsqueeze(1), ordered == 0
+        wrong = {"average": discordant + tied / 2, "optimistic": discordant, "pessimistic": discordant + tied,
+                 "first": discordant + tied_down}
+        return (wrong[ties] / ordered.clamp_min(1)).unsqueeze(1), ordered == 0
+    numerator = {"average": s_sum, "optimistic": s_sum + tied, "pessimistic": s_sum - tied,
+                 "first": s_sum + tied_up - tied_down}
+    return (numerator[ties] / torch.sqrt(pairs * ordered).clamp_min(1)).unsqueeze(1), ordered == 0
 
 
 @with_common_args

@@ -1,15 +1,10 @@
 """Per-query AUROC (the Mann-Whitney form, exact under ties) and GAUC, its weighted mean over queries.
 
 A query's AUROC is the probability that a random relevant item scores above a random non-relevant one, ties
-counting one half: ``sum over relevant i of (#non-relevant below s_i + #equal / 2) / (P N)``. Each query is ranked
-once by the step every measure shares (ties in input order, which only the top k read) and each relevant item's
-counts are read from its tie group: ``O(Q N log N)`` time, ``O(Q N)`` memory, no loop over queries. This equals the
-trapezoidal area under the ROC curve with tie groups as single steps (scikit-learn's ``roc_auc_score``,
-torchmetrics' ``binary_auroc``).
-
-Two options give torchmetrics' ``RetrievalAUROC`` (:mod:`torchrank.compat`): ``k``, the AUROC of each query's top k
-items only, and ``max_fpr``, the standardised partial AUC over false positive rates ``[0, max_fpr]`` (McClish's
-correction, as scikit-learn and torchmetrics compute it).
+counting one half: ``sum over relevant i of (#non-relevant below s_i + #equal / 2) / (P N)``, read from the tie
+groups of the one ranking every measure shares: the trapezoidal area under the ROC curve with tie groups as single
+steps (scikit-learn's ``roc_auc_score``, torchmetrics' ``binary_auroc``). ``k`` and ``max_fpr`` give torchmetrics'
+``RetrievalAUROC`` (:mod:`torchrank.compat`).
 """
 
 from __future__ import annotations
@@ -26,17 +21,9 @@ from torchrank.functional._ranked import Ranking, apply_measure
 
 @with_keyword_hints
 def auroc(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    k: int | Sequence[int] | None = None,
-    max_fpr: float | None = None,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    empty_target_action: str = "neg",
-    relevance_threshold: float = 1,
-    reduction: str = "mean",
-    validate_args: bool = True,
+    preds: Tensor, target: Tensor, *, k: int | Sequence[int] | None = None, max_fpr: float | None = None,
+    indexes: Tensor | None = None, mask: Tensor | None = None, empty_target_action: str = "neg",
+    relevance_threshold: float = 1, reduction: str = "mean", validate_args: bool = True,
 ) -> Tensor:
     """AUROC of each query (relevant: ``label >= relevance_threshold``), exact under ties, then reduced.
 
@@ -70,17 +57,15 @@ def auroc(
     # whatever the order (the tie groups of the ranking)
     return run_measure(
         _auroc, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=None, ties="first",
-        empty_target_action=empty_target_action,
-        reduction=reduction, relevance_threshold=relevance_threshold, validate_args=validate_args,
-        max_fpr=None if max_fpr is None or max_fpr == 1 else float(max_fpr),
+        empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
+        validate_args=validate_args, max_fpr=None if max_fpr is None or max_fpr == 1 else float(max_fpr),
     )
 
 
 def _auroc(r: Ranking, ks: Sequence[int | None], max_fpr: float | None) -> tuple[Tensor, Tensor]:
-    """AUROC (or with ``max_fpr`` the standardised partial AUROC) of each query's top k real items ``[Q, K]``, and
-    where it is undefined (no relevant or no non-relevant item among them) ``[Q, K]``."""
-    # counts in the ranking's working dtype (float32 for float16 scores, where a pair count past 65,504 is inf); tie
-    # groups from the scores as ranked, in their own dtype (integers past 2^24 do not round into ties)
+    """(Partial) AUROC of each query's top k ``[Q, K]``, and where it is undefined (one kind of item only)."""
+    # counts in the working dtype (float32 for float16 scores: a pair count past 65,504 is inf there); tie groups
+    # from the scores as ranked, in their own dtype (integers past 2^24 do not round into ties)
     _, start, _ = r.tie_groups
     columns, undefined = [], []
     for k in ks:
@@ -99,11 +84,8 @@ def _auroc(r: Ranking, ks: Sequence[int | None], max_fpr: float | None) -> tuple
 
 
 def _standardised_partial_auroc(r: Ranking, kept: Tensor, relevant: Tensor, negative: Tensor, max_fpr: float) -> Tensor:
-    """McClish's standardised area under each row's ROC curve up to ``max_fpr`` ``[Q]`` (0 where undefined).
-
-    In rank order, each tie group ends a straight segment of the curve from (false, true positives) before the
-    group to those after it; the segments are clipped at ``max_fpr`` and summed as trapezoids.
-    """
+    """McClish's standardised area under each row's ROC curve up to ``max_fpr`` ``[Q]``: each tie group a straight
+    segment, clipped at ``max_fpr``, summed as trapezoids."""
     group_id, start, _ = r.tie_groups
     tps, fps = torch.cumsum(relevant, 1), torch.cumsum(negative, 1)
     n_pos, n_neg = tps[:, -1:].clamp_min(1), fps[:, -1:].clamp_min(1)
@@ -122,14 +104,8 @@ def _standardised_partial_auroc(r: Ranking, kept: Tensor, relevant: Tensor, nega
 
 @with_keyword_hints
 def gauc(
-    preds: Tensor,
-    target: Tensor,
-    *,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    weights: Tensor | None = None,
-    relevance_threshold: float = 1,
-    validate_args: bool = True,
+    preds: Tensor, target: Tensor, *, indexes: Tensor | None = None, mask: Tensor | None = None,
+    weights: Tensor | None = None, relevance_threshold: float = 1, validate_args: bool = True,
 ) -> Tensor:
     """Group AUC: ``sum_q w_q AUROC_q / sum_q w_q`` over the queries that have both relevant and non-relevant
     items (the others are left out, as in Zhu et al., KDD 2017, and Zhou et al.'s DIN, KDD 2018).
@@ -153,10 +129,8 @@ def gauc(
         tensor(0.5000)
     """
     inputs, ranking = prepare(
-        preds, target, indexes=indexes, mask=mask, ideal_target=None, judged=None, ties="first",
-        empty_target_action="neg", reduction="mean", relevance_threshold=relevance_threshold,
-        validate_args=validate_args,
-    )
+        preds, target, indexes=indexes, mask=mask, ideal_target=None, judged=None, ties="first", reduction="mean",
+        empty_target_action="neg", relevance_threshold=relevance_threshold, validate_args=validate_args)
     values, undefined = (x[:, 0] for x in apply_measure(_auroc, ranking, [None], max_fpr=None))
     if weights is None:
         weights = inputs.mask.sum(1).to(values.dtype)

@@ -17,19 +17,10 @@ from torchrank.functional.precision import precision, recall
 
 @with_keyword_hints
 def precision_recall_curve(
-    preds: Tensor,
-    target: Tensor,
-    max_k: int | None = None,
-    *,
-    indexes: Tensor | None = None,
-    mask: Tensor | None = None,
-    ideal_target: Tensor | None = None,
-    ties: str = "average",
-    empty_target_action: str = "neg",
-    relevance_threshold: float = 1,
-    reduction: str = "mean",
-    validate_args: bool = True,
-    adaptive_k: bool = False,
+    preds: Tensor, target: Tensor, max_k: int | None = None, *, indexes: Tensor | None = None,
+    mask: Tensor | None = None, ideal_target: Tensor | None = None, ties: str = "average",
+    empty_target_action: str = "neg", relevance_threshold: float = 1, reduction: str = "mean",
+    validate_args: bool = True, adaptive_k: bool = False,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """``(precision, recall, top_k)``: P@k and R@k for ``k`` in ``top_k = 1..max_k``, ``[max_k]`` each (mean over
     queries) or ``[..., max_k]`` per query (``reduction="none"``).
@@ -57,9 +48,8 @@ def precision_recall_curve(
     options = dict(indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
                    empty_target_action=empty_target_action, relevance_threshold=relevance_threshold,
                    reduction=reduction, validate_args=validate_args)
-    top_k = torch.arange(1, max_k + 1, device=preds.device)
     p = precision(preds, target, k=ks, adaptive_k=adaptive_k, **options)
-    return p, recall(preds, target, k=ks, **options), top_k
+    return p, recall(preds, target, k=ks, **options), torch.arange(1, max_k + 1, device=preds.device)
 
 
 def recall_at_fixed_precision(

@@ -1,17 +1,13 @@
 """Rank-biased precision (Moffat and Zobel, TOIS 2008) and its residual.
 
-``RBP@k = (1 - p) sum_{i<=k} g_i p^(i-1)`` with gains ``g_i = label_i / max_label`` in [0, 1]; by default
-``max_label`` is the largest judged label of each query, as trec_eval 10 does (which also ignores its
-relevance level ``-l`` for RBP, as here: RBP is graded). RBP is linear in the gains, so under
-``ties="average"`` each tie group's mean gain gives the exact expected value.
+``RBP@k = (1 - p) sum_{i<=k} g_i p^(i-1)`` with gains ``g_i = label_i / max_label`` in [0, 1] (graded: trec_eval 10
+ignores its relevance level ``-l`` for RBP too). Linear in the gains: exact under ``ties="average"``.
 
 The residual is the most the unseen part could add: ``p^d`` for the items below the evaluated depth
 ``d = min(k, list length)`` plus ``(1 - p) sum_{i<=d, unjudged} p^(i-1)`` for unjudged ranked items.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -21,19 +17,13 @@ from torchrank.functional._fused_columns import RBP
 from torchrank.functional._measure import measure
 from torchrank.functional._options import RankingOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import run_measure
-from torchrank.functional._ranked import Ranking
+from torchrank.functional._ranked import Ks, Ranking, Values
 from torchrank.functional.checks import check_max_label
 
 
-def _fused_code(params: dict) -> int | None:
-    """RBP's column of the fused kernel; None with the residual, which reads judgments the kernel does not take."""
-    return RBP if not params["residual"] else None
-
-
-@measure(fused=_fused_code)
-def _rbp(
-    r: Ranking, ks: Sequence[int | None], p: float, max_label: float | None, residual: bool
-) -> tuple[Tensor, Tensor]:
+# the fused kernel computes RBP, not the residual, which reads judgments the kernel does not take
+@measure(fused=lambda params: None if params["residual"] else RBP)
+def _rbp(r: Ranking, ks: Ks, p: float, max_label: float | None, residual: bool) -> Values:
     index, k_eff = cutoff_index(r, ks)
     # p^0, p^1, ... as trec_eval computes them, each the previous times p, and (1 - p) applied to the sum: the same
     # last bits as trec_eval's, so values on a printed rounding boundary (513/4000) print as its do

@@ -21,7 +21,7 @@ from torchrank.functional._inputs import is_integer_tensor, judged_count_problem
 from torchrank.functional._measure import measure
 from torchrank.functional._options import MeasureOptions, Ties, Unpack, with_common_args
 from torchrank.functional._pipeline import run_measure
-from torchrank.functional._ranked import Ranking
+from torchrank.functional._ranked import Ks, Ranking, Values
 
 __all__ = ["bpref"]
 
@@ -33,9 +33,17 @@ def _none(r: Ranking) -> Tensor:
     return torch.zeros(r.num_queries, dtype=torch.bool, device=r.labels.device)
 
 
+def _one_column(values: Tensor, ks: Ks) -> Tensor:
+    return values.unsqueeze(1).expand(-1, len(ks))
+
+
 def _judged(r: Ranking) -> Tensor:
     """Real items with a judgment ``[Q, N]`` bool (every real item when the ranking has no judged mask)."""
     return r.valid if r.judged is None else r.judged & r.valid
+
+
+def _judged_nonrelevant(r: Ranking) -> Tensor:
+    return (_judged(r) & (r.relevant == 0)).to(r.dtype)
 
 
 def _refuse_tie_average(r: Ranking, name: str) -> None:
@@ -52,17 +60,14 @@ def _bpref_value_problems(r: Ranking, params: dict) -> Tensor | None:
     num_judged = params.get("num_judged")
     if num_judged is None:
         return None
-    listed = (_judged(r) & (r.relevant == 0)).sum(1)
-    return judged_count_problems(num_judged, r.num_relevant + listed)
+    return judged_count_problems(num_judged, r.num_relevant + _judged_nonrelevant(r).sum(1))
 
 
 @measure(value_problems=_bpref_value_problems)
-def _bpref(r: Ranking, ks: Sequence[int | None], num_judged: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def _bpref(r: Ranking, ks: Ks, num_judged: Tensor | None = None) -> Values:
     _refuse_tie_average(r, "bpref")
-    # bpref = 1/R * sum over retrieved relevant items of 1 - min(n, R) / min(NR, R), n = judged non-relevant
-    # items ranked above, NR = judged non-relevant items of the query (retrieved or not)
-    rel = r.relevant
-    nonrel = (_judged(r) & (rel == 0)).to(r.dtype)
+    # bpref's docstring: n = judged non-relevant items ranked above, NR = those of the query, retrieved or not
+    rel, nonrel = r.relevant, _judged_nonrelevant(r)
     above = torch.cumsum(nonrel, 1) - nonrel
     big_r = r.num_relevant.unsqueeze(1)
     if num_judged is None:
@@ -81,9 +86,8 @@ def _bpref(r: Ranking, ks: Sequence[int | None], num_judged: Tensor | None = Non
 
 
 def _interpolated_precision(r: Ranking, levels: Sequence[float], round_up: float = 0.5) -> Tensor:
-    """``[Q, len(levels)]`` trec_eval ``iprec_at_recall``: the highest precision at or below the rank where
-    ``lround(level * R)`` relevant items have been retrieved (0 when that many never are). ``round_up=0.9``:
-    trec_eval 9.x's count, ``(long)(level * R + 0.9)``."""
+    """trec_eval's ``iprec_at_recall`` ``[Q, len(levels)]``: the best precision at or below the rank of the
+    ``lround(level * R)``-th relevant item (0 if none); ``round_up=0.9``: 9.x's ``(long)(level * R + 0.9)``."""
     _refuse_tie_average(r, "iprec_at_recall")
     hits = r.relevant_count  # [Q, N]
     precision = torch.where(r.valid, hits / r.positions, 0)
@@ -96,25 +100,18 @@ def _interpolated_precision(r: Ranking, levels: Sequence[float], round_up: float
     return torch.where((needed <= retrieved) & (retrieved > 0), value, 0)
 
 
-def _iprec(
-    r: Ranking, ks: Sequence[int | None], levels: Sequence[float] = IPREC_LEVELS, round_up: float = 0.5
-) -> tuple[Tensor, Tensor]:
+def _iprec(r: Ranking, ks: Ks, levels: Sequence[float] = IPREC_LEVELS, round_up: float = 0.5) -> Values:
     return _interpolated_precision(r, levels, round_up), r.no_relevant
 
 
-def _eleven_point(
-    r: Ranking, ks: Sequence[int | None], levels: Sequence[float] = IPREC_LEVELS, round_up: float = 0.5
-) -> tuple[Tensor, Tensor]:
+def _eleven_point(r: Ranking, ks: Ks, levels: Sequence[float] = IPREC_LEVELS, round_up: float = 0.5) -> Values:
     # summed one by one from the highest level down, as trec_eval's loop adds them (the same last bits: a mean on
     # a printed rounding boundary prints as trec_eval's does)
     values = torch.flip(_interpolated_precision(r, levels, round_up), [1])
-    mean = torch.cumsum(values, 1)[:, -1:] / len(levels)
-    return mean.expand(-1, len(ks)), r.no_relevant
+    return (torch.cumsum(values, 1)[:, -1:] / len(levels)).expand(-1, len(ks)), r.no_relevant
 
 
-def _rprec_mult(
-    r: Ranking, ks: Sequence[int | None], multiples: Sequence[float] = RPREC_MULTIPLES
-) -> tuple[Tensor, Tensor]:
+def _rprec_mult(r: Ranking, ks: Ks, multiples: Sequence[float] = RPREC_MULTIPLES) -> Values:
     # precision at (long)(x * R + 0.9) items, counting missing items as non-relevant (trec_eval's Rprec_mult)
     mult = torch.tensor(list(multiples), dtype=r.dtype, device=r.labels.device)
     cut = torch.floor(mult * r.num_relevant.unsqueeze(1) + 0.9)
@@ -123,29 +120,24 @@ def _rprec_mult(
     return torch.where(cut > 0, value, 0), r.no_relevant
 
 
-def _relative_precision(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+def _relative_precision(r: Ranking, ks: Ks) -> Values:
     # relevant items in the top k / min(k, R): precision that a perfect ranking could reach 1 in
     index, k_eff = cutoff_index(r, ks)
     denominator = torch.minimum(k_eff, r.num_relevant.unsqueeze(1)).clamp_min(1)
     return at_cutoffs(r.hits, index) / denominator, r.no_relevant
 
 
-def _unjudged(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+def _unjudged(r: Ranking, ks: Ks) -> Values:
     # fraction of the top k that has no judgment (k also when fewer items were retrieved; trec_eval's unj)
     unjudged = torch.cumsum((r.valid & ~_judged(r)).to(r.dtype), 1)
     index, k_eff = cutoff_index(r, ks)
     return at_cutoffs(unjudged, index) / k_eff.clamp_min(1), _none(r)
 
 
-def _set_measure(r: Ranking, ks: Sequence[int | None], which: str = "map", beta: float = 1.0) -> tuple[Tensor, Tensor]:
-    """trec_eval's ``set_map`` (``which="map"``) and ``set_F`` (``"F"``, with ``beta``) of the retrieved set.
-
-    set_P, set_recall and set_relative_P are precision, recall and relative precision of the whole list: the
-    registry declares them on those kernels (cut-off None), not here.
-    """
-    rel_ret = r.relevant.sum(1)
-    ret = r.num_valid
-    big_r = r.num_relevant
+def _set_measure(r: Ranking, ks: Ks, which: str = "map", beta: float = 1.0) -> Values:
+    """trec_eval's ``set_map`` (``which="map"``) and ``set_F`` (``"F"``, with ``beta``) of the retrieved set (the
+    registry declares set_P, set_recall and set_relative_P on precision's, recall's and relative precision's)."""
+    rel_ret, ret, big_r = r.relevant.sum(1), r.num_valid, r.num_relevant
     if which == "map":
         value = rel_ret * rel_ret / (ret * big_r).clamp_min(1)
     elif which == "F":
@@ -153,42 +145,30 @@ def _set_measure(r: Ranking, ks: Sequence[int | None], which: str = "map", beta:
         value = torch.where(rel_ret > 0, (beta + 1) * p * rc / (beta * p + rc).clamp_min(1e-300), 0)
     else:
         raise ValueError(f"Unknown set measure {which!r}: expected 'map' or 'F'.")
-    return value.unsqueeze(1).expand(-1, len(ks)), r.no_relevant
+    return _one_column(value, ks), r.no_relevant
 
 
-def _utility(
-    r: Ranking, ks: Sequence[int | None], weights: Sequence[float] = (1.0, -1.0, 0.0, 0.0)
-) -> tuple[Tensor, Tensor]:
+def _utility(r: Ranking, ks: Ks, weights: Sequence[float] = (1.0, -1.0, 0.0, 0.0)) -> Values:
     # a * rel_ret + b * nonrel_ret + c * rel_not_ret + d * nonrel_not_ret, with trec_eval's default collection size
     # (-N) of 0: nonrel_not_ret = 0 - ret - R + rel_ret
     a, b, c, d = weights
     rel_ret, ret, big_r = r.relevant.sum(1), r.num_valid, r.num_relevant
     value = a * rel_ret + b * (ret - rel_ret) + c * (big_r - rel_ret) + d * (rel_ret - ret - big_r)
-    return value.unsqueeze(1).expand(-1, len(ks)), _none(r)
+    return _one_column(value, ks), _none(r)
 
 
-def _count(r: Ranking, ks: Sequence[int | None], what: str = "ret") -> tuple[Tensor, Tensor]:
+def _count(r: Ranking, ks: Ks, what: str = "ret") -> Values:
     """``ret`` (retrieved items), ``rel`` (R), ``rel_ret`` or ``nonrel_judged_ret`` per query."""
-    if what == "ret":
-        value = r.num_valid
-    elif what == "rel":
-        value = r.num_relevant
-    elif what == "rel_ret":
-        value = r.relevant.sum(1)
-    elif what == "nonrel_judged_ret":
-        value = (_judged(r) & (r.relevant == 0)).to(r.dtype).sum(1)
-    else:
+    counts = {"ret": lambda: r.num_valid, "rel": lambda: r.num_relevant, "rel_ret": lambda: r.relevant.sum(1),
+              "nonrel_judged_ret": lambda: _judged_nonrelevant(r).sum(1)}
+    if what not in counts:
         raise ValueError(f"Unknown count {what!r}: expected 'ret', 'rel', 'rel_ret' or 'nonrel_judged_ret'.")
-    return value.unsqueeze(1).expand(-1, len(ks)), _none(r)
+    return _one_column(counts[what](), ks), _none(r)
 
 
 def judged_counts(num_judged: object, ideal_target: object, measure: str = "bpref") -> Tensor | None:
-    """``num_judged`` checked (None or an integer tensor of counts, one per query) and flattened to ``[Q]``.
-
-    ``measure`` (bpref) counts the judged non-relevant items the list does not hold: with an ``ideal_target`` (the
-    list does not hold every judged item) it needs ``num_judged``, since ideal_target's 0-padding cannot be told
-    from its judged non-relevant items. Without one, the list is every judged item, as for ``R``. Counts below R
-    plus the judged non-relevant items listed are refused by the value checks, against the ranking.
+    """``num_judged`` checked (None or an integer tensor of counts, one per query) and flattened to ``[Q]``; required
+    with an ``ideal_target``, whose 0-padding ``measure`` (bpref) cannot tell from judged non-relevant items.
 
     Example:
         >>> import torch

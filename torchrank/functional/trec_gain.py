@@ -21,13 +21,11 @@ They have no tie-averaged form and refuse ``ties="average"`` on tied input, as b
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 from torch import Tensor
 
-from torchrank.functional._ranked import Ranking
-from torchrank.functional.trec_extra import _refuse_tie_average
+from torchrank.functional._ranked import Ks, Ranking, Values
+from torchrank.functional.trec_extra import _one_column, _refuse_tie_average
 
 __all__: list[str] = []
 
@@ -50,11 +48,7 @@ def _gains_and_ideal(r: Ranking) -> tuple[Tensor, Tensor, Tensor]:
     return gains, _padded(ideal.to(r.dtype), width), log2_rank
 
 
-def _one_column(values: Tensor, ks: Sequence[int | None]) -> Tensor:
-    return values.unsqueeze(1).expand(-1, len(ks))
-
-
-def _bin_g(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+def _bin_g(r: Ranking, ks: Ks) -> Values:
     _refuse_tie_average(r, "binG")
     rel = torch.where(r.valid, r.relevant, 0)
     nonrel_above = r.positions - torch.cumsum(rel, 1)  # at a relevant rank: the non-relevant documents above it
@@ -63,7 +57,7 @@ def _bin_g(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     return _one_column(torch.where(rel.sum(1) > 0, value, 0), ks), r.no_relevant
 
 
-def _g(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+def _g(r: Ranking, ks: Ks) -> Values:
     _refuse_tie_average(r, "G")
     gains, ideal, _ = _gains_and_ideal(r)
     cost = torch.cumsum(torch.where(ideal >= 1, ideal, 1), 1)
@@ -74,18 +68,16 @@ def _g(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     return _one_column(value, ks), ~r.has_positive_label
 
 
-def _cumulative_dcg(gains: Tensor, ideal: Tensor, log2_rank: Tensor) -> tuple[Tensor, Tensor]:
-    """Running DCG of the ranking and of the ideal (positive gains only), ``[Q, W]`` each: entry ``i`` sums the
-    first ``i + 1`` ranks."""
-    dcg = torch.cumsum(torch.where(gains != 0, gains / log2_rank, 0), 1)
-    ideal_dcg = torch.cumsum(torch.where(ideal > 0, ideal / log2_rank, 0), 1)
-    return dcg, ideal_dcg
-
-
-def _ndcg_rel(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
-    _refuse_tie_average(r, "ndcg_rel")
+def _cumulative_dcg(r: Ranking) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Ranked and ideal gains, and their running DCGs (the ideal's of positive gains only), all ``[Q, W]``."""
     gains, ideal, log2_rank = _gains_and_ideal(r)
-    dcg, ideal_dcg = _cumulative_dcg(gains, ideal, log2_rank)
+    dcg = torch.cumsum(torch.where(gains != 0, gains / log2_rank, 0), 1)
+    return gains, ideal, dcg, torch.cumsum(torch.where(ideal > 0, ideal / log2_rank, 0), 1)
+
+
+def _ndcg_rel(r: Ranking, ks: Ks) -> Values:
+    _refuse_tie_average(r, "ndcg_rel")
+    gains, ideal, dcg, ideal_dcg = _cumulative_dcg(r)
     positive = gains > 0
     terms = torch.where(positive, dcg / ideal_dcg.where(positive, 1), 0)
     num_positive = (ideal > 0).sum(1)
@@ -96,10 +88,9 @@ def _ndcg_rel(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     return _one_column(value, ks), ~r.has_positive_label
 
 
-def _rndcg(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+def _rndcg(r: Ranking, ks: Ks) -> Values:
     _refuse_tie_average(r, "Rndcg")
-    gains, ideal, log2_rank = _gains_and_ideal(r)
-    dcg, ideal_dcg = _cumulative_dcg(gains, ideal, log2_rank)
+    _, ideal, dcg, ideal_dcg = _cumulative_dcg(r)
     zero = dcg.new_zeros(dcg.shape[0], 1)
     dcg_before, ideal_before = torch.cat([zero, dcg[:, :-1]], 1), torch.cat([zero, ideal_dcg[:, :-1]], 1)
     # R levels: the ranks b >= 1 where the ideal gain changes from a positive one; the NDCG there reads the first b
