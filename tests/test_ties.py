@@ -288,6 +288,8 @@ def _route_case(name: str) -> tuple[torch.Tensor, torch.Tensor, dict]:
     kwargs: dict = {}
     if "bfloat16" in name:
         preds = preds.bfloat16()
+    if "wide labels" in name:  # labels of 7 bits: more than a 32-bit key's low bits hold
+        target = target * 25
     if "float64" in name:
         preds = preds.double()
     if "int64" in name:
@@ -307,15 +309,21 @@ def _route_case(name: str) -> tuple[torch.Tensor, torch.Tensor, dict]:
 # (pairs, in each order), "exact" (a ranking of their own), "both", or "whole batch" (mostly tied: every row's ties
 # applied in the one ranking, none apart))
 ROUTES_BUILT = {
-    "short": ("average", 10, "label keys", "both"),
-    "short, whole rows": ("optimistic", None, "label keys", None),  # every tie group ordered by label in the sort
-    "short, padded": ("average", None, "label keys", "both"),
+    "short": ("average", 10, "compact keys", "both"),  # labels 0 .. 4 fit the low bits of 32-bit keys
+    "short, whole rows": ("optimistic", None, "compact keys", None),  # every tie group ordered by label in the sort
+    "short, padded": ("average", None, "compact keys", "both"),
     "short, mostly tied": ("average", 10, "label keys", "whole batch"),
-    "short, bfloat16": ("pessimistic", 10, "label keys", None),
+    "short, bfloat16": ("pessimistic", 10, "compact keys", None),
+    "short, wide labels": ("average", 10, "label keys", "both"),  # labels of 7 bits: 64-bit keys
+    "short, whole rows, wide labels": ("optimistic", None, "label keys", None),
+    "short, padded, wide labels": ("average", None, "label keys", "both"),
+    "short, bfloat16, wide labels": ("pessimistic", 10, "label keys", None),
     "long": ("average", 10, "label keys, head items", "both"),
     "long, bfloat16": ("average", 10, "label keys, head items", "whole batch"),  # ties in most heads
-    "long, padded": ("average", 10, "label keys", "both"),  # padding: every item keyed
-    "long, whole rows": ("average", None, "label keys", "both"),
+    "long, padded": ("average", 10, "compact keys", "both"),  # padding: every item keyed
+    "long, whole rows": ("average", None, "compact keys", "both"),
+    "long, padded, wide labels": ("average", 10, "label keys", "both"),
+    "long, whole rows, wide labels": ("average", None, "label keys", "both"),
     "short, first": ("first", 10, "index keys", None),  # a stable sort: "first" as it stands
     "short, judged": ("average", 10, "index keys", "both"),  # labels cannot ride beside a judged mask
     "long, first": ("first", 10, "index keys, head items", None),
@@ -326,7 +334,8 @@ ROUTES_BUILT = {
     "short, int64": ("average", 10, "sort", "whole batch"),  # no float holds them
     "mid": ("average", 1, "top-k", None),  # the ties at ranks 3 to 7: past the top 2
     "mid, first": ("first", 1, "top-k", None),
-    "mid, padded": ("average", 1, "label keys", None),  # padding: keys
+    "mid, padded": ("average", 1, "compact keys", None),  # padding: keys
+    "mid, padded, wide labels": ("average", 1, "label keys", None),
     "mid, mostly tied": ("average", 1, "label keys", "whole batch"),  # the top-k finds ties: the keys of whole rows
 }
 

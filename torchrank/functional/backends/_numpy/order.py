@@ -19,6 +19,7 @@ from torch import Tensor
 
 from torchrank.functional._inputs import RankingInput
 from torchrank.functional._ranked import Ranking, _gather_ranking, rows_any
+from torchrank.functional.backends._numpy.compact_keys import _compact_key_ranking
 from torchrank.functional.backends._numpy.keys import (
     _LABEL_FLIP,
     _gather_scores,
@@ -37,6 +38,7 @@ from torchrank.functional.backends._torch import _sorted_ranking
 # the name each route writes into the ranking it builds (:attr:`Ranking.route`): the keys of a head's items only
 # add HEAD_ITEMS ("label keys, head items")
 LABEL_KEYS = "label keys"  # 64-bit keys carrying each item's label (:func:`_rank_by_label_keys`)
+COMPACT_KEYS = "compact keys"  # 32-bit keys: the score below the batch's top, the label (:mod:`.compact_keys`)
 INDEX_KEYS = "index keys"  # 64-bit keys carrying each item's index (:func:`_packed_sort`)
 ARGSORT = "argsort"  # numpy's argsort of the negated scores (dtypes the keys cannot pack)
 TOPK = "top-k"  # torch.topk of a short head (:func:`_takes_topk`)
@@ -118,6 +120,10 @@ def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: fl
     n = inputs.preds.shape[1]
     width = n if depth is None or depth >= n else depth
     seen = None if width == n else width + 1  # one past the cut-off, to see a tie across it
+    if inputs.padded or not _selects_head(seen, n):  # whole rows sorted: 32-bit keys where they hold the labels
+        compact = _compact_key_ranking(inputs, ties, relevance_threshold, width, seen)
+        if compact is not None:
+            return _named(compact, COMPACT_KEYS)
     write = functools.partial(_write_label_halves, inputs.target, flip)
     keys = _sorted_keys(inputs.preds, mask, write, seen, finite=inputs.finite_scores)
     # the keys of only the items that can make the head (:func:`_head_items`) are sorted, and every tie group
