@@ -283,8 +283,10 @@ def _route_case(name: str) -> tuple[torch.Tensor, torch.Tensor, dict]:
     different labels), labels 0 .. 4; rows of 50 items (every item keyed), of 150 (a top-k of a head of 2, too short a
     row to select it from) or of 800 (only a head's items keyed)."""
     g = torch.Generator().manual_seed(53)
-    items = 800 if "long" in name else 150 if "mid" in name else 50
-    preds, target = _few_tied_rows(torch.randn(30, items, generator=g), torch.randint(0, 5, (30, items), generator=g))
+    items = 800 if "long" in name else 150 if "mid" in name else 100 if "large batch" in name else 50
+    rows = 10_500 if "large batch" in name else 30  # a large batch: over 2**20 items
+    preds, target = _few_tied_rows(torch.randn(rows, items, generator=g),
+                                   torch.randint(0, 5, (rows, items), generator=g))
     kwargs: dict = {}
     if "bfloat16" in name:
         preds = preds.bfloat16()
@@ -295,9 +297,9 @@ def _route_case(name: str) -> tuple[torch.Tensor, torch.Tensor, dict]:
     if "int64" in name:
         preds = (preds * 1e6).long()
     if "padded" in name:
-        kwargs["mask"] = torch.rand(30, items, generator=g) > 0.2
+        kwargs["mask"] = torch.rand(rows, items, generator=g) > 0.2
     if "judged" in name:
-        kwargs["judged"] = torch.rand(30, items, generator=g) > 0.3
+        kwargs["judged"] = torch.rand(rows, items, generator=g) > 0.3
     if "mostly tied" in name:  # ties of different labels inside the cut-off in most rows
         preds, target = _few_tied_rows(preds, target)
         preds[:, :3] = 9.0
@@ -324,6 +326,9 @@ ROUTES_BUILT = {
     "long, whole rows": ("average", None, "compact keys", "both"),
     "long, padded, wide labels": ("average", 10, "label keys", "both"),
     "long, whole rows, wide labels": ("average", None, "label keys", "both"),
+    "large batch": ("average", 10, "label keys, head items", "both"),  # rows of 100 select a head past 2**20 items
+    "large batch, bfloat16": ("average", 10, "label keys, head items", "exact"),
+    "large batch, first": ("first", 10, "index keys, head items", None),
     "short, first": ("first", 10, "index keys", None),  # a stable sort: "first" as it stands
     "short, judged": ("average", 10, "index keys", "both"),  # labels cannot ride beside a judged mask
     "long, first": ("first", 10, "index keys, head items", None),

@@ -120,7 +120,7 @@ def _sorted_keys(
     the scores are known to hold no NaN and no infinity.
     """
     q, n = preds.shape
-    if mask is None and _selects_head(head, n):
+    if mask is None and _selects_head(head, n, q * n):
         items = _head_items(preds, head, finite)
         if items is not None:
             chosen, real = items
@@ -198,16 +198,20 @@ def _places_in_rows(row: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray]:
     return counts, np.arange(len(row)) - (np.cumsum(counts) - counts)[row]
 
 
-def _selects_head(head: int | None, n: int) -> bool:
-    """Whether :func:`_sorted_keys` ranks only the items that can make a head of ``head`` of rows of ``n`` (unpadded):
-    a head under 1/_HEAD_RATIO of rows of at least :data:`_SELECTION_MIN_ITEMS`."""
-    return head is not None and n >= _SELECTION_MIN_ITEMS and head * _HEAD_RATIO <= n
+def _selects_head(head: int | None, n: int, items: int) -> bool:
+    """Whether :func:`_sorted_keys` ranks only the items that can make a head of ``head`` of rows of ``n`` (unpadded,
+    in batches of ``items``): a head under 1/_HEAD_RATIO of rows of at least :data:`_SELECTION_MIN_ITEMS`, or of
+    :data:`_SELECTION_MIN_ITEMS_LARGE_BATCH` in batches whose whole-row keys outgrow the cache."""
+    shortest = _SELECTION_MIN_ITEMS if items <= _SELECTION_LARGE_BATCH else _SELECTION_MIN_ITEMS_LARGE_BATCH
+    return head is not None and n >= shortest and head * _HEAD_RATIO <= n
 
 
-# :func:`_head_items` selects a head of at most 1/_HEAD_RATIO of each row, of rows at least this long (the route's
-# measurements: benchmarks/notes/numpy_routes.md)
+# :func:`_head_items` selects a head of at most 1/_HEAD_RATIO of each row, of rows at least this long, or this long in
+# batches of more items (the route's measurements: benchmarks/notes/numpy_routes.md)
 _HEAD_RATIO = 4
 _SELECTION_MIN_ITEMS = 200
+_SELECTION_MIN_ITEMS_LARGE_BATCH = 100
+_SELECTION_LARGE_BATCH = 2**20
 
 
 def _write_high_halves(preds: Tensor, mask: Tensor | None, out: Tensor) -> None:

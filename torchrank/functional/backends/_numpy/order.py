@@ -120,7 +120,8 @@ def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: fl
     n = inputs.preds.shape[1]
     width = n if depth is None or depth >= n else depth
     seen = None if width == n else width + 1  # one past the cut-off, to see a tie across it
-    if inputs.padded or not _selects_head(seen, n):  # whole rows sorted: 32-bit keys where they hold the labels
+    # whole rows sorted: 32-bit keys where they hold the labels
+    if inputs.padded or not _selects_head(seen, n, inputs.preds.numel()):
         compact = _compact_key_ranking(inputs, ties, relevance_threshold, width, seen)
         if compact is not None:
             return _named(compact, COMPACT_KEYS)
@@ -200,7 +201,8 @@ def _takes_topk(inputs: RankingInput, depth: int | None) -> bool:
     n = inputs.preds.shape[1]
     if depth is None or depth >= n or inputs.padded:
         return False
-    if _packs(inputs.preds) and _selects_head(depth + 1, n):  # the selection's cost does not grow with k, topk's does
+    # the selection's cost does not grow with k, topk's does
+    if _packs(inputs.preds) and _selects_head(depth + 1, n, inputs.preds.numel()):
         return False
     return (depth + 1) * _TOPK_RATIO <= n
 
