@@ -271,15 +271,19 @@ def test_cpu_and_cuda_agree(name, fn, _, ties):
 @pytest.mark.parametrize(("name", "fn", "_"), CUTOFF_MEASURES, ids=[m[0] for m in CUTOFF_MEASURES])
 @pytest.mark.parametrize("ties", ["average", "first"])
 @pytest.mark.parametrize("tied", [False, True], ids=["distinct", "tied"])
-def test_unpadded_cutoffs_equal_an_all_true_mask(name, fn, _, ties, tied):
-    """Small cut-offs of unpadded rows and of rows with an all-True mask (padding keys on CPU) take different
-    routes: both must agree, ties at the cut-off included."""
-    preds, target = _data(q=60, n=30)
+def test_unpadded_cutoffs_equal_padded_rows(name, fn, _, ties, tied):
+    """Small cut-offs of unpadded rows and of the same rows behind a padded item (padding keys on CPU) take
+    different routes: both must agree, ties at the cut-off included. (An all-True mask would not do: the numpy
+    backend drops it, and the two calls would take one route.)"""
+    preds, target = _data(q=60, n=30, dtype=torch.float32)  # float32: the CPU key sorts
     if tied:
         preds = torch.round(preds * 2) / 2  # tie groups straddle the cut-offs
     kw = {"k": [1, 3, 5], "ties": ties, "reduction": "none"}
-    full = fn(preds, target, mask=torch.ones_like(preds, dtype=torch.bool), **kw)
-    torch.testing.assert_close(fn(preds, target, **kw), full)
+    mask = torch.ones(60, 31, dtype=torch.bool)
+    mask[:, 0] = False  # a padded item first, scored as the best and labelled 3 (the top label): it never counts
+    padded = fn(torch.cat([preds.amax(1, keepdim=True), preds], 1), torch.cat([torch.full_like(preds[:, :1], 3),
+                target], 1), mask=mask, **kw)
+    torch.testing.assert_close(fn(preds, target, **kw), padded)
 
 
 @pytest.mark.parametrize(("name", "fn", "_"), ALL_MEASURES, ids=IDS)

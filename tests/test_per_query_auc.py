@@ -231,3 +231,25 @@ def test_auroc_and_gauc_from_the_ranking_of_each_backend_equal_sklearn(backend: 
             with _HostReads() as mode:
                 F.auroc(preds, target, mask=mask, k=[3, 12], max_fpr=0.5, reduction="none", validate_args=False)
             assert mode.reads == []
+
+
+@pytest.mark.parametrize(("decimals", "route"), [(None, "index keys, head items"), (2, "top-k"), (1, "sort")])
+def test_auroc_at_k_of_long_lists_on_each_numpy_route_equals_sklearn(decimals, route):
+    """AUROC@10 of 800-item lists on the numpy backend's routes that rank a head only, or set tied rows apart:
+    torchmetrics' top k (ties across the cut-off in input order), then scikit-learn on those items."""
+    from torchrank.functional._pipeline import format_on_backend
+    from torchrank.functional._ranked import rank
+
+    g = torch.Generator().manual_seed(0)
+    if decimals is None:  # float32 scores the keys pack, full of ties
+        preds = torch.randint(0, 30, (12, 800), generator=g).float() / 8
+    else:  # float64 scores the keys cannot pack: a few ties (2 decimals) or many (1)
+        preds = torch.round(torch.randn(12, 800, generator=g, dtype=torch.float64) * 10**decimals) / 10**decimals
+    target = torch.randint(0, 3, (12, 800), generator=g)
+    assert rank(format_on_backend(preds, target), ties="first", depth=10).route == route
+    got = F.auroc(preds, target, k=10, reduction="none", empty_target_action="skip")
+    for q in range(12):
+        kept = torch.sort(preds[q], descending=True, stable=True).indices[:10]
+        labels = (target[q, kept] >= 1).int().numpy()
+        ref = roc_auc_score(labels, preds[q, kept].numpy()) if 0 < labels.sum() < 10 else float("nan")
+        torch.testing.assert_close(got[q].item(), ref, equal_nan=True)

@@ -12,6 +12,9 @@ from typing import NamedTuple
 PRECISION, RECALL, F1, SUCCESS, AP, RR, DCG, DCG_EXP, NDCG, NDCG_EXP, ERR, RPREC, FRP, MEAN_RANK, RBP = range(15)
 #: Every code the kernel computes.
 CODES = (PRECISION, RECALL, F1, SUCCESS, AP, RR, DCG, DCG_EXP, NDCG, NDCG_EXP, ERR, RPREC, FRP, MEAN_RANK, RBP)
+# the longest list the kernel ranks in registers; longer lists run on the torch backend (re-exported by
+# torchrank.functional.backends, here so that the kernel imports no package above it)
+TRITON_MAX_ITEMS = 4096
 # the columns whose empty query is one without a relevant item (binary); the others': no positive label (graded)
 BINARY_CODES = (PRECISION, RECALL, F1, SUCCESS, AP, RR, RPREC, FRP, MEAN_RANK)
 

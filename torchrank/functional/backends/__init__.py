@@ -36,6 +36,7 @@ from collections.abc import Iterator
 import torch
 
 from torchrank.functional._compile import constant_when_compiled
+from torchrank.functional._fused_columns import TRITON_MAX_ITEMS as TRITON_MAX_ITEMS  # re-exported
 from torchrank.functional.backends._numpy import NumpyBackend
 from torchrank.functional.backends._torch import TorchBackend
 from torchrank.functional.backends._triton import TritonBackend
@@ -43,8 +44,6 @@ from torchrank.functional.backends._triton import TritonBackend
 Backend = TorchBackend  # the seam: every backend is one (the torch backend's methods are the defaults)
 
 BACKENDS = ("auto", "numpy", "torch", "triton")
-# the longest list a fused kernel ranks in registers; longer lists run on the torch backend
-TRITON_MAX_ITEMS = 4096
 
 _ENV = "TORCHRANK_BACKEND"
 _chosen: contextvars.ContextVar[str | None] = contextvars.ContextVar("torchrank_backend", default=None)

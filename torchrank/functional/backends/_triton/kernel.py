@@ -41,9 +41,9 @@ from torchrank.functional._fused_columns import (
     RPREC,
     RR,
     SUCCESS,
+    TRITON_MAX_ITEMS,
     Column,
 )
-from torchrank.functional.backends import TRITON_MAX_ITEMS
 
 # the deepest cut-off the kernel reaches by selection rather than a sort (see select.py and docs/backends.md)
 SELECT_DEPTH = 64
