@@ -20,7 +20,21 @@ import pytest
 
 from torchrank.functional import backends
 
-pytestmark = pytest.mark.skipif(not backends.triton_available(), reason="triton does not import here")
+
+def _missing_toolchain() -> str | None:
+    """Why the kernels cannot be compiled for NVIDIA GPUs here (None: they can): no triton, or a triton wheel without
+    the NVIDIA backend's ptxas and cuobjdump (another platform's build)."""
+    if not backends.triton_available():
+        return "triton does not import here"
+    import triton
+
+    tools = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+    missing = [tool for tool in ("ptxas", "cuobjdump") if not (tools / tool).is_file()]
+    return f"triton's wheel has no {' or '.join(missing)} ({tools})" if missing else None
+
+
+MISSING = _missing_toolchain()
+pytestmark = pytest.mark.skipif(MISSING is not None, reason=str(MISSING))
 
 ROOT = Path(__file__).resolve().parents[1]
 EIGHT = "ndcg@5,ndcg@10,ndcg@20,map@100,mrr@10,P@10,recall@100,err@20"
