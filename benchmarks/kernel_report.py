@@ -12,8 +12,11 @@ Registers and spills come from ``cuobjdump -res-usage``, the SASS from ``cuobjdu
 ``cuobjdump`` ships with triton's wheel (``triton/backends/nvidia/bin``). Triton's own cache (``TRITON_CACHE_DIR``,
 default ``~/.triton/cache``) keeps compiled variants, so a second report of an unchanged kernel reads them back.
 
-The grid's defaults cover every variant; ``--measures``, ``--ties``, ``--blocks``, ``--mask``, ``--ideal`` narrow it.
-Inputs are float32 scores and int64 labels (another dtype is another pointer type: the same code, other loads).
+The grid's defaults cover those axes; ``--measures``, ``--ties``, ``--blocks``, ``--mask``, ``--ideal`` narrow it.
+Not on the grid: lists under 16 items (blocks 1 to 8), ``empty_target_action="error"``'s flags, value checks off,
+and the integer arguments triton specializes when they equal 1 (:func:`compile_variant` takes each; the compile
+test covers one such variant). Inputs are float32 scores and int64 labels (another dtype is another pointer type:
+the same code, other loads).
 Static counts are a proxy: see docs/backends.md for what they predict and where they mislead.
 """
 
@@ -93,7 +96,10 @@ def cubin_counts(cubin: bytes, scratch: Path) -> dict[str, int]:
 
 
 def compile_variant(variant: dict) -> dict:
-    """Compile one variant (a grid point) for its architecture; its row of the report."""
+    """Compile one variant (a grid point) for its architecture; its row of the report. Optional keys: ``errors``
+    (``empty_target_action="error"``'s flags, default False), ``check_values`` (default True) and ``ones``: integer
+    arguments compiled as the constant 1, as triton's launcher specializes an integer argument equal to 1 (a list of
+    one item: ``n``, ``m`` and the row strides; a deepest cut-off of 1: ``deepest``)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -102,15 +108,16 @@ def compile_variant(variant: dict) -> dict:
 
     columns = columns_of(tuple(variant["measures"]))
     config = fused.launch_config(columns, n=variant["block"], m=variant["block"], ties=variant["ties"],
-                                 has_mask=variant["mask"], has_ideal=variant["ideal"], errors=False,
-                                 check_values=True)
+                                 has_mask=variant["mask"], has_ideal=variant["ideal"],
+                                 errors=variant.get("errors", False), check_values=variant.get("check_values", True))
     num_warps = config.pop("num_warps")
     kernel = fused.kernel_for(config)
     row = {**variant, "kernel": "counts" if config["COUNTS"] else "select" if config["DEPTH"] else "sort"}
     names = kernel.arg_names
+    constants = {**config, **dict.fromkeys(variant.get("ones", ()), 1)}
     source = ASTSource(fn=kernel, signature={**_signature(kernel, variant["mask"], variant["ideal"]),
-                                             **{name: "constexpr" for name in config}},
-                       constexprs={(names.index(name),): value for name, value in config.items()})
+                                             **{name: "constexpr" for name in constants}},
+                       constexprs={(names.index(name),): value for name, value in constants.items()})
     try:
         compiled = triton.compile(source, target=GPUTarget("cuda", variant["arch"], 32),
                                   options={"num_warps": num_warps})
