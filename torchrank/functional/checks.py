@@ -1,6 +1,7 @@
 """Argument checks shared by the functional, the metric classes and the losses: one message per mistake.
 
-The option names and their accepted values (:data:`TIES`, :data:`EMPTY_TARGET_ACTIONS`, :data:`REDUCTIONS`), the
+The option names and their accepted values (:data:`TIES`, :data:`EMPTY_TARGET_ACTIONS`, :data:`REDUCTIONS`, and as the
+types that annotate them, ``Ties``, ``EmptyTargetAction``, ``Reduction``, ``Cutoffs``), the
 value checks that run on the device (:func:`value_problems`, read once by :func:`raise_value_problems`), and the
 checks of single arguments that the losses and the metrics need too. Packages outside
 :mod:`torchrank.functional` import these from here, never from its private modules.
@@ -33,11 +34,13 @@ from torchrank.functional._inputs import (
     working_dtype,
 )
 from torchrank.functional._keywords import TORCHMETRICS_NAMES, keyword_error
+from torchrank.functional._options import Cutoffs, EmptyTargetAction, Reduction, Ties
 
 __all__ = [
-    "EMPTY_TARGET_ACTIONS", "REDUCTIONS", "TIES", "TORCHMETRICS_NAMES", "VALUE_PROBLEMS", "check_choice", "check_k",
-    "check_max_label", "check_positive", "check_tensor", "deferred_value_checks", "described", "is_finite",
-    "is_integer_tensor", "keyword_error", "normalize_k", "raise_value_problems", "value_problems", "working_dtype",
+    "EMPTY_TARGET_ACTIONS", "REDUCTIONS", "TIES", "TORCHMETRICS_NAMES", "VALUE_PROBLEMS", "Cutoffs",
+    "EmptyTargetAction", "Reduction", "Ties", "check_choice", "check_k", "check_max_label", "check_positive",
+    "check_tensor", "deferred_value_checks", "described", "is_finite", "is_integer_tensor", "keyword_error",
+    "normalize_k", "raise_value_problems", "value_problems", "working_dtype",
 ]
 
 

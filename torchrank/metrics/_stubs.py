@@ -21,9 +21,9 @@ STUB = Path(__file__).with_name("classes.pyi")
 _NAMES = {
     "Sequence": "collections.abc",
     "Tensor": "torch",
-    "Cutoffs": "torchrank.functional._options",
-    "EmptyTargetAction": "torchrank.functional._options",
-    "Ties": "torchrank.functional._options",
+    "Cutoffs": "torchrank.functional.checks",
+    "EmptyTargetAction": "torchrank.functional.checks",
+    "Ties": "torchrank.functional.checks",
     "Discount": "torchrank.functional.core",
     "Gain": "torchrank.functional.core",
     "Transform": "torchrank.functional.core",
@@ -103,9 +103,10 @@ def render() -> str:
     for name in sorted(used):
         modules.setdefault(_NAMES[name], []).append(name)
     modules.setdefault("collections.abc", []).insert(0, "Callable")
-    modules["torchrank.functional._options"].append("Unpack")
+    modules["typing_extensions"] = ["Unpack"]  # typing's from Python 3.11; type checkers know both
     modules["torchrank.metrics._base"] = ["RankingMetric"]
-    groups = [["collections.abc", "typing"], ["torch"], sorted(m for m in modules if m.startswith("torchrank"))]
+    torchrank = sorted(m for m in modules if m.startswith("torchrank"))
+    groups = [["collections.abc", "typing"], ["torch", "typing_extensions"], torchrank]
     imports = "\n\n".join(
         "\n".join(f"from {m} import {', '.join(sorted(modules[m]))}" for m in group) for group in groups
     )

@@ -4,8 +4,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, TypedDict
 
 from torch import Tensor
+from typing_extensions import Unpack
 
-from torchrank.functional._options import Cutoffs, EmptyTargetAction, Ties, Unpack
+from torchrank.functional.checks import Cutoffs, EmptyTargetAction, Ties
 from torchrank.functional.core import Discount, Gain, Transform
 from torchrank.metrics._base import RankingMetric
 
