@@ -18,6 +18,11 @@ def descending_rows(values: Tensor, depth: int | None) -> Tensor:
         # than torch.topk for any cut-off past a handful
         descending = np.sort(values.numpy(), axis=1)[:, ::-1]
         return torch.from_numpy((descending if depth is None else descending[:, :depth]).copy())
+    return torch_descending_rows(values, depth)
+
+
+def torch_descending_rows(values: Tensor, depth: int | None) -> Tensor:
+    """:func:`descending_rows` by torch's ops on any device: a top-k of a head, else a sort of whole rows."""
     if depth is not None and depth < values.shape[1]:
         return torch.topk(values, depth, dim=1).values
     return torch.sort(values, dim=1, descending=True).values

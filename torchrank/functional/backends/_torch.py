@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from torchrank.functional._descending import torch_descending_rows
 from torchrank.functional._inputs import (
     RankingInput,
     _false,
@@ -47,9 +48,7 @@ class TorchBackend:
 
     def descending(self, values: Tensor, depth: int | None) -> Tensor:
         """Each row of ``values`` sorted descending, its first ``depth`` (all for None): the ideal ranking's labels."""
-        if depth is not None and depth < values.shape[1]:
-            return torch.topk(values, depth, dim=1).values
-        return torch.sort(values, dim=1, descending=True).values
+        return torch_descending_rows(values, depth)
 
     def fused(self, preds: Tensor, target: Tensor, columns: Sequence[Column], **options: Any) -> tuple | None:
         """``(values, empty, mixed, problems)`` of dense input from a kernel that ranks and measures in one pass
