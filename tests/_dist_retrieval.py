@@ -20,6 +20,15 @@ MEASURES = ["ndcg@10", "recall@20", "map", "mrr@10", "P@5"]
 K, DIM, CORPUS, QUERIES = 20, 8, 160, 30
 
 
+def compute_error(metric: CorpusRetrieval) -> str:
+    """The message of the ValueError ``metric.compute()`` raises (an AssertionError where it returns)."""
+    try:
+        metric.compute()
+    except ValueError as err:
+        return str(err)
+    raise AssertionError("compute did not raise")
+
+
 def data(seed: int) -> tuple[torch.Tensor, ...]:
     """Corpus ``[160, 8]`` with shuffled ids; documents 0..9 repeat documents 10..19 under other ids (ties across
     shards); queries ``[30, 8]`` with graded judgments, some absent from the corpus, -1 padding."""
@@ -84,12 +93,7 @@ def task_problem_on_one_rank_raises_on_both(seed: int) -> str:
         metric.update_queries(queries[rank::2], relevant[rank::2], labels[rank::2])
         if rank == 1:
             metric.update_corpus(torch.full((2, DIM), torch.nan), torch.tensor([90_000, 90_001]))
-        try:
-            metric.compute()
-        except ValueError as err:
-            message = str(err)
-        else:
-            raise AssertionError("compute did not raise")
+        message = compute_error(metric)
         assert "`embeddings` of update_corpus holds NaN or infinity in update 3" in message, message
         metric.reset()
         metric.update_corpus(docs[rank::2], ids[rank::2])
@@ -104,12 +108,9 @@ def task_mismatched_dims_raise_on_both(seed: int) -> str:
     metric = CorpusRetrieval(MEASURES, k=K)
     width = DIM if rank == 0 else DIM - 1
     metric.update_corpus(docs[rank::2, :width], ids[rank::2])
-    try:
-        metric.compute()
-    except ValueError as err:
-        assert "share one dimension and dtype" in str(err), err
-        return str(err)
-    raise AssertionError("compute did not raise")
+    message = compute_error(metric)
+    assert "share one dimension and dtype" in message, message
+    return message
 
 
 def task_search_failing_on_one_rank_raises_on_both(seed: int) -> str:
@@ -129,11 +130,7 @@ def task_search_failing_on_one_rank_raises_on_both(seed: int) -> str:
 
     F.search = failing if rank == 1 else real
     try:
-        metric.compute()
-    except ValueError as err:
-        message = str(err)
-    else:
-        raise AssertionError("compute did not raise")
+        message = compute_error(metric)
     finally:
         F.search = real
     expected = "the search failed here" if rank == 1 else "The search of another process's corpus shard failed"
