@@ -103,9 +103,9 @@ def test_triton_without_a_kernel_for_the_device_runs_on_torch(monkeypatch):
 
 
 def test_only_a_request_s_entry_points_look_up_the_backend():
-    """The ordering seam: the backend is looked up where a request starts (the pipeline, the id-list helpers) and by
-    the metrics, which ask it whether values are checked on the host; every other module calls the backend object the
-    input and the ranking carry, and none reads the setting (``get_backend``) to branch on it."""
+    """The ordering seam: the backend is looked up where a request starts (the pipeline, the id-list helpers); the
+    metrics ask ``backends.raises_at_once`` whether values are checked on the host; every other module calls the
+    backend object the input and the ranking carry, and none reads the setting (``get_backend``) to branch on it."""
     root = Path(torchrank.__file__).parent
     lookups: dict[str, set[str]] = {}
     for path in root.rglob("*.py"):
@@ -118,7 +118,7 @@ def test_only_a_request_s_entry_points_look_up_the_backend():
                 if called in ("backend_for", "get_backend", "uses_numpy"):
                     lookups.setdefault(name, set()).add(called)
     assert lookups == {name: {"backend_for"} for name in (
-        "functional/_pipeline.py", "functional/ids.py", "metrics/_base.py", "metrics/retrieval.py")}
+        "functional/_pipeline.py", "functional/ids.py")}
     for name in ("numpy", "torch"):
         with torchrank.use_backend(name):
             backend = backends.backend_for(torch.device("cpu"))

@@ -25,7 +25,7 @@ from torchmetrics.utilities.data import dim_zero_cat
 from torchmetrics.utilities.distributed import gather_all_tensors
 
 from torchrank._extras import require
-from torchrank.functional.backends import backend_for
+from torchrank.functional.backends import raises_at_once
 from torchrank.functional.checks import (
     TORCHMETRICS_NAMES,
     VALUE_PROBLEMS,
@@ -309,7 +309,7 @@ class RankingMetric(KeepStateOnError, NothingToComputeInOurWords, Metric):
             for name in counts:  # a flat query may span updates: a count per query of one update has no query
                 raise ValueError(f"Argument `{name}` takes dense or id-list updates, not flat ones (`indexes`).")
             self._update_flat(preds, target, indexes, mask, ideal_target, judged)
-        elif self._checks_values() and isinstance(preds, Tensor) and not backend_for(preds.device).checks_on_host:
+        elif self._checks_values() and isinstance(preds, Tensor) and not raises_at_once(preds.device):
             self._update_dense_unchecked(preds, target, mask, ideal_target, judged, counts)
         else:
             values = self._values(preds, target, mask=mask, ideal_target=ideal_target, judged=judged, **counts)

@@ -32,7 +32,7 @@ from torchmetrics import Metric
 from torchmetrics.utilities.distributed import gather_all_tensors
 
 import torchrank.functional as F
-from torchrank.functional.backends import backend_for
+from torchrank.functional.backends import raises_at_once
 from torchrank.functional.checks import check_choice, described, is_integer_tensor
 from torchrank.functional.corpus_search import PAD_ID, SIMILARITIES
 from torchrank.functional.ids import first_occurrence
@@ -233,7 +233,7 @@ class CorpusRetrieval(KeepStateOnError, NothingToComputeInOurWords, Metric):
     def _record(self, found: list[Tensor], offset: int, on: Tensor) -> None:
         """Check values: now where the backend of ``on``'s device checks on the host (raising before anything is
         stored), else on the device for compute to raise."""
-        if backend_for(on.device).checks_on_host:
+        if raises_at_once(on.device):
             for j, flag in enumerate(found):
                 if bool(flag):
                     method, name, problem = PROBLEMS[offset + j]

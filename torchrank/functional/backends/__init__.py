@@ -116,6 +116,17 @@ def backend_for(device: torch.device) -> Backend:
     return _BY_NAME[name]
 
 
+def raises_at_once(device: torch.device) -> bool:
+    """Whether bad values on ``device`` raise where they arrive (the numpy backend reads them on the host) rather than
+    being flagged on the device for a metric's ``compute`` to raise (torch, triton: no host read in ``update``).
+
+    Example:
+        >>> raises_at_once(torch.device("cpu"))  # numpy, under the default "auto"
+        True
+    """
+    return backend_for(device).checks_on_host
+
+
 _NUMPY, _TORCH, _TRITON = NumpyBackend(), TorchBackend(), TritonBackend()
 _BY_NAME = {b.name: b for b in (_NUMPY, _TORCH, _TRITON)}
 
