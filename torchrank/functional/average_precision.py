@@ -1,8 +1,5 @@
-"""Average precision (AP, MAP) and average recall (MAR).
-
-Both sum ``rel_i * c_i`` over the relevant ranks i, where ``c_i`` counts the relevant items in the top i;
-:attr:`Ranking.relevant_times_count` holds its exact expectation under random order of ties.
-"""
+"""Average precision (AP, MAP) and average recall (MAR), from :attr:`Ranking.relevant_times_count` (exact under
+``ties="average"``; definitions: docs/measures.md)."""
 
 from __future__ import annotations
 
@@ -42,9 +39,8 @@ def _average_precision(r: Ranking, ks: Sequence[int | None], denominator: str = 
 
 
 def _ap_over_found(r: Ranking, ks: Sequence[int | None], index: Tensor) -> Tensor:
-    """AP@k over the relevant items in the top k ``[Q, K]`` (0 where none is), exact under ``ties="average"``.
-
-    Only the tie group across the cut-off makes the denominator random: with s positions above it, a relevant
+    """AP@k over the relevant items in the top k ``[Q, K]`` (0 where none is), exact under ``ties="average"``: only
+    the tie group across the cut-off makes the denominator random: with s positions above it, a relevant
     items among them, and t of its m positions (r relevant) inside the cut-off, the h relevant items it puts there
     follow the hypergeometric law ``C(r, h) C(m - r, t - h) / C(m, t)``. Given h, they lie uniformly among those t
     positions, so position s + j holds a relevant item with probability h/t, and then each of the j - 1 above it
@@ -95,15 +91,12 @@ def _average_recall(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tenso
 def average_precision(
     preds: Tensor, target: Tensor, *, denominator: str = "relevant", **options: Unpack[RankingOptions]
 ) -> Tensor:
-    """Average precision at k: the sum of P@i over the relevant ranks i <= k, divided by R.
-
-    R counts all relevant items of the query, as trec_eval's ``map_cut`` and ranx do; torchmetrics'
-    ``retrieval_average_precision(top_k=k)`` divides by the relevant items found in the top k instead
-    (``denominator="found"``). The mean over queries is MAP.
+    """Average precision at k: the sum of P@i over the relevant ranks i <= k, divided by R (trec_eval's ``map_cut``,
+    ranx). The mean over queries is MAP.
 
     {common_args}
-        denominator: ``"relevant"`` (R, default) or ``"found"``: the relevant items in the top k, 0 where none
-            is (torchmetrics; exact expectation under ``ties="average"`` also where a tie group spans the cut-off).
+        denominator: ``"relevant"`` (all R relevant items of the query, default) or ``"found"``: the relevant items
+            in the top k, 0 where none is (torchmetrics' ``retrieval_average_precision(top_k=k)``).
 
     Example:
         >>> import torch
@@ -121,10 +114,8 @@ def average_precision(
 
 @with_common_args
 def average_recall(preds: Tensor, target: Tensor, **options: Unpack[RankingOptions]) -> Tensor:
-    """Average recall at k: the mean of R@i over the relevant ranks i <= k, over all R relevant items.
-
-    The counterpart of AP with recall in place of precision; relevant items not ranked in the top k add
-    0, as in AP. Its mean over queries is MAR.
+    """Average recall at k: R@i summed over the relevant ranks i <= k, divided by R (AP with recall for precision).
+    The mean over queries is MAR.
 
     {common_args}
 

@@ -1,10 +1,5 @@
-"""Discounted cumulative gain and its normalised form.
-
-``DCG@k = sum_{i<=k} gain(label_i) / discount(i)``; ``NDCG@k = DCG@k / IDCG@k`` with the ideal DCG of the
-judged labels sorted descending, also at k. DCG is linear in the per-position gains, so under
-``ties="average"`` each tie group's mean gain gives the exact expected value (this equals
-scikit-learn's tie-averaged ``ndcg_score``).
-"""
+"""DCG and NDCG: linear in the per-position gains, so tie groups' mean gains make them exact under
+``ties="average"`` (scikit-learn's tie-averaged ``ndcg_score``; definitions: docs/measures.md)."""
 
 from __future__ import annotations
 
@@ -70,8 +65,7 @@ def _ideal_dcg_at(r: Ranking, ks: Ks, gain: Gain, weights: Weights, top: Tensor 
 
 
 def _fused_code(linear: int, exponential: int) -> Callable[[dict], int | None]:
-    """DCG's or NDCG's rule in the fused kernel: code ``linear`` or ``exponential`` for those gains with the default
-    discount ``1 / log2(i + 1)``, None for other params."""
+    """The fused kernel's code for DCG or NDCG: ``linear`` or ``exponential`` gains with the default log2 discount."""
 
     def rule(params: dict) -> int | None:
         weights, gain = params.get("weights"), params.get("gain")
@@ -84,8 +78,7 @@ def _fused_code(linear: int, exponential: int) -> Callable[[dict], int | None]:
 
 
 def _dcg_label_limit(params: dict, dtype: torch.dtype) -> int | None:
-    """DCG sums exponential gains undivided: the value checks refuse labels past the largest power of 2 ``dtype``
-    holds rather than sum them to inf."""
+    """Exponential DCG refuses labels past the largest power of 2 ``dtype`` holds rather than sum them to inf."""
     return largest_exponent(dtype) if params.get("gain") == "exponential" else None
 
 
@@ -133,9 +126,7 @@ def dcg(
     preds: Tensor, target: Tensor, *, gain: Gain = "linear", discount: Discount = "log", log_base: float = 2.0,
     power: float = 1.0, **options: Unpack[RankingOptions],
 ) -> Tensor:
-    """Discounted cumulative gain at k: ``sum_{i<=k} gain(label_i) / discount(i)``.
-
-    Graded: the label itself is the gain's input (``relevance_threshold`` does not apply).
+    """Discounted cumulative gain at k: ``sum_{i<=k} gain(label_i) / discount(i)``; graded (no ``relevance_threshold``).
 
     {common_args}
 
@@ -154,10 +145,8 @@ def ndcg(
     preds: Tensor, target: Tensor, *, gain: Gain = "linear", discount: Discount = "log", log_base: float = 2.0,
     power: float = 1.0, **options: Unpack[RankingOptions],
 ) -> Tensor:
-    """Normalised DCG at k: DCG@k over the ideal DCG@k of the judged labels (trec_eval ``ndcg_cut_k``).
-
-    With ``k=None`` the whole list against the whole ideal ranking (trec_eval ``ndcg``). A query whose ideal
-    DCG is 0 gets ``empty_target_action``'s value.
+    """Normalised DCG at k: DCG@k over the ideal DCG@k of the judged labels (trec_eval ``ndcg_cut_k``; ``k=None``:
+    ``ndcg``). A query whose ideal DCG is 0 gets ``empty_target_action``'s value.
 
     {common_args}
 

@@ -1,15 +1,4 @@
-"""Expected reciprocal rank (Chapelle, Metzler, Zhang and Grinspan, CIKM 2009).
-
-``ERR@k = sum_{i<=k} (1/i) R_i prod_{j<i} (1 - R_j)`` with ``R_i`` the probability that the item at rank i
-satisfies the user, a ``transform`` of the label (:func:`err`).
-
-Ties (``"average"``): the product over a whole tie group does not depend on its order, so only the terms
-inside a group need care. Write ``x = 1 - R`` and ``E_t`` for the mean, over the t-item subsets of the
-group, of the product of their x. The item at group position j stops the user with expected probability
-``E[R_{(j)} prod_{l<j} x_{(l)}] = E_{j-1} - E_j``, and ``E_t`` follows from the exact recurrence over the
-group's items ``E_t^(n) = ((n-t)/n) E_t^(n-1) + (t/n) x_n E_{t-1}^(n-1)`` (a dynamic program over the
-largest tie group, never over queries).
-"""
+"""Expected reciprocal rank (Chapelle, Metzler, Zhang and Grinspan, CIKM 2009; definition: docs/measures.md)."""
 
 from __future__ import annotations
 
@@ -36,8 +25,8 @@ def _err(r: Ranking, ks: Ks, transform: Transform, max_label: float | None) -> V
 
 
 def _expected_stops(r: Ranking, prob: Tensor, depth: int | None) -> Tensor:
-    """Probability that the user stops at each position ``[Q, N]``, exact under random order of ties at the first
-    ``depth`` positions (all for None; later ones are not read)."""
+    """Probability that the user stops at each position ``[Q, N]``, exact under random order of ties down to
+    ``depth`` (None: all)."""
     keep = 1 - prob
     reach = exclusive_cumprod(keep)
     if not r.averages_ties:
@@ -49,13 +38,12 @@ def _expected_stops(r: Ranking, prob: Tensor, depth: int | None) -> Tensor:
 
 
 def _subset_product_means(keep: Tensor, group_id: Tensor, offset: Tensor, size: Tensor, depth: int | None) -> Values:
-    """``(E_{j-1}, E_j)`` at each position: means of products of ``keep`` over subsets of its tie group.
-
-    Singletons need no work (``E_0 = 1``, ``E_1 = keep``); groups of two or more items are gathered into a
-    ``[G, M]`` matrix and run through the recurrence, one step per item of the largest group. A position within
-    the first ``depth`` reads ``E_t`` for ``t <= depth`` only, so the recurrence keeps no more (a cut-off deep in a
-    large tie group then costs ``O(M depth)``, not ``O(M^2)``); positions past ``depth`` get values never read.
-    """
+    """``(E_{j-1}, E_j)`` at each position, ``E_t`` the mean over the t-item subsets of its tie group of the product
+    of their ``keep`` (``x``): the item at group position j stops the user with expected probability
+    ``E_{j-1} - E_j``. Groups of two or more items run, all at once in a ``[G, M]`` matrix, through the exact
+    recurrence ``E_t^(n) = ((n-t)/n) E_t^(n-1) + (t/n) x_n E_{t-1}^(n-1)`` over their items, keeping ``t <= depth``
+    only (``O(M depth)``, not ``O(M^2)``; positions past ``depth`` get values never read). The product over a
+    whole group does not depend on its order: only the terms inside a group need this."""
     above, here = torch.ones_like(keep), keep.clone()
     tied = size > 1
     if not bool(tied.any()):  # one host read: the matrix shape depends on the data
@@ -93,9 +81,7 @@ def err(
     preds: Tensor, target: Tensor, *, transform: Transform = "exponential", max_label: float | None = None,
     **options: Unpack[RankingOptions],
 ) -> Tensor:
-    """Expected reciprocal rank at k (Chapelle et al., 2009).
-
-    Graded: ``relevance_threshold`` does not apply.
+    """Expected reciprocal rank at k (Chapelle et al., 2009); graded (no ``relevance_threshold``).
 
     {common_args}
         transform: Label to stop probability: ``"exponential"`` (``(2^g - 1) / 2^max_label``),

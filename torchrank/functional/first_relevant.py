@@ -1,9 +1,5 @@
-"""Measures of where relevant items sit: reciprocal rank, hit rate, first relevant position, mean rank.
-
-RR, hit rate and FRP read the distribution of the first relevant position
-(:attr:`Ranking.first_relevant_probability`), exact under random order of ties. Mean rank is linear in
-per-position relevance.
-"""
+"""Where relevant items sit: reciprocal rank, hit rate and FRP (from :attr:`Ranking.first_relevant_probability`,
+exact under ties) and mean rank (linear in per-position relevance). Definitions: docs/measures.md."""
 
 from __future__ import annotations
 
@@ -21,8 +17,8 @@ from torchrank.functional._ranked import Ranking
 
 
 def _found_within(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor, Tensor]:
-    """Without tie averaging: whether the first relevant item is within each cut-off, its 1-based position
-    ``[Q, 1]`` (inf if none) and the effective cut-offs ``[Q, K]``; one argmax, not a distribution."""
+    """Without tie averaging (one argmax, no distribution): whether the first relevant item is within each cut-off,
+    its position ``[Q, 1]`` (inf if none) and the effective cut-offs ``[Q, K]``."""
     _, k_eff = cutoff_index(r, ks)
     position = r.first_relevant_position.unsqueeze(1)
     return position <= k_eff, position, k_eff
@@ -84,9 +80,8 @@ def reciprocal_rank(preds: Tensor, target: Tensor, **options: Unpack[RankingOpti
 
 @with_common_args
 def hit_rate(preds: Tensor, target: Tensor, **options: Unpack[RankingOptions]) -> Tensor:
-    """Hit rate at k: 1 if a relevant item is in the top k, else 0 (trec_eval ``success_k``).
-
-    Under ``ties="average"`` it is the probability that a relevant item is in the top k.
+    """Hit rate at k: 1 if a relevant item is in the top k, else 0 (trec_eval ``success_k``); a probability under
+    ``ties="average"``.
 
     {common_args}
 
@@ -100,11 +95,9 @@ def hit_rate(preds: Tensor, target: Tensor, **options: Unpack[RankingOptions]) -
 
 @with_common_args
 def first_relevant_position(preds: Tensor, target: Tensor, **options: Unpack[RankingOptions]) -> Tensor:
-    """First relevant position at k (FRP@k): the 1-based rank of the first relevant item, k+1 if none is in
-    the top k (with ``k=None``: the list length + 1). Lower is better.
-
-    A query with no relevant item at all gets ``empty_target_action``'s value like every other measure
-    (0 for ``"neg"``); use ``"skip"`` to leave such queries out of the mean.
+    """First relevant position at k (FRP@k): the rank of the first relevant item, k+1 if none is in the top k (the
+    list length + 1 for ``k=None``). Lower is better: ``empty_target_action="skip"`` leaves queries with no
+    relevant item out of the mean (``"neg"`` scores them 0).
 
     {common_args}
 
@@ -119,12 +112,9 @@ def first_relevant_position(preds: Tensor, target: Tensor, **options: Unpack[Ran
 
 @with_common_args
 def mean_rank(preds: Tensor, target: Tensor, **options: Unpack[RankingOptions]) -> Tensor:
-    """Mean rank at k: the mean 1-based position of the query's R relevant items, where a relevant item not
-    ranked in the top k (or not retrieved at all) counts as position k+1 (with ``k=None``: the list
-    length + 1). Lower is better.
-
-    A query with no relevant item gets ``empty_target_action``'s value (0 for ``"neg"``, the best value of
-    this lower-is-better measure): use ``"skip"`` to leave such queries out of the mean.
+    """Mean rank at k: the mean position of the query's R relevant items, one not in the top k (or not retrieved)
+    at k+1 (the list length + 1 for ``k=None``). Lower is better: ``empty_target_action="skip"`` leaves queries with
+    no relevant item out of the mean (``"neg"`` scores them 0, the best value).
 
     {common_args}
 

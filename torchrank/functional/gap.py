@@ -1,23 +1,6 @@
-"""Graded average precision (Robertson, Kanoulas and Yilmaz, SIGIR 2010).
-
-A user's relevance threshold is grade j with probability ``g_j`` (grades 1..c; an item of grade ``i``, the
-integer part of its label, is relevant to that user when ``i >= j``). With ``i_n`` the grade at rank n and
-``G(i) = g_1 + ... + g_i``:
-
-``GAP = sum_{n: i_n > 0} (1/n) sum_{m <= n} G(min(i_m, i_n)) / sum_i R_i G(i)``
-
-with ``R_i`` the judged items of grade i. Since ``G(min(a, b)) = sum_j g_j [a >= j] [b >= j]``, the numerator is
-``sum_j g_j`` times AP's numerator at threshold j, ``sum_n [i_n >= j] c_j(n) / n`` (``c_j(n)``: items of grade
->= j in the top n), and the denominator ``sum_j g_j R_{>=j}``: GAP is a g-weighted AP over thresholds, and AP
-when there is one grade.
-
-Ties (``"average"``): ``E[[i_n >= j] c_j(n)]`` has McSherry and Najork's closed form per threshold (the one AP
-uses, :attr:`Ranking.relevant_times_count`), so GAP is exact under random order of tie groups.
-
-Default probabilities: uniform over the grades 1..c, ``g_j = 1/c``. ``G(i) = i/c`` is then linear, c cancels,
-and any c at least the query's top grade gives the same value: a query's GAP does not depend on the rest of
-the batch (:func:`_grade_weights`).
-"""
+"""Graded average precision (Robertson, Kanoulas and Yilmaz, SIGIR 2010): a ``g``-weighted AP over the grade
+thresholds j, so AP's closed form for ties at each threshold makes it exact under ``ties="average"``; by default
+(uniform ``g``) a query's value does not depend on the rest of the batch (definition: docs/measures.md)."""
 
 from __future__ import annotations
 
@@ -36,12 +19,7 @@ Probabilities = tuple[float, ...]
 
 
 def _gap_options(*, grade_probabilities: Sequence[float] | None) -> dict[str, object]:
-    """GAP's kernel parameters (shared with ``evaluate``'s ``gap``): the probabilities as a tuple of floats, checked.
-
-    Example:
-        >>> _gap_options(grade_probabilities=[0.25, 0.75])
-        {'grade_probabilities': (0.25, 0.75)}
-    """
+    """GAP's kernel parameters (shared with ``evaluate``'s ``gap``): the probabilities as a tuple of floats, checked."""
     if grade_probabilities is None:
         return {"grade_probabilities": None}
     given = grade_probabilities.tolist() if isinstance(grade_probabilities, Tensor) else grade_probabilities
@@ -97,9 +75,8 @@ def graded_average_precision(
 ) -> Tensor:
     """Graded average precision at k (Robertson, Kanoulas and Yilmaz, SIGIR 2010): AP for graded labels.
 
-    Each item's grade is the integer part of its label (0: not relevant); a user whose threshold is grade j
-    (probability ``g_j``) counts grades ``>= j`` as relevant. Items past k add nothing; the denominator counts
-    every judged item, as AP's R. Graded: ``relevance_threshold`` does not apply. With one grade it is AP.
+    A label's grade is its integer part; a user whose threshold is grade j (probability ``g_j``) counts grades
+    ``>= j`` as relevant. Graded: ``relevance_threshold`` does not apply. With one grade it is AP.
 
     {common_args}
         grade_probabilities: ``(g_1, ..., g_c)``, probabilities summing to 1. Default: uniform over the

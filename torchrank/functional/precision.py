@@ -1,8 +1,5 @@
-"""Set-based measures at a cut-off: precision, recall, F1 and R-precision.
-
-Each is linear in the relevance of the positions it counts, so under ``ties="average"`` the expected
-value is exact with each tie group's mean relevance (McSherry and Najork, 2008).
-"""
+"""Precision, recall, F1 and R-precision: linear in the hits, so tie groups' means make them exact under
+``ties="average"`` (definitions: docs/measures.md)."""
 
 from __future__ import annotations
 
@@ -56,9 +53,7 @@ def _r_precision(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
 
 @with_common_args
 def precision(preds: Tensor, target: Tensor, *, adaptive_k: bool = False, **options: Unpack[RankingOptions]) -> Tensor:
-    """Precision at k: relevant items in the top k divided by k, also when the list is shorter (trec_eval).
-
-    With ``k=None`` the denominator is the number of ranked items.
+    """Precision at k: relevant items in the top k / k, also past a short list's end (trec_eval; ``k=None``: / N).
 
     {common_args}
         adaptive_k: Divide by ``min(k, number of ranked items)`` instead (torchmetrics' ``adaptive_k``).
@@ -107,9 +102,7 @@ def f1(preds: Tensor, target: Tensor, **options: Unpack[RankingOptions]) -> Tens
 
 @with_common_args
 def r_precision(preds: Tensor, target: Tensor, **options: Unpack[ListOptions]) -> Tensor:
-    """R-precision: precision at R, the number of relevant items of the query (trec_eval ``Rprec``).
-
-    It takes no ``k``: the cut-off is each query's R.
+    """R-precision: precision at R, the query's number of relevant items (trec_eval ``Rprec``); no ``k``.
 
     {common_args}
 

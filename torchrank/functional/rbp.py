@@ -1,11 +1,5 @@
-"""Rank-biased precision (Moffat and Zobel, TOIS 2008) and its residual.
-
-``RBP@k = (1 - p) sum_{i<=k} g_i p^(i-1)`` with gains ``g_i = label_i / max_label`` in [0, 1] (graded: trec_eval 10
-ignores its relevance level ``-l`` for RBP too). Linear in the gains: exact under ``ties="average"``.
-
-The residual is the most the unseen part could add: ``p^d`` for the items below the evaluated depth
-``d = min(k, list length)`` plus ``(1 - p) sum_{i<=d, unjudged} p^(i-1)`` for unjudged ranked items.
-"""
+"""Rank-biased precision (Moffat and Zobel, TOIS 2008) and its residual: linear in the gains, so exact under
+``ties="average"`` (definitions, and how trec_eval 10 differs: docs/measures.md)."""
 
 from __future__ import annotations
 
@@ -25,8 +19,8 @@ from torchrank.functional.checks import check_max_label
 @measure(fused=lambda params: None if params["residual"] else RBP)
 def _rbp(r: Ranking, ks: Ks, p: float, max_label: float | None, residual: bool) -> Values:
     index, k_eff = cutoff_index(r, ks)
-    # p^0, p^1, ... as trec_eval computes them, each the previous times p, and (1 - p) applied to the sum: the same
-    # last bits as trec_eval's, so values on a printed rounding boundary (513/4000) print as its do
+    # p^i as trec_eval computes them (each the previous times p) and (1 - p) applied to the sum: the same last bits,
+    # so values on a printed rounding boundary (513/4000) print as trec_eval's do
     factors = torch.full((r.list_size + 1,), p, dtype=r.dtype, device=r.labels.device)
     factors[0] = 1
     powers = torch.cumprod(factors, 0)
@@ -60,8 +54,7 @@ def rbp(
     {common_args}
         p: Persistence, the probability of looking at the next item, in (0, 1); 0.9 as trec_eval.
         max_label: Top of the label scale: gains are ``label / max_label``. Default: each query's largest
-            label (of ``ideal_target`` and the ranked items; trec_eval 10), so a query's value does not
-            depend on the rest of the batch.
+            label (of ``ideal_target`` and the ranked items; trec_eval 10).
         residual: Return the residual (the most unjudged and unseen items could add) instead of RBP;
             ``empty_target_action`` does not apply to it.
         judged: Bool like ``preds``, True for items with a judgment; only the residual reads it.
