@@ -1,9 +1,5 @@
-"""Measures for incomplete judgments: the judged share of the top k, inferred AP, recall capped at k.
-
-Shallow-judged collections (TREC DL, BEIR) leave most retrieved documents without a judgment: these measures say
-how much of a ranking was judged, estimate AP from a sample of the pool and cap recall at what the cut-off allows;
-:func:`judged_only_mask` drops unjudged items before ranking (trec_eval ``-J``, ir_measures' ``judged_only``).
-"""
+"""Measures for incomplete judgments (TREC DL, BEIR): the judged share of the top k, inferred AP, recall capped at
+k, and :func:`judged_only_mask` (trec_eval ``-J``). Definitions: docs/measures.md."""
 
 from __future__ import annotations
 
@@ -33,15 +29,11 @@ INFAP_EPSILON = 0.00001
 
 
 def judged_only_mask(mask: Tensor | None, judged: Tensor | None, judged_only: bool) -> Tensor | None:
-    """The ``mask`` that keeps only judged items when ``judged_only`` (trec_eval ``-J``), else ``mask``.
-
-    Unjudged items become padding: they are never ranked and never counted, so the judged items below them move
-    up (the ranking closes the gaps). Without ``judged`` every item counts as judged and nothing is dropped.
+    """The ``mask`` that keeps only judged items when ``judged_only`` (trec_eval ``-J``), else ``mask``: unjudged
+    items become padding, so the judged items below them move up. Without ``judged`` nothing is dropped.
 
     Example:
         >>> import torch
-        >>> judged_only_mask(None, torch.tensor([True, False, True]), True)
-        tensor([ True, False,  True])
         >>> judged_only_mask(torch.tensor([True, True, False]), torch.tensor([True, False, True]), True)
         tensor([ True, False, False])
     """
@@ -63,9 +55,9 @@ def _judged_fraction(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tens
 
 
 def _pooled_above(r: Ranking, pooled_unjudged: Tensor) -> Tensor:
-    """Pooled but unjudged items ranked above each relevant position ``[Q, N]``, from ``pooled_unjudged`` per column
-    in descending score order (:func:`pooled_in_score_order`): the ranking permutes columns only within tie groups,
-    keeping their order for ``"first"``; ``"optimistic"`` puts none of a group above, ``"pessimistic"`` all."""
+    """Pooled but unjudged items ranked above each position ``[Q, N]``, from ``pooled_unjudged`` in the ranking's
+    column order (:func:`pooled_in_score_order`; ties: ``"optimistic"`` puts none of a group above, ``"pessimistic"``
+    all)."""
     if pooled_unjudged.shape[0] != r.num_queries or pooled_unjudged.shape[1] < r.list_size:
         raise ValueError(
             f"Argument `pooled_unjudged` must be [queries, items] like the ranking ({r.num_queries}, "
@@ -81,9 +73,7 @@ def _pooled_above(r: Ranking, pooled_unjudged: Tensor) -> Tensor:
 
 def _inferred_ap(r: Ranking, ks: Sequence[int | None], pooled_unjudged: Tensor | None = None) -> tuple[Tensor, Tensor]:
     _refuse_tie_average(r, "infAP")
-    # trec_eval's m_infAP.c: the relevant item at 0-based position j adds 1/(j+1) + j/(j+1) * (pooled above / j) *
-    # (rel above + eps) / (judged above + 2 eps), "pooled": judged or pooled but unjudged (qrels label -1); the
-    # sum over relevant retrieved items is divided by R (inferred_average_precision's docstring writes it out)
+    # trec_eval's m_infAP.c (inferred_average_precision's docstring writes it out)
     rel, judged = r.relevant * r.valid, _judged(r).to(r.dtype)
     rel_above, judged_above = torch.cumsum(rel, 1) - rel, torch.cumsum(judged, 1) - judged
     pooled = judged_above if pooled_unjudged is None else judged_above + _pooled_above(r, pooled_unjudged)
@@ -99,11 +89,8 @@ def judged_fraction(
     preds: Tensor, target: Tensor, *, k: Cutoffs = None, indexes: Tensor | None = None, mask: Tensor | None = None,
     judged: Tensor | None = None, ties: Ties = "average", reduction: Reduction = "mean", validate_args: bool = True,
 ) -> Tensor:
-    """Judged@k: the share of the top k items that have a judgment (ir_measures' ``Judged@k``).
-
-    Divided by ``min(k, items retrieved)``, as ir_measures does; 0 for an empty list. It does not depend on the
-    labels: queries without relevant items are scored like any other. Under ``ties="average"`` it is the exact
-    expected share over the orders of each tie group.
+    """Judged@k: the share of the top ``min(k, items retrieved)`` items that have a judgment (ir_measures'
+    ``Judged@k``); 0 for an empty list. It reads no label: queries without relevant items count like any other.
 
     {common_args}
         judged: Bool ``[..., N]``, True for an item with a judgment (default: every real item).
@@ -125,16 +112,10 @@ def inferred_average_precision(
     preds: Tensor, target: Tensor, *, judged: Tensor | None = None, pooled_unjudged: Tensor | None = None,
     ties: Ties = "first", **options: Unpack[MeasureOptions],
 ) -> Tensor:
-    """Inferred AP (Yilmaz and Aslam, CIKM 2006), as trec_eval's ``infAP`` computes it.
-
-    For each relevant item at rank ``i`` (1-based), the precision above it is estimated from the judged items
-    above: ``(1 + P * (r + eps) / (r + n + 2 eps)) / i``, where ``r`` and ``n`` count the relevant and the
-    judged non-relevant items above, and ``P`` the items above that are in the pool (judged, or pooled but
-    unjudged); items outside the pool count in ``i`` only. The sum over relevant items is divided by R (from
-    ``ideal_target``), ``eps = 1e-5``. With every item judged it is average precision.
-
-    Ties are taken in the order of the ranking (``"first"``, the default, keeps input order), or with relevant
-    items first or last (``"optimistic"``, ``"pessimistic"``); ``"average"`` is refused.
+    """Inferred AP (Yilmaz and Aslam, CIKM 2006), as trec_eval's ``infAP``: the relevant item at rank ``i`` adds
+    ``(1 + P * (r + eps) / (r + n + 2 eps)) / i``, with ``r`` and ``n`` the relevant and judged non-relevant items
+    above it, ``P`` those above in the pool (judged, or pooled but unjudged) and ``eps = 1e-5``; the sum is divided
+    by R. With every item judged it is AP. ``ties="average"`` is refused.
 
     {common_args}
         judged: Bool ``[..., N]``, True for an item with a judgment (default: every real item).
@@ -163,14 +144,7 @@ def pooled_in_score_order(
     indexes: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None, Tensor]:
     """``pooled_unjudged`` checked, and the dense inputs with columns in descending score order (real items first,
-    stable; no value depends on it), the flags as ``[Q, N]`` rows: infAP's kernel reads the flags per column.
-
-    Example:
-        >>> import torch
-        >>> pooled_in_score_order(torch.tensor([0.1, 0.9]), torch.tensor([0, 1]), None, None,
-        ...                       torch.tensor([True, False]))[4]
-        tensor([[False,  True]])
-    """
+    stable; no value depends on it), the flags as ``[Q, N]`` rows: infAP's kernel reads the flags per column."""
     if indexes is not None:
         raise ValueError("Argument `pooled_unjudged` takes dense input only, not `indexes`.")
     if not isinstance(pooled_unjudged, Tensor) or pooled_unjudged.dtype != torch.bool:
@@ -192,10 +166,8 @@ def pooled_in_score_order(
 
 @with_common_args
 def recall_cap(preds: Tensor, target: Tensor, **options: Unpack[RankingOptions]) -> Tensor:
-    """Capped recall at k: relevant items in the top k divided by ``min(k, R)`` (BEIR's ``R_cap@k``).
-
-    Recall that a perfect ranking brings to 1 at every cut-off, also when a query has more relevant items than
-    ``k``; trec_eval's ``relative_P``. Linear in the hits: exact under ``ties="average"``.
+    """Capped recall at k: relevant items in the top k / ``min(k, R)`` (BEIR's ``R_cap@k``, trec_eval's
+    ``relative_P``): a perfect ranking brings it to 1 at every cut-off.
 
     {common_args}
 

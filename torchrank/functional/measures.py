@@ -1,10 +1,8 @@
 """Measure names and :func:`evaluate`: many measures over one input, ranked once.
 
-The grammar (case-insensitive), shared by configs and the command line, comes from the registry
-(:data:`torchrank.functional.MEASURES`): a family name or alias, optionally followed by a cut-off ``@k`` (or
-trec_eval's ``_k``, ``.k``, ``_cut_k``; its cut aliases ``ndcg_cut``, ``map_cut``, ``recall_cut`` need one);
-``rbp.95`` sets RBP's persistence (``rbp_95`` is RBP at k = 95).
-The families, as declared:
+The grammar (case-insensitive; configs and the command line share it): a family name or alias from the registry,
+optionally followed by a cut-off ``@k`` (or trec_eval's ``_k``, ``.k``, ``_cut_k``, which its cut aliases
+``ndcg_cut``, ``map_cut``, ``recall_cut`` need); ``rbp.95`` sets RBP's persistence (``rbp_95`` is RBP at k = 95).
 
 {table}
 """
@@ -98,15 +96,8 @@ def parse_measure(name: str) -> ParsedMeasure:
 
 
 def _unknown_measure(name: str) -> ValueError:
-    """The error for a name the grammar does not know: the closest known names with the same cut-off, where some
-    are close (``ndgc@10``: ``ndcg@10``), else the grammar and the families.
-
-    Example:
-        >>> print(_unknown_measure("ndgc@10"))
-        Unknown measure 'ndgc@10'; did you mean 'ndcg@10'?
-        >>> print(_unknown_measure("ndcg@ten"))
-        Unknown measure 'ndcg@ten': a cut-off is '@k' with k a positive integer, as in 'ndcg@10'.
-    """
+    """The error for a name the grammar does not know: the close known names with the same cut-off (``ndgc@10``:
+    did you mean ``ndcg@10``), a malformed cut-off (``ndcg@ten``), else the grammar and the families."""
     parts = _PARTS.match(name.strip().lower())
     base, cut = (parts["base"], parts["cut"] or "") if parts else (name, "")
     names = grammar_names()
@@ -126,12 +117,9 @@ def evaluate(
 ) -> dict[str, Tensor]:
     """Compute several measures over the same input with one sort; a dict keyed by the names as given.
 
-    Arguments are those of the single-measure functions (see :func:`torchrank.functional.ndcg`). Measures of
-    one family share one pass over every cut-off asked for. ``judged_only=True`` drops the items that
-    ``judged`` marks unjudged before ranking (trec_eval ``-J``). ``num_judged`` (integer, one per query: the
-    judged items of each query, retrieved or not) and ``pooled_unjudged`` (bool, per item: pooled but not judged)
-    go to the measures that read them (bpref, needing it with ``ideal_target``: :func:`~torchrank.functional.bpref`;
-    infAP: :func:`~torchrank.functional.inferred_average_precision`); the others ignore them.
+    Arguments are those of the single-measure functions. ``judged_only=True`` drops the items that ``judged`` marks
+    unjudged before ranking (trec_eval ``-J``). ``num_judged`` and ``pooled_unjudged`` go to the measures that read
+    them (:func:`~torchrank.functional.bpref`, :func:`~torchrank.functional.inferred_average_precision`).
 
     Example:
         >>> import torch
@@ -163,11 +151,8 @@ def evaluate(
 
 
 class RankedLists:
-    """Lists ranked once, over which a caller runs declared kernels itself: ``per_query(kernel, ks, **params)`` is
-    one family's per-query values ``[Q, K]``, queries without a relevant item scored by ``empty_target_action``, as
-    :func:`evaluate` computes them. For callers that pick kernels and parameters outside the grammar (trec_eval's
-    names and parameter syntax in :mod:`torchrank.io.trec_eval`); the arguments are :func:`evaluate`'s, on dense
-    ``[Q, N]`` lists.
+    """Dense ``[Q, N]`` lists ranked once, over which a caller outside the grammar (:mod:`torchrank.io.trec_eval`)
+    runs declared kernels with its own parameters, as :func:`evaluate` would; the arguments are :func:`evaluate`'s.
 
     Example:
         >>> import torch
@@ -202,8 +187,8 @@ class RankedLists:
 
 def _with_inputs(family: Declaration, params: dict, extra: dict[str, Tensor | None], ideal_target: Tensor | None
                  ) -> dict[str, object]:
-    """``params`` with the inputs of ``extra`` the family's kernel reads (bpref's judged counts, which it refuses to go
-    without where ``ideal_target`` is given; infAP's pool, ``None``: nothing pooled but unjudged)."""
+    """``params`` with the inputs of ``extra`` the family's kernel reads (bpref's judged counts, checked against
+    ``ideal_target``; infAP's pool)."""
     given = {name: value for name, value in extra.items() if _reads(family.kernel, name)}
     if "num_judged" in given:
         given["num_judged"] = judged_counts(given["num_judged"], ideal_target, family.name)

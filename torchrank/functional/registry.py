@@ -1,32 +1,14 @@
-"""The measure registry: one declaration per measure family, and everything derived from it.
+"""The measure registry: one :class:`Declaration` per measure family, in :data:`DECLARATIONS`.
 
-A :class:`Declaration` says what a family is (its kernel, the parameters it fixes, whether names carry a cut-off,
-its direction, how it treats tied scores, a doc line) and how others name it (aliases of
-:func:`~torchrank.functional.evaluate`'s grammar, trec_eval's names and parameter syntax, the public function and
-the ``torchmetrics`` class). The rest follows from :data:`MEASURES`, a read-only mapping of family name to
-declaration: the grammar of :func:`~torchrank.functional.parse_measure`, the exports of
-:mod:`torchrank.functional`, the classes of :mod:`torchrank.metrics`, the measure table of ``torchrank evaluate``
-(:mod:`torchrank.io.trec_eval`), the direction :mod:`torchrank.compare` reads, and the measure lists the test
-suite runs through its tie oracle and invariance tests.
-
-Adding a measure (docs/architecture.md): its kernel, optionally its public function (the shared options as
-``**options: Unpack[RankingOptions]``, imported by name in ``torchrank/functional/__init__.py``), one
-:class:`Declaration` in :data:`DECLARATIONS` and its section in ``docs/measures.md``; with a class, ``python -m
-torchrank.metrics._stubs`` rewrites the type stub (the test suite says when an export or the stub is missing). The
-fused kernel computes it where the kernel declares its column (``@measure(fused=CODE)``, read by
-:meth:`Declaration.fused_code`; a new column is a code in :mod:`~torchrank.functional._fused_columns`).
+The rest follows from :data:`MEASURES` (family name -> declaration, read-only): :func:`~torchrank.functional.evaluate`'s
+grammar, the exports of :mod:`torchrank.functional`, the classes of :mod:`torchrank.metrics`, the trec_eval names of
+``torchrank evaluate``, the direction :mod:`torchrank.compare` reads and the test suite's measure lists. Where a new
+measure goes: docs/architecture.md.
 
 Example:
     >>> from torchrank.functional import MEASURES
-    >>> spec = MEASURES["ndcg"]
-    >>> spec.takes_k, spec.higher_is_better, spec.ties, spec.aliases
-    (True, True, 'linear', ('ndcg_cut',))
-    >>> MEASURES["mean_rank"].higher_is_better
-    False
-    >>> "gap" in MEASURES and MEASURES["gap"].function.__name__
-    'graded_average_precision'
-    >>> MEASURES["ndcg"].fused_code() is not None, MEASURES["ndcg"].fused_code(discount="power")
-    (True, None)
+    >>> MEASURES["ndcg"].takes_k, MEASURES["ndcg"].ties, MEASURES["mean_rank"].higher_is_better
+    (True, 'linear', False)
 """
 
 from __future__ import annotations
@@ -40,7 +22,7 @@ from types import MappingProxyType
 import torch
 from torch import Tensor
 
-from torchrank.functional import trec_extra, trec_gain
+from torchrank.functional import first_relevant, gap, judgments, trec_extra, trec_gain
 from torchrank.functional._measure import Kernel, fused_code
 from torchrank.functional.average_precision import (
     _average_precision,
@@ -51,24 +33,6 @@ from torchrank.functional.average_precision import (
 )
 from torchrank.functional.dcg import _dcg, _dcg_options, _ndcg, dcg, ndcg
 from torchrank.functional.err import _err, _err_options, err
-from torchrank.functional.first_relevant import (
-    _first_relevant_position,
-    _hit_rate,
-    _mean_rank,
-    _reciprocal_rank,
-    first_relevant_position,
-    hit_rate,
-    mean_rank,
-    reciprocal_rank,
-)
-from torchrank.functional.gap import _gap_options, _graded_average_precision, graded_average_precision
-from torchrank.functional.judgments import (
-    _inferred_ap,
-    _judged_fraction,
-    inferred_average_precision,
-    judged_fraction,
-    recall_cap,
-)
 from torchrank.functional.kendall import kendall_tau
 from torchrank.functional.precision import (
     _f1,
@@ -136,21 +100,17 @@ class Declaration:
         name: The family's name in :func:`~torchrank.functional.evaluate`'s grammar (lower case).
         doc: One line: what it computes.
         ties: Its form under ``ties="average"``, one of :data:`TIE_FORMS`.
-        kernel: ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])`` (a
-            :class:`~torchrank.functional._measure.Measure` where it declares more); None for a family computed
-            from the inputs rather than a ranking (Kendall tau: its function only).
+        kernel: ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])`` (a ``_measure.Measure`` where it
+            declares more); None for a family computed from the inputs, not a ranking (Kendall tau).
         aliases: Other grammar names (lower case; trec_eval's names of the same measure included).
         takes_k: Whether a name may carry a cut-off (``ndcg@10``).
-        options: Maps the function's own options to kernel parameters, checking them; called by the function, and
-            here with its defaults (and ``function_params``) for ``params``: a grammar name and the function with its
-            defaults cannot drift apart.
+        options: Maps the function's own options to kernel parameters, checked; ``params`` are its value at the
+            function's defaults (and ``function_params``), so a grammar name and the function cannot drift apart.
         params: The kernel parameters of the family's name (``ndcg_exp``: exponential gain); from ``options`` if given.
         suffix_param: The parameter a ``.digits`` suffix sets (``rbp.95`` -> ``p = 0.95``), if any.
         higher_is_better: True, False (mean rank), or None (a count, a residual: no direction).
-        empty_target_action: Whether ``empty_target_action`` scores queries without relevant items (False: the
-            value is defined without them, as RBP's residual).
-        grammar: Whether :func:`~torchrank.functional.evaluate` knows the name (False: trec_eval's own
-            multi-valued or set measures, reached through their trec_eval names).
+        empty_target_action: Whether it applies (False: defined without relevant items, as RBP's residual).
+        grammar: Whether ``evaluate`` knows the name (False: trec_eval's own measures, reached by its names).
         function: The public function computing it, if any.
         function_params: Arguments of ``function`` that select this family (``ndcg_exp``: ``gain="exponential"``).
         metric: Name of the ``torchmetrics`` class :mod:`torchrank.metrics` derives, if any.
@@ -200,8 +160,8 @@ class Declaration:
         return self.options(**{**_option_defaults(self.function, self.options), **self.function_params, **overrides})
 
     def fused_code(self, **overrides: object) -> int | None:
-        """The column of the triton backend's fused kernel that computes the family with some options changed (its
-        :mod:`~torchrank.functional._fused_columns` code, as its kernel declares it), None where that kernel does not.
+        """The fused kernel's column (:mod:`~torchrank.functional._fused_columns` code, as the kernel declares it)
+        computing the family with some options changed; None where it does not.
 
         Example:
             >>> MEASURES["rbp"].fused_code(p=0.95) == MEASURES["rbp"].fused_code(), MEASURES["rbp_resid"].fused_code()
@@ -251,8 +211,8 @@ DECLARATIONS: tuple[Declaration, ...] = (
     Declaration("recall", "Relevant items in the top k / R.", "linear", _recall, aliases=("recall_cut", "set_recall"),
         function=recall, metric="Recall", trec=(TrecName("recall", "cuts", CUTS), TrecName("set_recall"))),
     Declaration("f1", "2PR / (P + R) at k.", "linear", _f1, aliases=("set_f",), function=f1, metric="F1"),
-    Declaration("success", "1 if a relevant item is in the top k.", "closed form", _hit_rate,
-        aliases=("hit_rate", "hit"), function=hit_rate, metric="HitRate",
+    Declaration("success", "1 if a relevant item is in the top k.", "closed form", first_relevant._hit_rate,
+        aliases=("hit_rate", "hit"), function=first_relevant.hit_rate, metric="HitRate",
         trec=(TrecName("success", "cuts", (1, 5, 10)),)),
     Declaration("map", "Average precision: P@i summed over relevant ranks i <= k, / R.", "closed form",
         _average_precision, aliases=("ap", "map_cut", "average_precision"), function=average_precision,
@@ -272,9 +232,9 @@ DECLARATIONS: tuple[Declaration, ...] = (
         metric="DCG", plot_bounds=(0.0, None)),
     Declaration("dcg_exp", "DCG with exponential gain 2^label - 1.", "linear", _dcg, aliases=("dcg_burges",),
         function=dcg, options=_dcg_options, function_params={"gain": "exponential"}),
-    Declaration("mrr", "1 / rank of the first relevant item (0 past k).", "closed form", _reciprocal_rank,
-        aliases=("rr", "recip_rank", "reciprocal_rank"), function=reciprocal_rank, metric="MRR",
-        trec=(TrecName("recip_rank"),)),
+    Declaration("mrr", "1 / rank of the first relevant item (0 past k).", "closed form",
+        first_relevant._reciprocal_rank, aliases=("rr", "recip_rank", "reciprocal_rank"),
+        function=first_relevant.reciprocal_rank, metric="MRR", trec=(TrecName("recip_rank"),)),
     Declaration("err", "Expected reciprocal rank; exponential utility, top of scale: each query's top label.",
         "closed form", _err, function=err, options=_err_options, metric="ERR"),
     Declaration("rbp", "Rank-biased precision, p = 0.9 (rbp.95: p = 0.95).", "linear", _rbp, suffix_param="p",
@@ -282,14 +242,15 @@ DECLARATIONS: tuple[Declaration, ...] = (
     Declaration("rbp_resid", "RBP's residual: the most unjudged and unseen items could add.", "linear", _rbp,
         suffix_param="p", higher_is_better=None, empty_target_action=False, function=rbp, options=_rbp_options,
         function_params={"residual": True}, trec=(TrecName("rbp_resid"),)),
-    Declaration("mean_rank", "Mean position of the relevant items (k + 1 past the cut-off).", "linear", _mean_rank,
-        higher_is_better=False, function=mean_rank, metric="MeanRank", plot_bounds=_LOWER),
+    Declaration("mean_rank", "Mean position of the relevant items (k + 1 past the cut-off).", "linear",
+        first_relevant._mean_rank, higher_is_better=False, function=first_relevant.mean_rank, metric="MeanRank",
+        plot_bounds=_LOWER),
     Declaration("frp", "Position of the first relevant item (k + 1 if none in the top k).", "closed form",
-        _first_relevant_position, aliases=("first_relevant_position",), higher_is_better=False,
-        function=first_relevant_position, metric="FirstRelevantPosition", plot_bounds=_LOWER),
+        first_relevant._first_relevant_position, aliases=("first_relevant_position",), higher_is_better=False,
+        function=first_relevant.first_relevant_position, metric="FirstRelevantPosition", plot_bounds=_LOWER),
     Declaration("gap", "Graded average precision, uniform grade probabilities (Robertson et al. 2010).", "closed form",
-        _graded_average_precision, aliases=("graded_average_precision",), function=graded_average_precision,
-        options=_gap_options, metric="GAP"),
+        gap._graded_average_precision, aliases=("graded_average_precision",), function=gap.graded_average_precision,
+        options=gap._gap_options, metric="GAP"),
     Declaration("bpref", "Binary preference over judged items (trec_eval bpref).", "refused", trec_extra._bpref,
         takes_k=False, function=trec_extra.bpref,
         trec=(TrecName("bpref", from_batch=("num_judged",)),
@@ -303,15 +264,16 @@ DECLARATIONS: tuple[Declaration, ...] = (
         metric="KendallTauDistance"),
     # incomplete judgments (torchrank.functional.judgments)
     Declaration("relative_p", "Relevant items in the top k / min(k, R): capped recall (BEIR's R_cap@k).", "linear",
-        trec_extra._relative_precision, aliases=("recall_cap", "r_cap"), function=recall_cap, metric="RecallCap",
+        trec_extra._relative_precision, aliases=("recall_cap", "r_cap"), function=judgments.recall_cap,
+        metric="RecallCap",
         trec=(TrecName("relative_P", "cuts", CUTS), TrecName("set_relative_P"))),
     Declaration("judged", "Share of the top k with a judgment (ir_measures' Judged@k; / min(k, retrieved)).", "linear",
-        _judged_fraction, higher_is_better=None, empty_target_action=False, function=judged_fraction,
-        metric="JudgedFraction"),
+        judgments._judged_fraction, higher_is_better=None, empty_target_action=False,
+        function=judgments.judged_fraction, metric="JudgedFraction"),
     Declaration(
         "infap", "Inferred AP from a judged sample of the pool (trec_eval infAP; qrels label -1: pooled, unjudged).",
-        "refused", _inferred_ap, aliases=("inferred_average_precision", "inf_ap"), takes_k=False,
-        function=inferred_average_precision, metric="InfAP",
+        "refused", judgments._inferred_ap, aliases=("inferred_average_precision", "inf_ap"), takes_k=False,
+        function=judgments.inferred_average_precision, metric="InfAP",
         trec=(TrecName("infAP", from_batch=("pooled_unjudged",)),)),
     # trec_eval's own measures, reached through their trec_eval names
     Declaration("set", "Measures of the retrieved set: set_map, set_F.", "linear", trec_extra._set_measure,
@@ -366,28 +328,16 @@ _check_names(DECLARATIONS)
 MEASURES: Mapping[str, Declaration] = MappingProxyType({spec.name: spec for spec in DECLARATIONS})
 
 
-def grammar_names() -> Mapping[str, Declaration]:
-    """Every name ``evaluate`` accepts before its cut-off (families and aliases) -> its declaration.
+_GRAMMAR = MappingProxyType({n: spec for spec in DECLARATIONS if spec.grammar for n in (spec.name, *spec.aliases)})
 
-    Example:
-        >>> grammar_names()["recip_rank"].name
-        'mrr'
-    """
+
+def grammar_names() -> Mapping[str, Declaration]:
+    """Every name ``evaluate`` accepts before its cut-off (families and aliases) -> its declaration."""
     return _GRAMMAR
 
 
-_GRAMMAR: Mapping[str, Declaration] = MappingProxyType(
-    {name: spec for spec in DECLARATIONS if spec.grammar for name in (spec.name, *spec.aliases)}
-)
-
-
 def public_functions() -> dict[str, Callable[..., Tensor]]:
-    """The declared public functions by name (what :mod:`torchrank.functional` exports).
-
-    Example:
-        >>> sorted(public_functions())[:3]
-        ['average_precision', 'average_recall', 'bpref']
-    """
+    """The declared public functions by name (what :mod:`torchrank.functional` exports)."""
     return {spec.function.__name__: spec.function for spec in DECLARATIONS if spec.function is not None}
 
 

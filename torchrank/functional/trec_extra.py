@@ -1,13 +1,7 @@
-"""trec_eval's measures beyond the shared families: bpref, interpolated precision, R-precision multiples,
-relative precision, the set measures, unjudged fractions, utility and the counts.
-
-Each kernel follows trec_eval's C code (``m_bpref.c``, ``m_iprec_at_recall.c``, ``m_Rprec_mult.c``, ...)
-on the ranking's order, so with ``ties="first"`` on lists ordered as :func:`torchrank.io.read_trec` orders
-them (score descending, then docno descending) they give trec_eval's numbers. The measures linear in the
-hits (relative precision, R-precision multiples) average tie groups exactly under ``ties="average"``; bpref
-and interpolated precision have no tie-averaged form here and refuse it on input with tied scores.
-``no_relevant`` is all False for the counts and for measures defined without relevant items (unj, utility).
-"""
+"""trec_eval's measures beyond the shared families (bpref, iprec_at_recall, Rprec_mult, relative_P, set, unj,
+utility, counts), each following its C code (``m_bpref.c``, ...) on the ranking's order: with ``ties="first"`` on
+lists ordered as :func:`torchrank.io.read_trec` orders them, trec_eval's numbers. Those without a tie-averaged form
+(bpref, interpolated precision) refuse ``ties="average"`` on tied input."""
 
 from __future__ import annotations
 
@@ -49,9 +43,8 @@ def _judged_nonrelevant(r: Ranking) -> Tensor:
 def _refuse_tie_average(r: Ranking, name: str) -> None:
     """Refuse ``ties="average"`` on input with tied scores, on every backend alike (off CPU, one host read)."""
     if r.averaged_over_orders or (r.averages_ties and r.holds_tie):
-        raise ValueError(
-            f"{name} has no tie-averaged form: pass ties='first' (trec_eval's order), 'optimistic' or 'pessimistic'."
-        )
+        raise ValueError(f"{name} has no tie-averaged form: pass ties='first' (trec_eval's order), 'optimistic' or "
+                         "'pessimistic'.")
 
 
 def _bpref_value_problems(r: Ranking, params: dict) -> Tensor | None:
@@ -70,13 +63,10 @@ def _bpref(r: Ranking, ks: Ks, num_judged: Tensor | None = None) -> Values:
     rel, nonrel = r.relevant, _judged_nonrelevant(r)
     above = torch.cumsum(nonrel, 1) - nonrel
     big_r = r.num_relevant.unsqueeze(1)
-    if num_judged is None:
-        big_nr = nonrel.sum(1, keepdim=True)
-    else:
-        if num_judged.numel() != r.num_queries:  # a silent broadcast would give every query the same count
-            raise ValueError(f"Argument `num_judged` must hold one count per query ({r.num_queries}), got shape "
-                             f"{tuple(num_judged.shape)}.")
-        big_nr = num_judged.reshape(-1, 1).to(r.dtype) - big_r
+    if num_judged is not None and num_judged.numel() != r.num_queries:  # a broadcast would give all the same count
+        raise ValueError(f"Argument `num_judged` must hold one count per query ({r.num_queries}), got shape "
+                         f"{tuple(num_judged.shape)}.")
+    big_nr = nonrel.sum(1, keepdim=True) if num_judged is None else num_judged.reshape(-1, 1).to(r.dtype) - big_r
     share = 1 - torch.minimum(above, big_r) / torch.minimum(big_nr, big_r).clamp_min(1)
     terms = torch.where(above > 0, share, 1) * rel
     # summed one by one in rank order as trec_eval does (a cumulative sum's end): bpref often lands exactly on a
@@ -168,22 +158,12 @@ def _count(r: Ranking, ks: Ks, what: str = "ret") -> Values:
 
 def judged_counts(num_judged: object, ideal_target: object, measure: str = "bpref") -> Tensor | None:
     """``num_judged`` checked (None or an integer tensor of counts, one per query) and flattened to ``[Q]``; required
-    with an ``ideal_target``, whose 0-padding ``measure`` (bpref) cannot tell from judged non-relevant items.
-
-    Example:
-        >>> import torch
-        >>> judged_counts(None, torch.tensor([[1, 0, 0]]))  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        ValueError: bpref needs `num_judged` (the number of judged items of each query, retrieved or not) when ...
-    """
+    with an ``ideal_target``, whose 0-padding ``measure`` (bpref) cannot tell from judged non-relevant items."""
     if num_judged is None:
         if ideal_target is not None:
-            raise ValueError(
-                f"{measure} needs `num_judged` (the number of judged items of each query, retrieved or not) when "
-                "`ideal_target` is given: its judged non-relevant items count, and its 0-padding cannot be told from "
-                "them."
-            )
+            raise ValueError(f"{measure} needs `num_judged` (the number of judged items of each query, retrieved or "
+                             "not) when `ideal_target` is given: its judged non-relevant items count, and its "
+                             "0-padding cannot be told from them.")
         return None
     if not is_integer_tensor(num_judged):
         shown = f"dtype {num_judged.dtype}" if isinstance(num_judged, Tensor) else type(num_judged).__name__
@@ -196,21 +176,16 @@ def bpref(
     preds: Tensor, target: Tensor, *, judged: Tensor | None = None, num_judged: Tensor | None = None,
     ties: Ties = "first", **options: Unpack[MeasureOptions],
 ) -> Tensor:
-    """Binary preference (Buckley and Voorhees, SIGIR 2004; trec_eval ``bpref``), for incomplete judgments.
-
-    ``1/R * sum over retrieved relevant items of (1 - min(n, R) / min(NR, R))`` where ``n`` counts the
-    judged non-relevant items ranked above the relevant item and ``NR`` is the number of judged
-    non-relevant items of the query, retrieved or not; unjudged items (``judged`` False) are ignored.
+    """Binary preference (Buckley and Voorhees, SIGIR 2004; trec_eval ``bpref``), for incomplete judgments:
+    ``1/R * sum over retrieved relevant items of (1 - min(n, R) / min(NR, R))``, ``n`` the judged non-relevant items
+    above the relevant one, ``NR`` those of the query, retrieved or not. Ties: in ranking order, never averaged.
 
     {common_args}
         judged: Bool ``[..., N]``, True for an item with a judgment (default: every real item).
         num_judged: Integer ``[...]`` (one per query; flat input: in ascending id order), the number of judged
             items of each query, retrieved or not (:attr:`torchrank.io.TrecBatch.num_judged`): ``NR = num_judged
-            - R``. Needed with ``ideal_target``; without both, the list holds every judged item (``NR``: its
-            judged non-relevant items, as ``R`` its relevant ones). A count below R plus the judged non-relevant
-            items listed is refused (``validate_args``).
-
-    Ties are taken in the order of the ranking (the default ``"first"`` keeps input order), not averaged.
+            - R``. Needed with ``ideal_target``; without both, the list holds every judged item. A count below R
+            plus the judged non-relevant items listed is refused (``validate_args``).
 
     Example:
         >>> import torch
