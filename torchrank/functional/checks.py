@@ -1,17 +1,7 @@
-"""Argument checks shared by the functional, the metric classes and the losses: one message per mistake.
-
-The option names and their accepted values (:data:`TIES`, :data:`EMPTY_TARGET_ACTIONS`, :data:`REDUCTIONS`, and as the
-types that annotate them, ``Ties``, ``EmptyTargetAction``, ``Reduction``, ``Cutoffs``), the
-value checks that run on the device (:func:`value_problems`, read once by :func:`raise_value_problems`), and the
-checks of single arguments that the losses and the metrics need too. Packages outside
-:mod:`torchrank.functional` import these from here, never from its private modules.
-
-Example:
-    >>> check_choice("reduction", "median", REDUCTIONS)
-    Traceback (most recent call last):
-    ...
-    ValueError: Argument `reduction` must be one of ('mean', 'sum', 'none'), got 'median'.
-"""
+"""Argument checks shared by the functional, the metric classes and the losses, one message per mistake: the
+options' accepted values (and the types that annotate them), the value checks that run on the device
+(:func:`value_problems`, read once by :func:`raise_value_problems`) and checks of single arguments. Packages outside
+:mod:`torchrank.functional` import these from here, never from its private modules."""
 
 from __future__ import annotations
 
@@ -45,8 +35,7 @@ __all__ = [
 
 
 def described(value: object) -> str:
-    """What an error message says of an argument that was not what was expected: a tensor's shape and dtype, else
-    the type's name.
+    """What an error message says of an unexpected argument: a tensor's shape and dtype, else the type's name.
 
     Example:
         >>> import torch
@@ -70,8 +59,8 @@ def check_k(k: int | None) -> None:
 
 
 def check_positive(name: str, value: float) -> None:
-    """``value`` is a finite real number > 0 (temperatures, sigma, ``max_label``): an infinite one makes the
-    measures and the losses NaN or 0 (``inf * 0``, ``inf - inf``) without an error.
+    """``value`` is a finite real number > 0 (temperatures, sigma, ``max_label``): an infinite one would make values
+    NaN or 0 (``inf * 0``, ``inf - inf``) silently.
 
     Example:
         >>> check_positive("temperature", 0)
@@ -97,8 +86,8 @@ def is_finite(value: float) -> bool:
 
 
 def check_max_label(max_label: float | None, target: Tensor | None = None, validate_args: bool = False) -> None:
-    """``max_label`` (the top of a graded label scale) is None or a number > 0 and, when values are checked
-    (``validate_args``), no label of ``target`` exceeds it (one host read).
+    """``max_label`` (the top of a graded label scale) is None or a number > 0 and, with ``validate_args``, no label
+    of ``target`` exceeds it (one host read).
 
     Example:
         >>> check_max_label(-1)

@@ -1,12 +1,5 @@
-"""Kendall's tau between the predicted order and the label order of each list.
-
-Over the pairs of real items not tied in label (pairs tied in label carry no order to agree with):
-``tau = (concordant - discordant) / sqrt(n0 * (n0 - n_label_ties))`` where ``n0`` counts all pairs. With
-distinct scores this is exactly Kendall's tau-b (``scipy.stats.kendalltau``). Score ties are resolved by
-``ties``: ``"average"`` gives the expected tau over random orders of each tie group (a tied pair is then
-concordant or discordant with probability 1/2, so it adds 0 on average); scipy's tau-b instead drops
-score-tied pairs from the denominator.
-"""
+"""Kendall's tau between the predicted order and the label order of each list, by counting pairs (definition, and
+how it differs from scipy's tau-b on tied scores: docs/measures.md)."""
 
 from __future__ import annotations
 
@@ -65,11 +58,8 @@ def kendall_tau(
     ties: Ties = "average", empty_target_action: EmptyTargetAction = "neg", reduction: Reduction = "mean",
     validate_args: bool = True,
 ) -> Tensor:
-    """Kendall's tau between the predicted ranking and the labels, or the normalised tau distance.
-
-    It compares whole lists, so it takes no ``k``, ``ideal_target`` or ``relevance_threshold``. A list whose
-    labels give no ordered pair (all equal, or fewer than two items) gets ``empty_target_action``'s value.
-    Memory is O(pairs) per chunk of queries: lists of thousands of items are compared in chunks.
+    """Kendall's tau between the predicted ranking and the labels, or the normalised tau distance, of whole lists
+    (no ``k``). A list whose labels give no ordered pair gets ``empty_target_action``'s value.
 
     {common_args}
         distance: Return the fraction of label-ordered pairs ranked wrongly instead of the correlation.

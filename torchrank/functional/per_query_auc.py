@@ -1,11 +1,5 @@
-"""Per-query AUROC (the Mann-Whitney form, exact under ties) and GAUC, its weighted mean over queries.
-
-A query's AUROC is the probability that a random relevant item scores above a random non-relevant one, ties
-counting one half: ``sum over relevant i of (#non-relevant below s_i + #equal / 2) / (P N)``, read from the tie
-groups of the one ranking every measure shares: the trapezoidal area under the ROC curve with tie groups as single
-steps (scikit-learn's ``roc_auc_score``, torchmetrics' ``binary_auroc``). ``k`` and ``max_fpr`` give torchmetrics'
-``RetrievalAUROC`` (:mod:`torchrank.compat`).
-"""
+"""Per-query AUROC (the Mann-Whitney form, read from the shared ranking's tie groups) and GAUC, its weighted mean
+over queries (definitions: docs/recommenders.md)."""
 
 from __future__ import annotations
 
@@ -25,20 +19,16 @@ def auroc(
     indexes: Tensor | None = None, mask: Tensor | None = None, empty_target_action: str = "neg",
     relevance_threshold: float = 1, reduction: str = "mean", validate_args: bool = True,
 ) -> Tensor:
-    """AUROC of each query (relevant: ``label >= relevance_threshold``), exact under ties, then reduced.
+    """AUROC of each query (relevant: ``label >= relevance_threshold``), ties counting one half, then reduced.
 
-    A query without a relevant or without a non-relevant item has no AUROC: ``empty_target_action`` scores it
-    (``"neg"``: 0, ``"pos"``: 1, ``"skip"``: NaN, left out of the mean, ``"error"``). Input as every ranking
-    function takes it: dense ``[..., N]`` with an optional ``mask``, or flat with ``indexes``.
+    A query without a relevant or without a non-relevant item has no AUROC: ``empty_target_action`` scores it.
+    Input as every ranking function's: dense ``[..., N]`` with an optional ``mask``, or flat with ``indexes``.
 
     Args:
-        k: Only each query's top k items by score (None: all; a sequence of ints gives one value per cut-off in a
-            last dimension); where tied items span the k-th position, those first in input order are kept
-            (torchmetrics keeps whichever ``torch.topk`` returns). Undefined (see above) when the top k lack either
-            kind of item.
-        max_fpr: Standardised partial AUC over false positive rates in ``[0, max_fpr]``, ``0 < max_fpr <= 1``: the
-            area under the ROC curve (tie groups as straight segments) up to ``max_fpr``, interpolated there, mapped
-            by McClish's correction ``(1 + (A - max_fpr^2 / 2) / (max_fpr - max_fpr^2 / 2)) / 2``. None or 1: AUROC.
+        k: Only each query's top k items by score (None: all; a sequence gives one value per cut-off); tied items
+            across the k-th position are kept in input order (torchmetrics: as ``torch.topk`` returns them).
+        max_fpr: McClish's standardised partial AUC over false positive rates ``[0, max_fpr]``, ``0 < max_fpr <=
+            1`` (tie groups as straight segments; torchmetrics' ``RetrievalAUROC``). None or 1: AUROC.
 
     Example:
         >>> import torch
@@ -84,8 +74,8 @@ def _auroc(r: Ranking, ks: Sequence[int | None], max_fpr: float | None) -> tuple
 
 
 def _standardised_partial_auroc(r: Ranking, kept: Tensor, relevant: Tensor, negative: Tensor, max_fpr: float) -> Tensor:
-    """McClish's standardised area under each row's ROC curve up to ``max_fpr`` ``[Q]``: each tie group a straight
-    segment, clipped at ``max_fpr``, summed as trapezoids."""
+    """McClish's standardised area ``(1 + (A - max_fpr^2 / 2) / (max_fpr - max_fpr^2 / 2)) / 2`` under each row's ROC
+    curve up to ``max_fpr`` ``[Q]``: each tie group a straight segment, clipped at ``max_fpr``, summed as trapezoids."""
     group_id, start, _ = r.tie_groups
     tps, fps = torch.cumsum(relevant, 1), torch.cumsum(negative, 1)
     n_pos, n_neg = tps[:, -1:].clamp_min(1), fps[:, -1:].clamp_min(1)
@@ -107,11 +97,8 @@ def gauc(
     preds: Tensor, target: Tensor, *, indexes: Tensor | None = None, mask: Tensor | None = None,
     weights: Tensor | None = None, relevance_threshold: float = 1, validate_args: bool = True,
 ) -> Tensor:
-    """Group AUC: ``sum_q w_q AUROC_q / sum_q w_q`` over the queries that have both relevant and non-relevant
-    items (the others are left out, as in Zhu et al., KDD 2017, and Zhou et al.'s DIN, KDD 2018).
-
-    Input as every ranking function takes it: dense rows ``[..., N]`` with an optional ``mask``, or flat items
-    with ``indexes`` (each distinct index a query).
+    """Group AUC: ``sum_q w_q AUROC_q / sum_q w_q`` over the queries with both relevant and non-relevant items
+    (Zhu et al., KDD 2017). Input: dense ``[..., N]`` with an optional ``mask``, or flat with ``indexes``.
 
     Args:
         weights: ``[Q]`` per-query weights (e.g. clicks): one per row, or with ``indexes`` one per distinct index

@@ -1,10 +1,5 @@
-"""The precision-recall curve of a ranking over cut-offs ``k = 1..max_k``, and the best recall at a fixed precision.
-
-The curve is P@k and R@k at every cut-off (:func:`torchrank.functional.precision`, :func:`recall`: ties averaged
-exactly, R the query's relevant items), the form torchmetrics' ``retrieval_precision_recall_curve`` computes per
-query. :func:`recall_at_fixed_precision` reads the mean curve over queries, as torchmetrics'
-``RetrievalRecallAtFixedPrecision`` does.
-"""
+"""The precision-recall curve over cut-offs ``k = 1..max_k`` (P@k and R@k, as torchmetrics'
+``retrieval_precision_recall_curve``), and the best recall at a fixed precision (docs/recommenders.md)."""
 
 from __future__ import annotations
 
@@ -28,7 +23,7 @@ def precision_recall_curve(
     Args:
         max_k: The deepest cut-off; None: the list length ``N`` of dense input (flat input must give it).
         adaptive_k: P@k divides by ``min(k, list length)`` (torchmetrics' ``adaptive_k``), not by k.
-        Others: as every ranking function (P@k divides by k, also past the end of a short list).
+        Others: as :func:`precision`'s.
 
     Example:
         >>> import torch
@@ -55,10 +50,9 @@ def precision_recall_curve(
 def recall_at_fixed_precision(
     preds: Tensor, target: Tensor, min_precision: float, max_k: int | None = None, **options: object,
 ) -> tuple[Tensor, Tensor]:
-    """``(recall, k)``: the largest mean R@k over the cut-offs whose mean P@k is at least ``min_precision``, and
-    that cut-off (the deepest one among equal recalls); ``(0, max_k)`` when no cut-off qualifies or the best
-    recall is 0, as torchmetrics' ``RetrievalRecallAtFixedPrecision``. ``options``: those of
-    :func:`precision_recall_curve` (its ``reduction`` is the mean).
+    """``(recall, k)``: the largest mean R@k over the cut-offs whose mean P@k is at least ``min_precision``, and that
+    cut-off (the deepest among equal recalls); ``(0, max_k)`` when none qualifies or the best recall is 0, as
+    torchmetrics' ``RetrievalRecallAtFixedPrecision``. ``options``: :func:`precision_recall_curve`'s but ``reduction``.
 
     Example:
         >>> import torch

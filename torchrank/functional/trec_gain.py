@@ -1,23 +1,6 @@
-"""trec_eval's experimental gain measures of ``-m all_trec``: binG, G, ndcg_rel and Rndcg.
-
-Each kernel follows trec_eval 10.0's C code (``m_binG.c``, ``m_G.c``, ``m_ndcg_rel.c``, ``m_Rndcg.c``) with its
-default gains (a document's gain is its judged label; unjudged documents gain 0), on the ranking's order: with
-``ties="first"`` on lists ordered as :func:`torchrank.io.read_trec` orders them they give trec_eval's numbers.
-Every sum runs in trec_eval's order (a cumulative sum's end), so values on a printed rounding boundary print as
-trec_eval's do. The ideal list is the judged labels of each query sorted descending (``ideal_target``).
-
-- binG: ``1/R sum over retrieved relevant documents of 1 / log2(2 + judged or unjudged non-relevant documents
-  above)``; relevant: ``label >= relevance_threshold``.
-- G: ``sum_i gain_i / log2(2 + cost_i - gained_i) / sum of the ideal gains``, ``cost_i`` the running sum of
-  ``max(ideal gain at rank j, 1)`` and ``gained_i`` the running sum of the gains retrieved, over ranks ``j <= i``.
-- ndcg_rel: the mean, over the documents with a positive gain (retrieved or not), of the NDCG at the rank each is
-  retrieved (at the list's end for those not retrieved); the ideal DCG at rank ``i`` sums the ideal's first ``i``.
-- Rndcg: the mean NDCG at the ranks where the ideal gain changes (the "R levels"; trec_eval's quirk kept: one more
-  term at the list's end when it runs at least two ranks past the last positive ideal gain); 0 without a
-  relevant document (``label >= relevance_threshold``).
-
-They have no tie-averaged form and refuse ``ties="average"`` on tied input, as bpref does.
-"""
+"""trec_eval's experimental gain measures of ``-m all_trec``: binG, G, ndcg_rel and Rndcg, each following trec_eval
+10.0's C code with its default gains, sums in its order (definitions: docs/measures.md, "trec_eval measures beyond
+the functions above"). With no tie-averaged form, they refuse ``ties="average"`` on tied input."""
 
 from __future__ import annotations
 
