@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 from torch import Tensor
 
@@ -13,7 +11,7 @@ from torchrank.functional._fused_columns import AP
 from torchrank.functional._measure import measure
 from torchrank.functional._options import RankingOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import run_measure
-from torchrank.functional._ranked import Ranking
+from torchrank.functional._ranked import Ks, Ranking, Values
 from torchrank.functional.checks import check_choice
 
 #: What AP@k divides by: ``"relevant"``, all R relevant items of the query (trec_eval ``map_cut``, ranx); ``"found"``,
@@ -28,7 +26,7 @@ def _average_precision_options(*, denominator: str) -> dict[str, object]:
 
 
 @measure(fused=AP)
-def _average_precision(r: Ranking, ks: Sequence[int | None], denominator: str = "relevant") -> tuple[Tensor, Tensor]:
+def _average_precision(r: Ranking, ks: Ks, denominator: str = "relevant") -> Values:
     index, _ = cutoff_index(r, ks)
     if denominator == "found":
         return _ap_over_found(r, ks, index), r.no_relevant
@@ -38,7 +36,7 @@ def _average_precision(r: Ranking, ks: Sequence[int | None], denominator: str = 
     return precision_sum / r.num_relevant.clamp_min(1).unsqueeze(1), r.no_relevant
 
 
-def _ap_over_found(r: Ranking, ks: Sequence[int | None], index: Tensor) -> Tensor:
+def _ap_over_found(r: Ranking, ks: Ks, index: Tensor) -> Tensor:
     """AP@k over the relevant items in the top k ``[Q, K]`` (0 where none is), exact under ``ties="average"``: only
     the tie group across the cut-off makes the denominator random: with s positions above it, a relevant
     items among them, and t of its m positions (r relevant) inside the cut-off, the h relevant items it puts there
@@ -80,7 +78,7 @@ def _log_choose(n: Tensor, k: Tensor) -> Tensor:
     return torch.lgamma(n + 1) - torch.lgamma(k + 1) - torch.lgamma(n - k + 1)
 
 
-def _average_recall(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+def _average_recall(r: Ranking, ks: Ks) -> Values:
     index, _ = cutoff_index(r, ks)
     num_relevant = r.num_relevant.clamp_min(1).unsqueeze(1)
     recall_sum = sum_to_cutoffs(r.relevant_times_count, index, ks) / num_relevant

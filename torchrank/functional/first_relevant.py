@@ -3,8 +3,6 @@ exact under ties) and mean rank (linear in per-position relevance). Definitions:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 from torch import Tensor
 
@@ -13,10 +11,10 @@ from torchrank.functional._fused_columns import FRP, MEAN_RANK, RR, SUCCESS
 from torchrank.functional._measure import measure
 from torchrank.functional._options import RankingOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import run_measure
-from torchrank.functional._ranked import Ranking
+from torchrank.functional._ranked import Ks, Ranking, Values
 
 
-def _found_within(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor, Tensor]:
+def _found_within(r: Ranking, ks: Ks) -> tuple[Tensor, Tensor, Tensor]:
     """Without tie averaging (one argmax, no distribution): whether the first relevant item is within each cut-off,
     its position ``[Q, 1]`` (inf if none) and the effective cut-offs ``[Q, K]``."""
     _, k_eff = cutoff_index(r, ks)
@@ -25,7 +23,7 @@ def _found_within(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor,
 
 
 @measure(fused=RR)
-def _reciprocal_rank(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+def _reciprocal_rank(r: Ranking, ks: Ks) -> Values:
     if not r.averages_ties:
         found, position, _ = _found_within(r, ks)
         return torch.where(found, position.reciprocal(), 0), r.no_relevant
@@ -35,7 +33,7 @@ def _reciprocal_rank(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tens
 
 
 @measure(fused=SUCCESS)
-def _hit_rate(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+def _hit_rate(r: Ranking, ks: Ks) -> Values:
     if not r.averages_ties:
         return _found_within(r, ks)[0].to(r.dtype), r.no_relevant
     index, _ = cutoff_index(r, ks)
@@ -43,7 +41,7 @@ def _hit_rate(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
 
 
 @measure(fused=FRP)
-def _first_relevant_position(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+def _first_relevant_position(r: Ranking, ks: Ks) -> Values:
     if not r.averages_ties:
         found, position, k_eff = _found_within(r, ks)
         return torch.where(found, position, k_eff + 1), r.no_relevant
@@ -54,7 +52,7 @@ def _first_relevant_position(r: Ranking, ks: Sequence[int | None]) -> tuple[Tens
 
 
 @measure(fused=MEAN_RANK)
-def _mean_rank(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+def _mean_rank(r: Ranking, ks: Ks) -> Values:
     index, k_eff = cutoff_index(r, ks)
     position_sum = at_cutoffs(torch.cumsum(r.expected_relevant * r.positions, 1), index)
     num_relevant = r.num_relevant.unsqueeze(1)

@@ -3,8 +3,6 @@ k, and :func:`judged_only_mask` (trec_eval ``-J``). Definitions: docs/measures.m
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 from torch import Tensor
 
@@ -19,7 +17,7 @@ from torchrank.functional._options import (
     with_common_args,
 )
 from torchrank.functional._pipeline import run_measure
-from torchrank.functional._ranked import Ranking
+from torchrank.functional._ranked import Ks, Ranking, Values
 from torchrank.functional.trec_extra import _judged, _none, _refuse_tie_average, _relative_precision
 
 __all__ = ["inferred_average_precision", "judged_fraction", "judged_only_mask", "recall_cap"]
@@ -46,7 +44,7 @@ def judged_only_mask(mask: Tensor | None, judged: Tensor | None, judged_only: bo
     return judged if mask is None else mask & judged
 
 
-def _judged_fraction(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+def _judged_fraction(r: Ranking, ks: Ks) -> Values:
     # linear in the per-position judged flags: the tie groups' means give its exact expectation
     judged = torch.cumsum(r.expected(_judged(r).to(r.dtype)), 1)
     index, k_eff = cutoff_index(r, ks)
@@ -71,7 +69,7 @@ def _pooled_above(r: Ranking, pooled_unjudged: Tensor) -> Tensor:
     return above_group if r.ties == "optimistic" else above_group + r.group_sum(pooled)  # pessimistic: the whole group
 
 
-def _inferred_ap(r: Ranking, ks: Sequence[int | None], pooled_unjudged: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def _inferred_ap(r: Ranking, ks: Ks, pooled_unjudged: Tensor | None = None) -> Values:
     _refuse_tie_average(r, "infAP")
     # trec_eval's m_infAP.c (inferred_average_precision's docstring writes it out)
     rel, judged = r.relevant * r.valid, _judged(r).to(r.dtype)

@@ -13,7 +13,7 @@ import difflib
 import functools
 import inspect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -21,9 +21,10 @@ from torch import Tensor
 
 from torchrank.functional._chunking import reduce_queries
 from torchrank.functional._inputs import REDUCTIONS, check_choice
+from torchrank.functional._measure import Kernel
 from torchrank.functional._options import ListOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import check_parameter_values, finalize, per_query_values, prepare
-from torchrank.functional._ranked import apply_measure
+from torchrank.functional._ranked import Ks, apply_measure
 from torchrank.functional.judgments import judged_only_mask, pooled_in_score_order
 from torchrank.functional.registry import DECLARATIONS, Declaration, grammar_names
 from torchrank.functional.trec_extra import judged_counts
@@ -175,9 +176,7 @@ class RankedLists:
             validate_args=validate_args, depth=None,
         )
 
-    def per_query(
-        self, kernel: Callable[..., tuple[Tensor, Tensor]], ks: Sequence[int | None], **params: object
-    ) -> Tensor:
+    def per_query(self, kernel: Kernel, ks: Ks, **params: object) -> Tensor:
         """``kernel``'s values at the cut-offs ``ks`` (None: the whole list) ``[Q, len(ks)]``, empty queries filled."""
         values, no_relevant = apply_measure(kernel, self._ranking, list(ks), **params)
         if self._validate_args:  # the kernel's own parameters (bpref's judged counts)
@@ -196,7 +195,7 @@ def _with_inputs(family: Declaration, params: dict, extra: dict[str, Tensor | No
 
 
 @functools.cache
-def _reads(kernel: Callable[..., tuple[Tensor, Tensor]], name: str) -> bool:
+def _reads(kernel: Kernel, name: str) -> bool:
     """Whether ``kernel`` takes the parameter ``name`` (read once per kernel and name)."""
     return name in inspect.signature(kernel).parameters
 

@@ -10,7 +10,7 @@ from torch import Tensor
 
 from torchrank.functional._keywords import with_keyword_hints
 from torchrank.functional._pipeline import prepare, run_measure
-from torchrank.functional._ranked import Ranking, apply_measure
+from torchrank.functional._ranked import Ks, Ranking, Values, apply_measure
 
 
 @with_keyword_hints
@@ -52,7 +52,7 @@ def auroc(
     )
 
 
-def _auroc(r: Ranking, ks: Sequence[int | None], max_fpr: float | None) -> tuple[Tensor, Tensor]:
+def _auroc(r: Ranking, ks: Ks, max_fpr: float | None) -> Values:
     """(Partial) AUROC of each query's top k ``[Q, K]``, and where it is undefined (one kind of item only)."""
     # counts in the working dtype (float32 for float16 scores: a pair count past 65,504 is inf there); tie groups
     # from the scores as ranked, in their own dtype (integers past 2^24 do not round into ties)

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 from torch import Tensor
 
@@ -13,7 +11,7 @@ from torchrank.functional._fused_columns import F1, PRECISION, RECALL, RPREC
 from torchrank.functional._measure import measure
 from torchrank.functional._options import ListOptions, RankingOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import run_measure
-from torchrank.functional._ranked import Ranking
+from torchrank.functional._ranked import Ks, Ranking, Values
 
 
 def _precision_options(*, adaptive_k: bool) -> dict[str, object]:
@@ -24,7 +22,7 @@ def _precision_options(*, adaptive_k: bool) -> dict[str, object]:
 
 
 @measure(fused=PRECISION)
-def _precision(r: Ranking, ks: Sequence[int | None], adaptive_k: bool = False) -> tuple[Tensor, Tensor]:
+def _precision(r: Ranking, ks: Ks, adaptive_k: bool = False) -> Values:
     index, k_eff = cutoff_index(r, ks)
     if adaptive_k:  # a list shorter than k: divided by its length
         k_eff = torch.minimum(k_eff, r.num_valid.unsqueeze(1))
@@ -32,20 +30,20 @@ def _precision(r: Ranking, ks: Sequence[int | None], adaptive_k: bool = False) -
 
 
 @measure(fused=RECALL)
-def _recall(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+def _recall(r: Ranking, ks: Ks) -> Values:
     index, _ = cutoff_index(r, ks)
     return at_cutoffs(r.hits, index) / r.num_relevant.clamp_min(1).unsqueeze(1), r.no_relevant
 
 
 @measure(fused=F1)
-def _f1(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+def _f1(r: Ranking, ks: Ks) -> Values:
     # 2PR/(P+R) with P = h/k and R = h/|rel| is 2h/(k+|rel|): linear in the hits h
     index, k_eff = cutoff_index(r, ks)
     return 2 * at_cutoffs(r.hits, index) / (k_eff + r.num_relevant.unsqueeze(1)).clamp_min(1), r.no_relevant
 
 
 @measure(fused=RPREC)
-def _r_precision(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+def _r_precision(r: Ranking, ks: Ks) -> Values:
     # one column per cut-off asked for (all None: evaluate groups 'rprec' and 'r_precision' in one call)
     index = (r.num_relevant - 1).clamp(0, r.list_size - 1).long().unsqueeze(1).expand(-1, len(ks))
     return at_cutoffs(r.hits, index) / r.num_relevant.clamp_min(1).unsqueeze(1), r.no_relevant
