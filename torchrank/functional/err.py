@@ -86,9 +86,8 @@ def err(
     {common_args}
         transform: Label to stop probability: ``"exponential"`` (``(2^g - 1) / 2^max_label``),
             ``"sigmoid"`` (``2 sigmoid(g) - 1``) or a callable returning probabilities in [0, 1].
-        max_label: Top of the label scale ``g_max`` for ``"exponential"``. Default: each query's largest
-            label (of ``ideal_target`` and the ranked items); pass the scale's top (4 for LETOR's 0-4) to
-            compare queries on one scale.
+        max_label: Top of the label scale ``g_max`` for ``"exponential"``. Default: each query's largest label (of
+            ``ideal_target`` and the ranked items); the scale's top (4 for LETOR's 0-4) puts queries on one scale.
 
     Example:
         >>> import torch

@@ -79,9 +79,8 @@ def graded_average_precision(
     ``>= j`` as relevant. Graded: ``relevance_threshold`` does not apply. With one grade it is AP.
 
     {common_args}
-        grade_probabilities: ``(g_1, ..., g_c)``, probabilities summing to 1. Default: uniform over the
-            grades 1 to the top grade (any top at least the query's largest grade gives the same value).
-            A label of grade above c is an error when ``validate_args``.
+        grade_probabilities: ``(g_1, ..., g_c)``, summing to 1 (a label of grade above c is an error with
+            ``validate_args``). Default: uniform over the grades 1 to the query's top grade.
 
     Example:
         >>> import torch

@@ -55,10 +55,8 @@ def rbp(
         p: Persistence, the probability of looking at the next item, in (0, 1); 0.9 as trec_eval.
         max_label: Top of the label scale: gains are ``label / max_label``. Default: each query's largest
             label (of ``ideal_target`` and the ranked items; trec_eval 10).
-        residual: Return the residual (the most unjudged and unseen items could add) instead of RBP;
-            ``empty_target_action`` does not apply to it.
-        judged: Bool like ``preds``, True for items with a judgment; only the residual reads it.
-            Default: every ranked item is judged.
+        residual: Return the residual (the most unjudged and unseen items could add; no ``empty_target_action``).
+        judged: Bool like ``preds``, True for a judged item (default: all); only the residual reads it.
 
     Example:
         >>> import torch

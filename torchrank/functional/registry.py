@@ -265,8 +265,7 @@ DECLARATIONS: tuple[Declaration, ...] = (
     # incomplete judgments (torchrank.functional.judgments)
     Declaration("relative_p", "Relevant items in the top k / min(k, R): capped recall (BEIR's R_cap@k).", "linear",
         trec_extra._relative_precision, aliases=("recall_cap", "r_cap"), function=judgments.recall_cap,
-        metric="RecallCap",
-        trec=(TrecName("relative_P", "cuts", CUTS), TrecName("set_relative_P"))),
+        metric="RecallCap", trec=(TrecName("relative_P", "cuts", CUTS), TrecName("set_relative_P"))),
     Declaration("judged", "Share of the top k with a judgment (ir_measures' Judged@k; / min(k, retrieved)).", "linear",
         judgments._judged_fraction, higher_is_better=None, empty_target_action=False,
         function=judgments.judged_fraction, metric="JudgedFraction"),
