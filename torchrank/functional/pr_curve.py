@@ -6,24 +6,21 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from torchrank.functional._keywords import with_keyword_hints
+from torchrank.functional._options import ListOptions, Unpack, with_common_args
 from torchrank.functional.precision import precision, recall
 
 
-@with_keyword_hints
+@with_common_args
 def precision_recall_curve(
-    preds: Tensor, target: Tensor, max_k: int | None = None, *, indexes: Tensor | None = None,
-    mask: Tensor | None = None, ideal_target: Tensor | None = None, ties: str = "average",
-    empty_target_action: str = "neg", relevance_threshold: float = 1, reduction: str = "mean",
-    validate_args: bool = True, adaptive_k: bool = False,
+    preds: Tensor, target: Tensor, max_k: int | None = None, *, adaptive_k: bool = False,
+    **options: Unpack[ListOptions],
 ) -> tuple[Tensor, Tensor, Tensor]:
     """``(precision, recall, top_k)``: P@k and R@k for ``k`` in ``top_k = 1..max_k``, ``[max_k]`` each (mean over
     queries) or ``[..., max_k]`` per query (``reduction="none"``).
 
-    Args:
+    {common_args}
         max_k: The deepest cut-off; None: the list length ``N`` of dense input (flat input must give it).
         adaptive_k: P@k divides by ``min(k, list length)`` (torchmetrics' ``adaptive_k``), not by k.
-        Others: as :func:`precision`'s.
 
     Example:
         >>> import torch
@@ -33,16 +30,13 @@ def precision_recall_curve(
         (tensor([1.0000, 0.5000, 0.6667]), tensor([0.5000, 0.5000, 1.0000]))
     """
     if max_k is None:
-        if indexes is not None:
+        if options["indexes"] is not None:
             raise ValueError("Argument `max_k` must be given with flat input (`indexes`): the lists' length is "
                              "known only after grouping.")
         max_k = preds.shape[-1]
     if isinstance(max_k, bool) or not isinstance(max_k, int) or max_k <= 0:
         raise ValueError(f"Argument `max_k` must be a positive int or None, got {max_k!r}.")
     ks = list(range(1, max_k + 1))
-    options = dict(indexes=indexes, mask=mask, ideal_target=ideal_target, ties=ties,
-                   empty_target_action=empty_target_action, relevance_threshold=relevance_threshold,
-                   reduction=reduction, validate_args=validate_args)
     p = precision(preds, target, k=ks, adaptive_k=adaptive_k, **options)
     return p, recall(preds, target, k=ks, **options), torch.arange(1, max_k + 1, device=preds.device)
 
