@@ -53,14 +53,12 @@ def _judged_fraction(r: Ranking, ks: Ks) -> Values:
 
 
 def _pooled_above(r: Ranking, pooled_unjudged: Tensor) -> Tensor:
-    """Pooled but unjudged items ranked above each position ``[Q, N]``, from ``pooled_unjudged`` in the ranking's
-    column order (:func:`pooled_in_score_order`; ties: ``"optimistic"`` puts none of a group above, ``"pessimistic"``
-    all)."""
+    """Pooled but unjudged items ranked above each position ``[Q, N]``, from ``pooled_unjudged`` in descending score
+    order (:func:`pooled_in_score_order`), which the ranking permutes only within tie groups (keeping their order for
+    ``"first"``): ``"optimistic"`` puts none of a group above, ``"pessimistic"`` all."""
     if pooled_unjudged.shape[0] != r.num_queries or pooled_unjudged.shape[1] < r.list_size:
-        raise ValueError(
-            f"Argument `pooled_unjudged` must be [queries, items] like the ranking ({r.num_queries}, "
-            f">= {r.list_size}), got {tuple(pooled_unjudged.shape)}."
-        )
+        raise ValueError(f"Argument `pooled_unjudged` must be [queries, items] like the ranking ({r.num_queries}, "
+                         f">= {r.list_size}), got {tuple(pooled_unjudged.shape)}.")
     pooled = (pooled_unjudged[:, : r.list_size] & r.valid).to(r.dtype)
     before = torch.cumsum(pooled, 1) - pooled
     if r.ties == "first":

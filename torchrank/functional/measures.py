@@ -173,8 +173,7 @@ class RankedLists:
         self._inputs, self._ranking = prepare(
             preds, target, indexes=None, mask=mask, ideal_target=ideal_target, judged=judged, ties=ties,
             empty_target_action=empty_target_action, reduction="none", relevance_threshold=relevance_threshold,
-            validate_args=validate_args, depth=None,
-        )
+            validate_args=validate_args, depth=None)
 
     def per_query(self, kernel: Kernel, ks: Ks, **params: object) -> Tensor:
         """``kernel``'s values at the cut-offs ``ks`` (None: the whole list) ``[Q, len(ks)]``, empty queries filled."""

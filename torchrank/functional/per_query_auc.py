@@ -48,8 +48,7 @@ def auroc(
     return run_measure(
         _auroc, preds, target, k=k, indexes=indexes, mask=mask, ideal_target=None, ties="first",
         empty_target_action=empty_target_action, reduction=reduction, relevance_threshold=relevance_threshold,
-        validate_args=validate_args, max_fpr=None if max_fpr is None or max_fpr == 1 else float(max_fpr),
-    )
+        validate_args=validate_args, max_fpr=None if max_fpr is None or max_fpr == 1 else float(max_fpr))
 
 
 def _auroc(r: Ranking, ks: Ks, max_fpr: float | None) -> Values:
