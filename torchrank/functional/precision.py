@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor
 
@@ -43,7 +45,7 @@ def _f1(r: Ranking, ks: Ks) -> Values:
 
 
 @measure(fused=RPREC)
-def _r_precision(r: Ranking, ks: Ks) -> Values:
+def _r_precision(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
     # one column per cut-off asked for (all None: evaluate groups 'rprec' and 'r_precision' in one call)
     index = (r.num_relevant - 1).clamp(0, r.list_size - 1).long().unsqueeze(1).expand(-1, len(ks))
     return at_cutoffs(r.hits, index) / r.num_relevant.clamp_min(1).unsqueeze(1), r.no_relevant
