@@ -70,8 +70,6 @@ def reciprocal_rank(preds: Tensor, target: Tensor, **options: Unpack[RankingOpti
         >>> import torch
         >>> reciprocal_rank(torch.tensor([0.9, 0.8, 0.7]), torch.tensor([0, 0, 1]))
         tensor(0.3333)
-        >>> reciprocal_rank(torch.tensor([0.9, 0.8, 0.7]), torch.tensor([0, 0, 1]), k=2)
-        tensor(0.)
     """
     return run_measure(_reciprocal_rank, preds, target, **options)
 
@@ -120,7 +118,5 @@ def mean_rank(preds: Tensor, target: Tensor, **options: Unpack[RankingOptions]) 
         >>> import torch
         >>> mean_rank(torch.tensor([0.9, 0.8, 0.7, 0.6]), torch.tensor([1, 0, 0, 1]))
         tensor(2.5000)
-        >>> mean_rank(torch.tensor([0.9, 0.8, 0.7, 0.6]), torch.tensor([1, 0, 0, 1]), k=2)
-        tensor(2.)
     """
     return run_measure(_mean_rank, preds, target, **options)

@@ -64,8 +64,6 @@ def precision(preds: Tensor, target: Tensor, *, adaptive_k: bool = False, **opti
         >>> target = torch.tensor([[1, 0, 1, 0], [0, 0, 1, 1]])
         >>> precision(preds, target, k=2, reduction="none")
         tensor([0.5000, 0.5000])
-        >>> precision(preds, target, k=[1, 3])
-        tensor([0.5000, 0.5000])
         >>> precision(preds, target, k=8), precision(preds, target, k=8, adaptive_k=True)  # 4 items a list
         (tensor(0.2500), tensor(0.5000))
     """
