@@ -256,8 +256,7 @@ class Ranking:
     @_cached
     def _group_starts(self) -> Tensor:
         """Where each position's tie group begins ``[Q, N]`` int64: the last boundary at or above it (or 0)."""
-        boundary = self._group_ids[0]
-        return torch.cummax(torch.where(boundary, _indices(self.list_size, self.labels.device), 0), 1).values
+        return torch.cummax(torch.where(self._group_ids[0], _indices(self.list_size, self.labels.device), 0), 1).values
 
     @_cached
     def averages_ties(self) -> bool:
