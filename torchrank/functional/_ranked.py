@@ -62,17 +62,7 @@ def rank(
     inputs: RankingInput, *, ties: str = "average", relevance_threshold: float = 1, depth: int | None = None
 ) -> Ranking:
     """Sort each list of ``inputs`` by descending score once, ties ordered as ``ties`` says, on the backend that
-    formatted them; padded items last, never counted. ``depth``: the deepest position a measure reads (None: all).
-
-    Example:
-        >>> import torch
-        >>> from torchrank.functional._inputs import format_inputs
-        >>> from torchrank.functional.backends import backend_for
-        >>> cpu = backend_for(torch.device("cpu"))
-        >>> x = format_inputs(torch.tensor([0.1, 0.9, 0.5]), torch.tensor([0, 2, 1]), backend=cpu)
-        >>> rank(x, ties="first").labels
-        tensor([[2., 1., 0.]])
-    """
+    formatted them; padded items last, never counted. ``depth``: the deepest position a measure reads (None: all)."""
     return inputs.backend.order(inputs, ties, relevance_threshold, depth)
 
 

@@ -1,6 +1,6 @@
 """The gains, discounts, ERR's stop probabilities and ideal DCG that the measures and the losses share, so that a
 gain means the same in a metric and in the loss trained for it: any device, no host read, autograd kept. Where only
-a ratio is taken, exponential gains are divided by ``2^top`` and never overflow (docs/measures.md, "DCG").
+a ratio is taken, exponential gains are divided by ``2^top`` and never overflow (docs/measures.md, section dcg).
 """
 
 from __future__ import annotations
