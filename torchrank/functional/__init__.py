@@ -1,9 +1,5 @@
-"""Stateless, batched ranking metrics on dense ``[..., N]`` or flat ``(preds, target, indexes)`` input.
-
-Every function ranks each list once (:mod:`torchrank.functional._ranked`) and returns the mean over
-queries, their sum, or per-query values (``reduction="none"``). The functions exported here are those the
-measure registry declares (:data:`MEASURES`, read-only; :mod:`torchrank.functional.registry`), with
-:func:`evaluate` for several measures by name over one sort, and a few more.
+"""Stateless, batched ranking metrics on dense ``[..., N]`` or flat ``(preds, target, indexes)`` input: the functions
+the registry declares (:data:`MEASURES`), :func:`evaluate` for several measures by name over one sort, and a few more.
 
 Example:
     >>> import torchrank.functional as F
@@ -29,8 +25,7 @@ from torchrank.functional.rbp import rbp
 from torchrank.functional.registry import MEASURES
 from torchrank.functional.trec_extra import bpref
 
-# the declared measures' functions are imported by name above (a test checks that every one is), so that type
-# checkers and IDEs see them with their parameters
+# imported by name (a test checks every declared one is), so that type checkers see them with their parameters
 __all__ = [
     "MEASURES", "auroc", "average_precision", "average_recall", "bpref", "catalogue_to_dense", "current_memory_budget",
     "dcg", "err", "evaluate", "f1", "first_relevant_position", "gauc", "graded_average_precision", "hit_rate",

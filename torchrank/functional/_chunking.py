@@ -1,10 +1,6 @@
-"""Evaluation in chunks of queries when the input would not fit in memory.
-
-Every measure is computed row by row, so a dense input whose working memory would exceed the budget is split along
-the query axis, and the chunks' per-query values are joined and reduced once, exactly as without chunks. The budget
-(:func:`memory_budget`; by default half the free memory of the input's device) bounds the measures' working memory;
-the per-query values of all queries come on top, as they would without chunks.
-"""
+"""Dense input whose working memory would pass the budget (:func:`memory_budget`; by default half the free memory of
+its device) is evaluated by chunks of queries, joined and reduced once: every measure is per row, so the values are
+the same. The per-query values of all queries come on top of the budget, as they would without chunks."""
 
 from __future__ import annotations
 
@@ -18,10 +14,8 @@ from torch import Tensor
 
 from torchrank.functional._compile import constant_when_compiled
 
-# Working memory of one evaluation per list item beyond the input itself: the rank order (int64), the
-# ranked labels and scores, and the per-position float tensors the measures build (relevance, cumulative
-# sums, gains). Measured at about 55 bytes for NDCG@10 and for seven measures on CPU
-# (benchmarks/bench_chunked.py, results/chunked_cpu.json); the round figure leaves headroom.
+# working memory per list item beyond the input (rank order, ranked labels and scores, the measures' per-position
+# tensors): about 55 bytes measured (benchmarks/bench_chunked.py); the round figure leaves headroom
 BYTES_PER_ITEM = 96
 
 _ALWAYS_FITS = 256 * 2**20  # working memory that any device has to spare without asking
@@ -31,10 +25,8 @@ _BUDGET: ContextVar[int | None] = ContextVar("torchrank_memory_budget", default=
 
 @contextmanager
 def memory_budget(num_bytes: int | None) -> Iterator[None]:
-    """Cap the working memory of the ranking functions inside the ``with`` block at ``num_bytes``.
-
-    Larger dense inputs are evaluated in chunks of queries, with the same result. ``None`` restores the
-    default (half the free memory of the input's device).
+    """Cap the working memory of the ranking functions inside the ``with`` block at ``num_bytes``: larger dense inputs
+    are evaluated in chunks of queries, with the same result. ``None``: half the free memory of the input's device.
 
     Example:
         >>> import torch
@@ -63,8 +55,6 @@ def current_memory_budget() -> int | None:
         >>> with memory_budget(2**20):
         ...     current_memory_budget()
         1048576
-        >>> current_memory_budget() is None
-        True
     """
     return _BUDGET.get()
 
@@ -79,8 +69,7 @@ def _default_budget(device: torch.device) -> int:
         return 2**62
 
 
-#: Names of the chunked inputs that carry a measure's tensor parameter start with this: in the shape of ``preds``
-#: (a value per item) or ``[*batch, 1]`` (a value per query), cut into the same chunks of queries as the rows.
+#: The prefix of the chunked inputs that carry a measure's tensor parameter, ``[*batch, 1]`` or shaped as ``preds``.
 PARAMETER_ROWS = "param:"
 
 
@@ -123,7 +112,7 @@ def evaluate_in_chunks(
     call: Callable[[dict[str, Tensor | None]], Tensor], preds: Tensor, tensors: dict[str, Tensor | None]
 ) -> Tensor | None:
     """``call`` (per-query values ``[q, ...]``) on each chunk of ``{"preds": preds, **tensors}``, joined ``[*batch,
-    ...]``; None if one call fits the budget. Each chunk's values go into the output at once: held once, not twice."""
+    ...]`` as they come (held once, not twice); None if one call fits the budget."""
     chunks = query_chunks(preds, tensors)
     if chunks is None:
         return None

@@ -1,9 +1,5 @@
-"""Cut-offs: where the measures read a :class:`~torchrank.functional._ranked.Ranking`'s per-position quantities.
-
-A measure at cut-offs ``ks`` (ints, or None for the whole list) builds a per-position quantity ``[Q, N]``, usually a
-running sum, and reads it at each cut-off: :func:`cutoff_index` gives the positions (cached on the ranking, shared
-by the measures of one ``evaluate``), :func:`at_cutoffs` reads them.
-"""
+"""Where a measure at cut-offs ``ks`` (ints, None for the whole list) reads its per-position quantity ``[Q, N]``:
+:func:`cutoff_index` finds the positions (shared by the measures of one ranking), :func:`at_cutoffs` reads them."""
 
 from __future__ import annotations
 
@@ -19,14 +15,12 @@ if TYPE_CHECKING:
 
 
 def cutoff_index(ranking: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
-    """For each cut-off, the index into the rank axis and the effective k (for None, the whole list: each query's
-    ranked items), ``[Q, K]`` each, or ``[K]`` and ``[1, K]`` when every cut-off is a number. A cut-off past the list
-    end reads the last position (every later position would add nothing)."""
+    """For each cut-off, the index into the rank axis (past the list's end: its last position) and the effective k
+    (None: each query's ranked items), ``[Q, K]`` each, or ``[K]`` and ``[1, K]`` when every cut-off is a number."""
     key = tuple(ks)
     if key not in ranking.cutoffs:  # measures of one evaluate() often share their cut-offs
         n = ranking.list_size
-        if None in ks:
-            # filled on the device from Python numbers: no host-to-device copy (a synchronisation)
+        if None in ks:  # filled on the device from Python numbers: no host-to-device copy
             valid = ranking.num_valid
             k_eff = torch.stack([valid if k is None else torch.full_like(valid, k) for k in ks], 1)
             index = (k_eff - 1).clamp(0, n - 1).long()
@@ -44,14 +38,12 @@ def fixed_cutoffs(ks: tuple[int, ...], n: int, dtype: torch.dtype, device: torch
 
 
 def sum_to_cutoffs(values: Tensor, index: Tensor, ks: Sequence[int | None]) -> Tensor:
-    """Sums of per-position ``values`` (0 past each list's end) down to each cut-off ``[Q, K]``: a plain
-    sum when every cut-off is the whole list, else a cumulative sum read at ``index``."""
+    """Sums of per-position ``values`` (0 past each list's end) down to each cut-off ``[Q, K]``."""
     if all(k is None for k in ks):
         return values.sum(1, keepdim=True).expand(-1, len(ks))
     return at_cutoffs(torch.cumsum(values, 1), index)
 
 
 def at_cutoffs(cumulative: Tensor, index: Tensor) -> Tensor:
-    """Read a per-position cumulative quantity ``[Q, N]`` at each query's cut-offs ``[Q, K]``, or at the same cut-offs
-    ``[K]`` in every query."""
+    """Read a per-position quantity ``[Q, N]`` at each query's cut-offs ``[Q, K]``, or at the same ``[K]`` in all."""
     return cumulative.index_select(1, index) if index.ndim == 1 else cumulative.gather(1, index)

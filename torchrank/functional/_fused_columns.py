@@ -1,8 +1,5 @@
-"""What the triton backend's fused kernel (:mod:`torchrank.functional.backends._triton.kernel`) writes: its output
-columns, one measure code each. The kernel computes every code of :data:`CODES`; a measure's kernel declares which
-column computes it (:func:`torchrank.functional._measure.measure`). This module imports nothing of torchrank (nor
-triton: importing torchrank does not load the compiler).
-"""
+"""The triton fused kernel's output columns, one measure code each (which a kernel declares with ``_measure.measure``).
+It imports nothing of torchrank, nor triton."""
 
 from __future__ import annotations
 
@@ -12,8 +9,7 @@ from typing import NamedTuple
 PRECISION, RECALL, F1, SUCCESS, AP, RR, DCG, DCG_EXP, NDCG, NDCG_EXP, ERR, RPREC, FRP, MEAN_RANK, RBP = range(15)
 #: Every code the kernel computes.
 CODES = (PRECISION, RECALL, F1, SUCCESS, AP, RR, DCG, DCG_EXP, NDCG, NDCG_EXP, ERR, RPREC, FRP, MEAN_RANK, RBP)
-# the longest list the kernel ranks in registers; longer lists run on the torch backend (re-exported by
-# torchrank.functional.backends, here so that the kernel imports no package above it)
+# the longest list the kernel ranks in registers; longer lists run on the torch backend
 TRITON_MAX_ITEMS = 4096
 # the columns whose empty query is one without a relevant item (binary); the others': no positive label (graded)
 BINARY_CODES = (PRECISION, RECALL, F1, SUCCESS, AP, RR, RPREC, FRP, MEAN_RANK)

@@ -1,10 +1,5 @@
-"""Argument checks and input formatting shared by every ranking function.
-
-Everything a metric needs passes through :func:`format_inputs`, which validates the arguments (the cheap
-checks always; the checks that read tensor values, and so synchronise a GPU stream, only when
-``validate_args=True``) and returns dense ``[Q, N]`` tensors whatever the caller's layout was: leading
-dimensions flattened, or flat ``(preds, target, indexes)`` grouped into padded rows.
-"""
+"""Argument checks, and :func:`format_inputs`: any input layout as dense ``[Q, N]`` rows (docs/architecture.md).
+The checks that read values, and so synchronise a GPU stream, run only with ``validate_args=True``."""
 
 from __future__ import annotations
 
@@ -32,10 +27,7 @@ LARGE_BATCH_ITEMS = 2**20
 
 @dataclass(frozen=True)
 class RankingInput:
-    """Validated dense input: ``Q`` queries of at most ``N`` items (``M`` judged items for the ideal).
-
-    ``batch_shape`` is the caller's leading shape, restored on per-query output.
-    """
+    """Validated dense input: ``Q`` queries of at most ``N`` items (``M`` judged items for the ideal)."""
 
     preds: Tensor  # [Q, N] floating
     # [Q, N] labels, 0 at padded positions: in the working dtype, except large unpadded CPU batches, whose labels
@@ -43,7 +35,7 @@ class RankingInput:
     target: Tensor
     mask: Tensor  # [Q, N] bool, True for a real item
     ideal_target: Tensor  # [Q, M] labels of all judged items, 0 at padding (``target`` itself when not given)
-    batch_shape: tuple[int, ...]
+    batch_shape: tuple[int, ...]  # the caller's leading shape, restored on per-query output
     backend: Backend  # the backend of the tensors' device, which checked them and ranks them
     judged: Tensor | None = None  # [Q, N] bool, True for an item with a judgment (RBP residual)
     padded: bool = True  # False when every position is a real item (known without reading values)
@@ -51,8 +43,8 @@ class RankingInput:
     exact_ties: bool = False  # rank with the tie order applied to every row (rows known to hold ties)
     integer_labels: bool = False  # the caller's labels came in an integer (or bool) dtype: whole numbers
     finite_scores: bool = False  # checked: no NaN and no infinity among the scores (False: not known)
-    # bounds on the scores and the labels (smallest, largest) where the value checks read them (the numpy backend;
-    # scores of dense input only): the CPU keys size their bits from them rather than read the values again
+    # (smallest, largest) scores (dense input only) and labels where the numpy backend's value checks read them:
+    # the CPU keys size their bits from them rather than read the values again
     score_range: tuple[float, float] | None = None
     label_range: tuple[float, float] | None = None
 
@@ -64,10 +56,8 @@ def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
 
 
 def normalize_k(k: int | Sequence[int] | None) -> tuple[list[int | None], bool]:
-    """Return the cut-offs as a list (``[None]`` for the whole list) and whether a sequence was given.
-
-    A sequence holds positive ints only; to mix the whole list with cut-offs, use ``evaluate``.
-    """
+    """The cut-offs as a list (``[None]``: the whole list, which a sequence cannot hold: see ``evaluate``) and
+    whether a sequence was given."""
     if k is None:
         return [None], False
     if isinstance(k, Tensor) and k.ndim == 0:  # one cut-off, as the elements of a tensor of cut-offs are
@@ -97,9 +87,8 @@ def check_options(ties: str, empty_target_action: str, reduction: str, relevance
     if isinstance(relevance_threshold, bool) or not isinstance(relevance_threshold, int | float):
         raise TypeError(f"Argument `relevance_threshold` must be a number, got {relevance_threshold!r}.")
     if not relevance_threshold > 0:
-        raise ValueError(
-            f"Argument `relevance_threshold` must be > 0 (label 0 means not relevant), got {relevance_threshold}."
-        )
+        raise ValueError(f"Argument `relevance_threshold` must be > 0 (label 0 means not relevant), got "
+                         f"{relevance_threshold}.")
 
 
 def _is_int(v: object) -> bool:
@@ -117,21 +106,11 @@ def format_inputs(
     label_limit: float | None = None, backend: Backend,
 ) -> RankingInput:
     """Validate the caller's tensors on ``backend`` (their device's) and return them as dense ``[Q, N]`` rows.
-    ``label_limit``: the largest label the measures take (exponential DCG's; None: any), checked with the values.
-
-    Example:
-        >>> import torch
-        >>> from torchrank.functional.backends import backend_for
-        >>> cpu = backend_for(torch.device("cpu"))
-        >>> x = format_inputs(torch.tensor([0.3, 0.1, 0.2]), torch.tensor([1, 0, 0]), backend=cpu)
-        >>> x.preds.shape, x.batch_shape
-        (torch.Size([1, 3]), ())
-    """
+    ``label_limit``: the largest label the measures take (exponential DCG's; None: any), checked with the values."""
     check_dense_inputs(preds, target, mask=mask, ideal_target=None)
     _check_bool_like_preds("judged", judged, preds)
     mask = backend.real_mask(mask)  # None where no list is padded: no mask to apply
-    # a ranking reads values only (no measure is differentiable): scores or labels a model still holds a graph
-    # for are read without it, and numpy can read them
+    # no measure is differentiable: read the values without their graph (numpy can read them then)
     preds, target, ideal_target = (
         x.detach() if isinstance(x, Tensor) and x.requires_grad else x for x in (preds, target, ideal_target)
     )
@@ -140,10 +119,8 @@ def format_inputs(
         if ideal_target is not None:  # flat input's ideal labels are per item, as `target`, grouped with it into rows
             check_tensor("ideal_target", ideal_target)
             if ideal_target.shape != preds.shape:
-                raise ValueError(
-                    "With `indexes`, argument `ideal_target` must hold one label per item, shaped as `preds` "
-                    f"{tuple(preds.shape)}, got {tuple(ideal_target.shape)}."
-                )
+                raise ValueError("With `indexes`, argument `ideal_target` must hold one label per item, shaped as "
+                                 f"`preds` {tuple(preds.shape)}, got {tuple(ideal_target.shape)}.")
             _check_same_device("ideal_target", ideal_target, preds.device)
         extra = {name: x for name, x in (("ideal_target", ideal_target), ("judged", judged)) if x is not None}
         (preds, target, *rest), mask = _group_flat([preds, target, *extra.values()], indexes, mask, backend)
@@ -184,15 +161,7 @@ def format_inputs(
 
 
 def check_dense_inputs(preds: Tensor, target: Tensor, *, mask: Tensor | None, ideal_target: Tensor | None) -> None:
-    """:func:`format_inputs`' checks of dense input that read no value, for kernels that read the tensors as given.
-
-    Example:
-        >>> import torch
-        >>> check_dense_inputs(torch.zeros(2, 3), torch.zeros(2, 4), mask=None, ideal_target=None)
-        Traceback (most recent call last):
-        ...
-        ValueError: Arguments `preds` and `target` must have the same shape, got (2, 3) and (2, 4).
-    """
+    """:func:`format_inputs`' checks of dense input that read no value, for kernels that read the tensors as given."""
     check_tensor("preds", preds)
     check_tensor("target", target)
     if preds.dtype == torch.bool or preds.is_complex():
@@ -200,10 +169,8 @@ def check_dense_inputs(preds: Tensor, target: Tensor, *, mask: Tensor | None, id
     if target.is_complex():
         raise TypeError(f"Argument `target` must hold real labels (bool, int or float), got {target.dtype}.")
     if preds.shape != target.shape:
-        raise ValueError(
-            f"Arguments `preds` and `target` must have the same shape, got {tuple(preds.shape)} "
-            f"and {tuple(target.shape)}."
-        )
+        raise ValueError(f"Arguments `preds` and `target` must have the same shape, got {tuple(preds.shape)} and "
+                         f"{tuple(target.shape)}.")
     _check_same_device("target", target, preds.device)
     if preds.numel() == 0:
         raise ValueError(f"Argument `preds` must not be empty, got shape {tuple(preds.shape)}.")
@@ -222,14 +189,13 @@ def read_by_blocks(x: Tensor) -> bool:
 
 @functools.lru_cache(maxsize=16)
 def _false(device: torch.device) -> Tensor:
-    """A ``[]`` False on ``device`` (cached: read, never written): the flag of a check that cannot fail."""
+    """A ``[]`` False (cached: never written): the flag of a check that cannot fail."""
     return torch.zeros((), dtype=torch.bool, device=device)
 
 
 @functools.lru_cache(maxsize=64)
 def _all_true(device: torch.device, shape: tuple[int, ...]) -> Tensor:
-    """The mask of unpadded ``shape`` input: one True broadcast, no memory (cached per shape: a validation loop's
-    batches share one, and an update makes no op for it)."""
+    """The mask of unpadded input: one True broadcast, no memory (cached: a validation loop's batches share it)."""
     return torch.ones((1, 1), dtype=torch.bool, device=device).expand(shape)
 
 
@@ -239,14 +205,7 @@ def working_dtype(preds: Tensor) -> torch.dtype:
 
 
 def check_tensor(name: str, value: object) -> None:
-    """Raise ``TypeError`` unless argument ``name`` is a tensor.
-
-    Example:
-        >>> check_tensor("scores", [0.5, 0.2])
-        Traceback (most recent call last):
-        ...
-        TypeError: Argument `scores` must be a torch.Tensor, got list.
-    """
+    """Raise ``TypeError`` unless argument ``name`` is a tensor."""
     if not isinstance(value, Tensor):
         raise TypeError(f"Argument `{name}` must be a torch.Tensor, got {type(value).__name__}.")
 
@@ -263,9 +222,8 @@ def _check_bool_like_preds(name: str, value: Tensor | None, preds: Tensor) -> No
     if value.dtype != torch.bool:
         raise TypeError(f"Argument `{name}` must be a bool tensor, got dtype {value.dtype}.")
     if value.shape != preds.shape:
-        raise ValueError(
-            f"Argument `{name}` must have the shape of `preds` {tuple(preds.shape)}, got {tuple(value.shape)}."
-        )
+        raise ValueError(f"Argument `{name}` must have the shape of `preds` {tuple(preds.shape)}, got "
+                         f"{tuple(value.shape)}.")
     _check_same_device(name, value, preds.device)
 
 
@@ -308,9 +266,8 @@ def value_problems(
     mask: Tensor | None = None,
 ) -> Tensor:
     """The value checks of dense input as ``[8]`` bool flags on the device (no host read), in :data:`VALUE_PROBLEMS`'
-    order; ``label_limit``: exponential DCG's largest label (None: none). The judged-count flag is False here (bpref
-    checks it against its ranking: :func:`judged_count_problems`). Padded items count, as on every backend; infinite
-    scores rank (first or last), but an infinite label has no finite gain, so it is refused.
+    order, the judged-count flag False (bpref's: :func:`judged_count_problems`); ``label_limit``: exponential DCG's
+    largest label. Padded items count, as on every backend; infinite scores rank, infinite labels have no gain.
 
     Example:
         >>> import torch
@@ -323,7 +280,7 @@ def value_problems(
 
 
 def _dense_misses_labels(target: Tensor, ideal_target: Tensor | None, mask: Tensor | None) -> Tensor:
-    """:func:`ideal_misses_labels` of dense ``[..., N]`` input (padded items hold no label), False without an ideal."""
+    """:func:`ideal_misses_labels` of dense ``[..., N]`` input (padding holds no label), False without an ideal."""
     if ideal_target is None:
         return _false(target.device)
     rows = target if mask is None else torch.where(mask, target, 0)
@@ -350,10 +307,10 @@ def unfused_value_problems(
     missing = _dense_misses_labels(target, ideal_target, mask)
     return torch.stack([*_labels_above(target, ideal_target, label_limit), missing, _false(target.device)])
 
+
 def ideal_misses_labels(target: Tensor, ideal_target: Tensor) -> Tensor:
     """Whether a row of ``ideal_target`` ``[Q, M]`` (every judged label) has fewer labels ``>= t`` than the row of
-    ``target`` ``[Q, N]`` (padding 0) for some ``t`` (``[]`` bool, on the device). Without it every measure's ideal is
-    at least the list's own (recall and NDCG at most 1).
+    ``target`` ``[Q, N]`` for some ``t`` (``[]`` bool): else every ideal is at least the list's (NDCG <= 1).
 
     Example:
         >>> import torch
@@ -371,13 +328,7 @@ def ideal_misses_labels(target: Tensor, ideal_target: Tensor) -> Tensor:
 
 def judged_count_problems(num_judged: Tensor, least: Tensor) -> Tensor:
     """:data:`VALUE_PROBLEMS`' flags ``[8]`` bool of judged counts (bpref's ``num_judged``) below ``least`` ``[Q]``,
-    the judged items the ranking knows of (R and the judged non-relevant items listed).
-
-    Example:
-        >>> import torch
-        >>> judged_count_problems(torch.tensor([3, 1]), torch.tensor([2.0, 2.0])).tolist()[-1]
-        True
-    """
+    the judged items the ranking knows of (R and the judged non-relevant items listed)."""
     below = (num_judged.reshape(-1) < least).any()
     return torch.stack([_false(below.device)] * JUDGED_BELOW_R + [below])
 
@@ -399,8 +350,8 @@ _DEFERRED: contextvars.ContextVar[list[Tensor] | None] = contextvars.ContextVar(
 
 @contextlib.contextmanager
 def deferred_value_checks() -> Iterator[list[Tensor]]:
-    """Inside the block the device backends' value checks are not read: their flags (``[8]`` bool, on the device)
-    go to the yielded list instead. A metric's update runs its functional so, and never waits on the device.
+    """Inside the block the device backends' value-check flags (``[8]`` bool) go to the yielded list, unread: a
+    metric's update runs its functional so, and never waits on the device.
 
     Example:
         >>> import torch, torchrank
@@ -420,8 +371,7 @@ def deferred_value_checks() -> Iterator[list[Tensor]]:
 
 
 def report_value_problems(flags: Tensor) -> None:
-    """Keep the device backends' value-check ``flags`` inside :func:`deferred_value_checks`, else read them (one
-    synchronisation) and raise for the first."""
+    """Keep ``flags`` inside :func:`deferred_value_checks`, else read them (one synchronisation) and raise."""
     found = _DEFERRED.get()
     if found is None:
         return raise_value_problems(flags.tolist())
@@ -442,10 +392,8 @@ def _raise_problem(index: int) -> None:  # every backend words the problems so
 def _check_ideal(ideal_target: Tensor, batch_shape: tuple[int, ...], device: torch.device) -> None:
     check_tensor("ideal_target", ideal_target)
     if tuple(ideal_target.shape[:-1]) != batch_shape or ideal_target.ndim == 0 or ideal_target.shape[-1] == 0:
-        raise ValueError(
-            f"Argument `ideal_target` must have shape {(*batch_shape, 'M')} (the leading dims of `preds` and "
-            f"M >= 1 judged labels per query), got {tuple(ideal_target.shape)}."
-        )
+        raise ValueError(f"Argument `ideal_target` must have shape {(*batch_shape, 'M')} (the leading dims of `preds` "
+                         f"and M >= 1 judged labels per query), got {tuple(ideal_target.shape)}.")
     _check_same_device("ideal_target", ideal_target, device)
 
 
@@ -459,10 +407,8 @@ def _group_flat(
     if indexes.dtype == torch.bool or indexes.is_floating_point() or indexes.is_complex():
         raise TypeError(f"Argument `indexes` must be an integer tensor, got dtype {indexes.dtype}.")
     if preds.ndim != 1 or indexes.shape != preds.shape:
-        raise ValueError(
-            "With `indexes`, arguments `preds`, `target` and `indexes` must be 1-D of equal length, got "
-            f"{tuple(preds.shape)}, {tuple(items[1].shape)} and {tuple(indexes.shape)}."
-        )
+        raise ValueError("With `indexes`, arguments `preds`, `target` and `indexes` must be 1-D of equal length, got "
+                         f"{tuple(preds.shape)}, {tuple(items[1].shape)} and {tuple(indexes.shape)}.")
     _check_same_device("indexes", indexes, preds.device)
     if mask is not None:
         items, indexes = [x[mask] for x in items], indexes[mask]
@@ -475,8 +421,7 @@ def _group_flat(
     num_rows, width = counts.numel(), int(counts.max())  # the output shape needs one host read
     if grouped and width * num_rows == indexes.numel():  # grouped, every query as long: the rows are a view
         return [x.reshape(num_rows, width) for x in items], None
-    # each row's first `counts` positions, row by row: in that order they are the items grouped by query, so each
-    # padded tensor is one masked scatter (no per-item row or place to compute, and no device synchronisation)
+    # each row's first `counts` positions, in order, are the items grouped by query: one masked scatter per tensor
     dense_mask = torch.arange(width, device=preds.device) < counts.unsqueeze(1)
     dense = [backend.scatter_rows(x if order is None else x[order], dense_mask) for x in items]
     return dense, dense_mask

@@ -1,10 +1,5 @@
-"""Errors for keyword arguments a function or class does not take, that say what to write instead.
-
-Most such mistakes are habits from torchmetrics, whose retrieval functions and classes name some options
-differently (``top_k`` for torchrank's ``k``) or have options torchrank has no counterpart for (``ignore_index``
-in a function: torchrank masks items instead). The names are torchmetrics' retrieval signatures, read from
-torchmetrics 1.9; :mod:`torchrank.compat` takes all of them as torchmetrics does.
-"""
+"""Errors for keyword arguments a function or class does not take, that say what to write instead: mostly habits
+from torchmetrics' retrieval signatures (1.9), e.g. ``top_k`` for ``k`` (:mod:`torchrank.compat` takes them all)."""
 
 from __future__ import annotations
 
@@ -65,9 +60,8 @@ def _hint(owner: str, name: str, accepted: Collection[str]) -> str:
 
 
 def with_keyword_hints(fn: Fn) -> Fn:
-    """``fn``, whose call with a keyword argument it does not take raises :func:`keyword_error`'s ``TypeError``
-    instead of Python's (which names the keyword only). Nothing is checked on a call that binds; a function that
-    takes ``**kwargs`` is returned as it is."""
+    """``fn`` raising :func:`keyword_error`'s ``TypeError`` for a keyword it does not take (checked only once a call
+    fails); a function that takes ``**kwargs`` as it is."""
     parameters = inspect.signature(fn).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
         return fn

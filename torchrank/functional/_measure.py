@@ -1,9 +1,5 @@
-"""A measure's kernel with what it declares to the pipeline (:class:`Measure`): whether the triton backend's fused
-kernel computes it (its column code for the params: :mod:`torchrank.functional._fused_columns`), the largest label it
-takes, the value checks of its own parameters. The registry's declarations hold the kernels, so each request that
-reaches the pipeline carries its kernel's declarations: no table on the side. This module sits below the measures
-and the pipeline and imports neither (nor triton).
-"""
+"""A measure's kernel with what it declares to the pipeline (:class:`Measure`), carried by every request: no table on
+the side. It imports neither the measures nor the pipeline (nor triton)."""
 
 from __future__ import annotations
 
@@ -23,15 +19,14 @@ ValueProblems = Callable[..., Tensor | None]
 
 
 class Measure:
-    """A kernel ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])``, called as the function itself (its
-    name, doc and signature are the function's; pickled by reference), with its declarations.
+    """A kernel ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])`` with its declarations, called and
+    pickled as the function itself.
 
     Attributes:
-        fused: The fused kernel's rule (None: it never computes the measure); a code: that column, without params.
-        label_limit: ``(params, dtype) -> the largest label the kernel takes, or None``, for values that grow without
-            bound in the label (DCG's undivided ``2^label - 1``): the value checks refuse larger labels.
-        value_problems: ``(ranking, params) -> flags or None``: the value checks of the kernel's own parameters
-            (bpref's judged counts), ``VALUE_PROBLEMS``' flags on the device.
+        fused: The triton fused kernel's column code for the params (None: not computed there); a code: that
+            column, without params (:mod:`~torchrank.functional._fused_columns`).
+        label_limit: ``(params, dtype) -> the largest label the kernel takes, or None`` (DCG's ``2^label - 1``).
+        value_problems: ``(ranking, params) -> VALUE_PROBLEMS' flags or None``: checks of the kernel's parameters.
     """
 
     def __init__(

@@ -1,9 +1,6 @@
-"""The keyword arguments the ranking functions share, declared once: their types, defaults and docs.
-
-A public function takes its own options by name and the shared ones as ``**options`` typed by a ``TypedDict`` below
-(PEP 692), which type checkers and IDEs expand into keywords, e.g. ``def recall(preds, target, **options:
-Unpack[RankingOptions])``; :func:`with_common_args` gives it the same at run time (signature, defaults, docs, errors).
-"""
+"""The keyword arguments the ranking functions share, declared once: a function takes them as ``**options:
+Unpack[RankingOptions]`` (PEP 692, seen by type checkers) under :func:`with_common_args`, which gives it the same
+at run time (signature, defaults, docs, errors)."""
 
 from __future__ import annotations
 
@@ -35,8 +32,7 @@ Reduction = Literal["mean", "sum", "none"]
 
 
 class MeasureOptions(TypedDict, total=False):
-    """The options of every measure of a ranking, except the order of ties (bpref's and infAP's default
-    ``"first"`` differs: they take ``ties`` themselves) and the cut-off."""
+    """The options of every measure but ``ties`` (bpref's and infAP's default differs) and the cut-off."""
 
     indexes: Tensor | None
     mask: Tensor | None
@@ -97,10 +93,8 @@ COMMON_ARGS = {
 
 def with_common_args(fn: Fn) -> Fn:
     """``fn`` documented and checked as a ranking function: ``{common_args}`` in its docstring becomes the docs of the
-    shared arguments it takes (in :data:`COMMON_ARGS`' order), and a keyword it does not take raises
-    :func:`~torchrank.functional._keywords.keyword_error`'s ``TypeError`` (torchmetrics' ``top_k``: use ``k``).
-    ``**options: Unpack[<a TypedDict above>]`` are expanded: the signature lists them as keywords with
-    :data:`DEFAULTS`, and ``options`` holds every one of them when ``fn`` runs.
+    shared arguments it takes, a keyword it does not take raises :func:`~torchrank.functional._keywords.keyword_error`,
+    and ``**options: Unpack[...]`` is expanded into keywords with :data:`DEFAULTS`, all of them in ``options``.
     """
     signature = inspect.signature(fn)
     var_keyword = [p.name for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD]
@@ -124,8 +118,8 @@ def with_common_args(fn: Fn) -> Fn:
 
 
 def _expanded(signature: inspect.Signature, shared: Collection[str]) -> inspect.Signature:
-    """``signature`` with its ``**options`` replaced by the ``shared`` keywords: the cut-off first (as every function
-    listed it), then the function's own options, then the rest in :data:`DEFAULTS`' order."""
+    """``signature`` with ``**options`` replaced by the ``shared`` keywords: the cut-off, the function's own options,
+    then the rest in :data:`DEFAULTS`' order."""
     written = {n: getattr(a, "__forward_arg__", a) for n, a in RankingOptions.__annotations__.items()}
 
     def keyword(name: str) -> inspect.Parameter:

@@ -1,9 +1,5 @@
-"""One pipeline for every ranking function: validate, format, rank once, measure, reduce.
-
-A measure is a function ``(ranking, ks, **params) -> (values [Q, K], no_relevant [Q])``; this module
-owns everything around it, so the public functions cannot drift apart in how they check arguments,
-treat queries without relevant items or reduce.
-"""
+"""One pipeline for every ranking function, around its measures ``(ranking, ks, **params) -> (values [Q, K],
+no_relevant [Q])``: validate, format, rank once, measure, score empty queries, reduce (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -39,9 +35,8 @@ def run_measure(
     indexes: Tensor | None, mask: Tensor | None, ideal_target: Tensor | None, judged: Tensor | None = None, ties: str,
     empty_target_action: str, reduction: str, relevance_threshold: float, validate_args: bool, **params: object,
 ) -> Tensor:
-    """Validate and rank the input, apply ``measure`` and reduce its per-query values. The shared options come from
-    a public function, with their defaults (:mod:`torchrank.functional._options`); ``k`` and ``judged`` are None for a
-    measure that takes none."""
+    """Validate and rank the input, apply ``measure`` and reduce its per-query values; the options come from a
+    public function, with their defaults (``k`` and ``judged`` None where it takes none)."""
     ks, k_is_sequence = normalize_k(k)
     check_choice("reduction", reduction, REDUCTIONS)
     values = per_query_values(
@@ -54,8 +49,8 @@ def run_measure(
 
 
 def _params_as_rows(requests: Requests, preds: Tensor) -> dict | None:
-    """The requests' tensor parameters as rows to chunk with the input: per query (``[Q]``, bpref's judged counts) a
-    ``[*batch, 1]`` column, per item (``[Q, N]``, infAP's pool) shaped as ``preds``; None where one is neither."""
+    """The requests' tensor parameters as rows to chunk with the input: ``[*batch, 1]`` for one per query (bpref's
+    judged counts), shaped as ``preds`` for one per item (infAP's pool); None where one is neither."""
     if not isinstance(preds, Tensor) or preds.dim() < 1:
         return None
     rows = {}
@@ -74,7 +69,7 @@ def _params_as_rows(requests: Requests, preds: Tensor) -> dict | None:
 def _requests_with_params(requests: Requests, chunk: dict) -> list:
     """``requests`` with their tensor parameters replaced by the rows of ``chunk`` (:func:`_params_as_rows`)."""
 
-    def given(i: int, name: str, x: object) -> object:  # a chunk's rows, in the parameter's shape ([q] or [q, N])
+    def given(i: int, name: str, x: object) -> object:  # the chunk's rows in the parameter's shape
         return chunk[f"{PARAMETER_ROWS}{i}:{name}"].reshape(-1, *x.shape[1:]) if isinstance(x, Tensor) else x
 
     return [(m, ks, {n: given(i, n, v) for n, v in params.items()}) for i, (m, ks, params) in enumerate(requests)]
@@ -85,17 +80,14 @@ def per_query_values(
     ideal_target: Tensor | None, judged: Tensor | None, ties: str, empty_target_action: str, relevance_threshold: float,
     validate_args: bool,
 ) -> Tensor:
-    """The per-query values ``[*batch, K]`` of ``requests``, queries without a relevant item scored as
-    ``empty_target_action`` says: by the backend's fused kernel where it covers them, else from one ranking of the
-    input (by chunks of queries past the memory budget)."""
+    """The per-query values ``[*batch, K]`` of ``requests``, empty queries scored: by the backend's fused kernel where
+    it covers them, else from one ranking of the input (by chunks of queries past the memory budget)."""
     backend = backend_for(preds.device) if isinstance(preds, Tensor) else None
     if backend is not None and indexes is None and judged is None and isinstance(target, Tensor):
         fused = _fused_per_query(requests, preds, target, mask, ideal_target, backend, ties, empty_target_action,
                                  relevance_threshold, validate_args)
         if fused is not None:
             return fused
-    # dense input past the memory budget: chunks of queries, same values; per-query parameters (bpref's judged counts,
-    # infAP's pool) are cut into the same chunks as the rows
     rows_of_params = _params_as_rows(requests, preds)
     if indexes is None and rows_of_params is not None:
         check_options(ties, empty_target_action, "none", relevance_threshold)
@@ -105,8 +97,7 @@ def per_query_values(
                 ideal_target=t["ideal_target"], judged=t["judged"], ties=ties, empty_target_action=empty_target_action,
                 relevance_threshold=relevance_threshold, validate_args=validate_args,
             ),
-            preds,
-            {"target": target, "mask": mask, "ideal_target": ideal_target, "judged": judged, **rows_of_params},
+            preds, {"target": target, "mask": mask, "ideal_target": ideal_target, "judged": judged, **rows_of_params},
         )
         if chunked is not None:
             return chunked
@@ -131,8 +122,7 @@ def prepare(
     preds: Tensor, target: Tensor, *, ties: str, empty_target_action: str, reduction: str, relevance_threshold: float,
     depth: int | None = None, **formatting: Any,
 ) -> tuple[RankingInput, Ranking]:
-    """Check the shared options, format the input (:func:`format_on_backend`, which takes ``formatting``) and rank it
-    once, to ``depth`` (None: whole lists)."""
+    """Check the shared options, format the input (:func:`format_on_backend`) and rank it once, to ``depth``."""
     check_options(ties, empty_target_action, reduction, relevance_threshold)
     inputs = format_on_backend(preds, target, **formatting)
     return inputs, rank(inputs, ties=ties, relevance_threshold=relevance_threshold, depth=depth)
@@ -140,14 +130,14 @@ def prepare(
 
 def format_on_backend(preds: Tensor, target: Tensor, *, backend: Backend | None = None, **options: Any) -> RankingInput:
     """:func:`~torchrank.functional._inputs.format_inputs` on ``backend``, by default ``preds``' device's (the CPU's
-    for what is not a tensor, which the checks then refuse): a request's one look-up."""
+    for what is not a tensor, which the checks then refuse)."""
     backend = backend or backend_for(preds.device if isinstance(preds, Tensor) else torch.device("cpu"))
     return format_inputs(preds, target, backend=backend, **options)
 
 
 def check_parameter_values(requests: Requests, ranking: Ranking) -> None:
-    """The value checks the kernels declare of their own parameters against the ranking (bpref's judged counts
-    against R; :class:`~torchrank.functional._measure.Measure`), reported as the input's are."""
+    """The value checks the kernels declare of their own parameters (bpref's judged counts against R), reported as
+    the input's are."""
     for measure, _, params in requests:
         declared = getattr(measure, "value_problems", None)
         if declared is not None and (flags := declared(ranking, params)) is not None:
@@ -155,8 +145,8 @@ def check_parameter_values(requests: Requests, ranking: Ranking) -> None:
 
 
 def label_limit(requests: Requests, preds: Tensor) -> float | None:
-    """The largest label every requested kernel takes in ``preds``' working dtype (None: any), as kernels whose values
-    grow without bound in the label declare it (DCG's ``2^label - 1``: inf past label 127 in float32)."""
+    """The largest label every requested kernel takes in ``preds``' working dtype (None: any), as declared by kernels
+    whose values grow without bound in the label (DCG's ``2^label - 1``)."""
     if not isinstance(preds, Tensor):
         return None
     dtype = working_dtype(preds)
@@ -174,9 +164,8 @@ def finalize(
     values: Tensor, no_relevant: Tensor, inputs: RankingInput, empty_target_action: str, reduction: str,
     k_is_sequence: bool,
 ) -> Tensor:
-    """Score queries without relevant items (``no_relevant`` ``[Q]``, or ``[Q, K]`` per column) as
-    ``empty_target_action`` says, then reduce ``values`` ``[Q, K]`` to ``[*batch_shape, K]`` (``"none"``) or ``[K]``;
-    K dropped unless ``k_is_sequence``."""
+    """Score queries without relevant items (``no_relevant`` ``[Q]``, or ``[Q, K]``), then reduce ``values`` ``[Q, K]``
+    to ``[*batch_shape, K]`` (``"none"``) or ``[K]``; K dropped unless ``k_is_sequence``."""
     if empty_target_action == "error" and bool(no_relevant.any()):
         raise ValueError(_EMPTY_ERROR)
     fill = {"neg": 0.0, "pos": 1.0, "skip": float("nan"), "error": 0.0}[empty_target_action]
@@ -189,8 +178,8 @@ def _fused_per_query(
     requests: Requests, preds: Tensor, target: Tensor, mask: Tensor | None, ideal_target: Tensor | None,
     backend: Backend, ties: str, empty_target_action: str, relevance_threshold: float, validate_args: bool,
 ) -> Tensor | None:
-    """Per-query values ``[..., K]`` of dense ``requests``, empty queries filled, from ``backend``'s fused kernel; None
-    where it has none or it does not cover a measure, option or input (the caller then ranks as usual)."""
+    """Per-query values ``[..., K]`` of dense ``requests`` from ``backend``'s fused kernel; None where it has none or
+    it does not cover a measure, option or input."""
     found = [fused_columns(measure, ks, params) for measure, ks, params in requests]
     if None in found:
         return None
@@ -202,8 +191,7 @@ def _fused_per_query(
     if fused is None:
         return None
     values, empty, mixed, problems = fused
-    if problems is not None:  # the kernel's own value checks: read here, or kept for a metric's update
-        # the kernel checks the first four problems; the label limit and the ideal's labels are ours
+    if problems is not None:  # the kernel's first four value checks, then ours
         report_value_problems(torch.cat([problems, unfused_value_problems(
             target, ideal_target, label_limit=label_limit(requests, preds), mask=mask)]))
     if empty is not None and bool(empty.any()):
@@ -218,8 +206,8 @@ def _err_of_mixed_ties(
     values: Tensor, mixed: Tensor, requests: Requests, preds: Tensor, target: Tensor, mask: Tensor | None,
     ideal_target: Tensor | None, empty_target_action: str, relevance_threshold: float,
 ) -> Tensor:
-    """``values`` with the ERR columns of the ``mixed`` rows computed by the torch backend under ``"average"``: one
-    host read (which rows), the documented exception to the device backends' no-read rule."""
+    """``values`` with the ERR columns of the ``mixed`` rows by the torch backend under ``"average"``: one host read
+    (which rows), the device backends' documented exception."""
     rows = mixed.nonzero().squeeze(1)
     if rows.numel() == 0:
         return values
@@ -239,6 +227,5 @@ def _err_of_mixed_ties(
     return values
 
 
-_EMPTY_ERROR = (
-    "A query has no relevant item and `empty_target_action='error'`; pass 'neg', 'pos' or 'skip' to score such queries."
-)
+_EMPTY_ERROR = ("A query has no relevant item and `empty_target_action='error'`; pass 'neg', 'pos' or 'skip' to "
+                "score such queries.")

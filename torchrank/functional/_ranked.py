@@ -1,13 +1,6 @@
-"""The one sort every ranking metric builds on: :func:`rank` and the :class:`Ranking` it returns.
-
-:func:`rank` orders each list once, on the backend that formatted it (each backend's ``order`` builds its
-:class:`Ranking` on this module, which imports no backend); the Ranking computes lazily, once, what the metrics
-share (tie groups, cumulative hits, the first relevant position's distribution, ideal gains).
-
-Ties (DESIGN section 4): ``"average"`` gives a metric's exact expected value when each group of equal scores is
-ordered uniformly at random: a metric linear in per-position values uses the group mean; the others (AP, RR, ERR,
-...) use the closed forms of :class:`Ranking`.
-"""
+"""The one sort every measure builds on: :func:`rank`, on the input's backend, and the :class:`Ranking` it returns,
+which computes once, on demand, what the measures share, with the closed forms of ``ties="average"`` (the expected
+value over random orders of each tie group: docs/measures.md)."""
 from __future__ import annotations
 
 import functools
@@ -45,10 +38,7 @@ def _cached(compute: Callable[[Any], T]) -> T:
 
 
 def _gather_ranking(
-    inputs: RankingInput,
-    order: Tensor | int,
-    ties: str,
-    relevance_threshold: float,
+    inputs: RankingInput, order: Tensor | int, ties: str, relevance_threshold: float,
     scores: Tensor | Callable[[], Tensor] | None = None,
 ) -> Ranking:
     """The :class:`Ranking` of ``inputs`` in ``order``: ``[Q, <=N]`` indices into each row, or the width of rows
@@ -62,12 +52,8 @@ def _gather_ranking(
         scores=take(inputs.preds) if scores is None else scores,
         labels=_ranked_labels(inputs.target, order, working_dtype(inputs.preds)),
         valid=take(inputs.mask) if inputs.padded else _leading(inputs.mask, width),  # all True
-        ideal_labels=inputs.ideal_target,
-        judged=None if inputs.judged is None else take(inputs.judged),
-        ties=ties,
-        relevance_threshold=relevance_threshold,
-        backend=inputs.backend,
-        all_valid=not inputs.padded,
+        ideal_labels=inputs.ideal_target, judged=None if inputs.judged is None else take(inputs.judged), ties=ties,
+        relevance_threshold=relevance_threshold, backend=inputs.backend, all_valid=not inputs.padded,
         ranks_every_judged_item=_ranks_every_judged_item(inputs, width),
     )
 
@@ -75,27 +61,12 @@ def _gather_ranking(
 def rank(
     inputs: RankingInput, *, ties: str = "average", relevance_threshold: float = 1, depth: int | None = None
 ) -> Ranking:
-    """Sort each list of ``inputs`` by descending score once, ordering ties as ``ties`` says, on the backend that
-    formatted them (:meth:`~torchrank.functional.backends.Backend.order`).
-
-    Padded items go last (after real items scored ``-inf``) and never count. ``depth``: the deepest
-    position any measure will read (None: the whole list); the ranking may then stop there.
-
-    Example:
-        >>> import torch
-        >>> from torchrank.functional._inputs import format_inputs
-        >>> from torchrank.functional.backends import backend_for
-        >>> cpu = backend_for(torch.device("cpu"))
-        >>> x = format_inputs(torch.tensor([0.1, 0.9, 0.5]), torch.tensor([0, 2, 1]), backend=cpu)
-        >>> rank(x, ties="first").labels
-        tensor([[2., 1., 0.]])
-    """
+    """Sort each list of ``inputs`` by descending score once, ties ordered as ``ties`` says, on the backend that
+    formatted them; padded items last, never counted. ``depth``: the deepest position a measure reads (None: all)."""
     return inputs.backend.order(inputs, ties, relevance_threshold, depth)
 
 
-def apply_measure(
-    measure: Callable[..., tuple[Tensor, Tensor]], ranking: Ranking, ks: Sequence[int | None], **params: object
-) -> tuple[Tensor, Tensor]:
+def apply_measure(measure: Callable[..., Values], ranking: Ranking, ks: Ks, **params: object) -> Values:
     """``measure(ranking, ks, **params)``, with the rows of ``ranking.apart`` taken from their own ranking (and
     per-query tensor parameters ``[Q, ...]`` cut to those rows)."""
     values, no_relevant = measure(ranking, ks, **params)
@@ -119,8 +90,8 @@ def _ranks_every_judged_item(inputs: RankingInput, width: int) -> bool:
 
 
 def _ranked_labels(target: Tensor, order: Tensor | int, dtype: torch.dtype) -> Tensor:
-    """The labels in ``order`` (as :func:`_gather_ranking`'s), in ``dtype``: gathered then converted when few
-    positions are read; else converted by blocks of rows, gathered into the output (no whole-batch temporary)."""
+    """The labels in ``order`` (:func:`_gather_ranking`'s) in ``dtype``: converted after the gather when few positions
+    are read, else by blocks of rows gathered into the output (no whole-batch temporary)."""
     if isinstance(order, int):
         return _leading(target, order).to(dtype).contiguous()
     if target.dtype == dtype:
@@ -144,28 +115,17 @@ _ROW_BLOCK_ITEMS = 2**16
 
 
 def _compare(op: Callable[..., Tensor], x: Tensor, other: Tensor | float, dtype: torch.dtype) -> Tensor:
-    """``op(x, other)`` (a comparison) as 0/1 in ``dtype``: written straight into a ``dtype`` tensor, faster on CPU
-    than torch's bool output (and than converting it; benchmarks/notes/code_comment_timings.md)."""
+    """Comparison ``op(x, other)`` written as 0/1 straight into a ``dtype`` tensor: faster on CPU than a bool output
+    (benchmarks/notes/code_comment_timings.md)."""
     return op(x, other, out=torch.empty(x.shape, dtype=dtype, device=x.device))
 
 
 class Ranking:
-    """Labels of each query in rank order, and the quantities metrics share, computed once on demand.
-
-    Shapes: ``Q`` queries, ``N`` ranked positions, ``M`` judged (ideal) labels.
-    """
+    """Labels of ``Q`` queries in rank order (``N`` positions, ``M`` judged labels), and what measures share."""
 
     def __init__(
-        self,
-        scores: Tensor | Callable[[], Tensor],
-        labels: Tensor,
-        valid: Tensor,
-        ideal_labels: Tensor,
-        ties: str,
-        relevance_threshold: float,
-        backend: Backend,
-        judged: Tensor | None = None,
-        all_valid: bool = False,
+        self, scores: Tensor | Callable[[], Tensor], labels: Tensor, valid: Tensor, ideal_labels: Tensor, ties: str,
+        relevance_threshold: float, backend: Backend, judged: Tensor | None = None, all_valid: bool = False,
         ranks_every_judged_item: bool = False,
     ) -> None:
         self._scores = scores
@@ -182,23 +142,20 @@ class Ranking:
         self.dtype = labels.dtype
         self.num_queries, self.list_size = labels.shape
         self.cutoffs: dict[tuple[int | None, ...], tuple[Tensor, Tensor]] = {}  # see _cutoffs.cutoff_index
-        # queries whose tie order matters, with a ranking of their own that gives their values (see apply_measure)
-        self.apart: list[RowsApart] = []
-        # one of the orders of ties="average" rows whose values are averaged over each (see _other_tie_orders):
-        # ranked as "first", but a measure with no tie-averaged form must refuse it as it refuses averaged ties
+        self.apart: list[RowsApart] = []  # rows whose tie order matters, each with its own ranking (apply_measure)
+        # one of the tie orders whose values ties="average" averages: ranked as "first", but a measure with no
+        # tie-averaged form refuses it as it refuses averaged ties
         self.averaged_over_orders = False
         self.route = "sort"  # the ordering route that built it (the numpy backend's own: its order.ROUTES)
 
-    def apart_for(self, ks: Sequence[int | None]) -> list[RowsApart]:
+    def apart_for(self, ks: Ks) -> list[RowsApart]:
         """The :attr:`apart` rows whose ties a measure cut at ``ks`` reads: this ranking's values are exact where
         every cut-off stops before a row's first tie."""
         return [a for a in self.apart if None in ks or max(ks) > a.first_tie]
 
-    # ---------------------------------------------------------------- basic per-query quantities
     @_cached
     def scores(self) -> Tensor:
-        """Scores in rank order ``[Q, N]``, or keys that order and tie as they do: read only to find tie groups
-        (so gathered on first use)."""
+        """Scores in rank order ``[Q, N]`` (or keys that tie as they do), gathered when tie groups are first needed."""
         return self._scores() if callable(self._scores) else self._scores
 
     @_cached
@@ -244,8 +201,8 @@ class Ranking:
         return self.ideal_labels if self.ideal_labels.dtype == self.dtype else self.ideal_labels.to(self.dtype)
 
     def per_ideal_row(self, fn: Callable[[Tensor], Tensor]) -> Tensor:
-        """``fn`` of the ideal labels in the working dtype ``[Q, ...]``; on large CPU batches by blocks of rows, whose
-        temporaries the allocator reuses (a whole batch's would be page-faulted in afresh on every call)."""
+        """``fn`` of the ideal labels in the working dtype ``[Q, ...]``; on large CPU batches by blocks of rows
+        (:func:`~torchrank.functional._inputs.read_by_blocks`)."""
         if not read_by_blocks(self.ideal_labels):
             return fn(self._ideal_labels_in_dtype)
         blocks = row_blocks(*self.ideal_labels.shape, _ROW_BLOCK_ITEMS)
@@ -264,7 +221,6 @@ class Ranking:
         top = torch.maximum(self.ideal_labels.amax(1, keepdim=True).to(self.dtype), self.labels.amax(1, keepdim=True))
         return top_of_scale(top)
 
-    # ---------------------------------------------------------------- tie groups
     @property
     def tie_groups(self) -> tuple[Tensor, Tensor, Tensor]:
         """Each position's tie group ``[Q, N]``: ``group_id`` (from 0 in each row), ``start`` (its 0-based first
@@ -273,8 +229,8 @@ class Ranking:
 
     @_cached
     def _group_ids(self) -> tuple[Tensor, Tensor]:
-        """Where each tie group begins ``[Q, N]`` bool (but the first position: False, so that the running count of
-        boundaries numbers the groups from 0), and each position's group number ``[Q, N]`` int64."""
+        """Where each tie group begins ``[Q, N]`` bool (False at position 0, so that groups number from 0), and each
+        position's group number ``[Q, N]`` int64."""
         new_group = self.scores[:, 1:] != self.scores[:, :-1]  # a position not in the group of the one above
         if not self.all_valid:  # padding (always last) is a group of its own
             new_group |= self.valid[:, 1:] != self.valid[:, :-1]
@@ -283,20 +239,18 @@ class Ranking:
 
     @_cached
     def _group_sizes(self) -> Tensor:
-        """The number of items of each position's tie group ``[Q, N]``, in the working dtype (whole numbers, exact
-        below 2^24 in float32; half the memory of int64, and the closed forms divide by it as a float)."""
+        """The size of each position's tie group ``[Q, N]`` in the working dtype (exact below 2^24 in float32), which
+        the closed forms divide by."""
         return self.group_sum(torch.ones(self.labels.shape, dtype=self.dtype, device=self.labels.device))
 
     @_cached
     def _group_starts(self) -> Tensor:
         """Where each position's tie group begins ``[Q, N]`` int64: the last boundary at or above it (or 0)."""
-        boundary = self._group_ids[0]
-        return torch.cummax(torch.where(boundary, _indices(self.list_size, self.labels.device), 0), 1).values
+        return torch.cummax(torch.where(self._group_ids[0], _indices(self.list_size, self.labels.device), 0), 1).values
 
     @_cached
     def averages_ties(self) -> bool:
-        """Whether tie groups need averaging: ``ties="average"`` and a tie exists (or, on the device backends, may
-        exist: finding out would synchronise the device)."""
+        """``ties="average"`` and a tie exists (or, on the device backends, may: finding out would synchronise)."""
         return self.ties == "average" and self.backend.may_tie(self)
 
     @_cached
@@ -315,7 +269,6 @@ class Ranking:
         """Expected per-position value under random order of tie groups (the group mean), or ``values``."""
         return self.backend.tie_means(self, values) if self.averages_ties else values
 
-    # ---------------------------------------------------------------- shared cumulative quantities
     @_cached
     def hits(self) -> Tensor:
         """Expected number of relevant items in the top i, ``[Q, N]``."""
@@ -379,8 +332,7 @@ class Ranking:
     @_cached
     def first_relevant_position(self) -> Tensor:
         """1-based rank of the first relevant item in this order, ``inf`` where there is none ``[Q]``."""
-        # one plus the positions above it, where no relevant item is yet: the relevant counts (shared with AP, P
-        # and R) never decrease along a row, so a binary search for the first count above 0 finds it
+        # the relevant counts (shared with AP, P, R) never decrease along a row: search for the first above 0
         half = torch.full((self.num_queries, 1), 0.5, dtype=self.dtype, device=self.labels.device)
         before = torch.searchsorted(self.relevant_count, half).squeeze(1)
         return torch.where(before < self.list_size, (before + 1).to(self.dtype), float("inf"))
@@ -403,15 +355,14 @@ class Ranking:
         survive = exclusive_cumprod(factor)
         return torch.where(first_group, survive * r / (m - t), torch.zeros_like(m))
 
-    # ---------------------------------------------------------------- gains and discounts
     def gains(self, gain: Gain, labels: Tensor | None = None) -> Tensor:
-        """``gain(label)`` (the core's formula, shared with the losses) for ``labels`` (default: the ranked labels;
-        ideal labels of large batches come in the caller's dtype), 0 at padding."""
+        """``gain(label)`` (:mod:`~torchrank.functional.core`'s) of ``labels`` in the working dtype (default: the
+        ranked labels), 0 at padding."""
         return gain_values(self.labels if labels is None else labels.to(self.dtype), gain)
 
     def ideal_gains(self, gain: Gain, depth: int | None = None) -> Tensor:
-        """Gains of the judged items sorted descending, the top ``depth`` of them (all for None) ``[Q, <=M]``; a
-        callable's negative gains count 0 there (the ideal ranking gains nothing from them: trec_eval's ideal DCG)."""
+        """Gains of the judged items sorted descending, the top ``depth`` (None: all) ``[Q, <=M]``; a callable's
+        negative gains count 0 (the ideal ranking gains nothing from them: trec_eval's ideal DCG)."""
         if callable(gain):  # any map: the gains first, then their order
             return self.backend.descending(self.gains(gain, self.ideal_labels).clamp_min(0), depth)
         # the linear and exponential gains never decrease with the label: sort the labels, map the top ones

@@ -1,20 +1,6 @@
-"""The formulas the measures and the losses share: gains, discounts, ERR's stop probabilities, the ideal DCG.
-
-:mod:`torchrank.functional` (DCG, NDCG, ERR) and :mod:`torchrank.losses` (NeuralNDCG, ApproxNDCG, LambdaLoss, soft
-ERR) both read these, so a gain or a discount means the same thing in a metric and in the loss trained for it.
-Every function works on any device, reads no tensor value on the host and keeps autograd history.
-
-Exponential gains never overflow into a silent ``inf`` or NaN: where only a ratio is needed (NDCG, ERR's
-stop probabilities, LambdaLoss' normalised gains) the gains are computed divided by ``2^top``, ``top`` the top of
-each list's label scale, which the ratio does not see and which keeps every gain at most 1 in any dtype;
-exponential DCG, which sums the undivided gains, has the value checks refuse labels past :func:`largest_exponent`.
-
-Example:
-    >>> import torch
-    >>> labels = torch.tensor([[3.0, 2.0, 0.0]])  # in rank order
-    >>> weights = rank_weights("log", 3, dtype=labels.dtype, device=labels.device)
-    >>> discounted_gains(gain_values(labels, "exponential"), weights).sum(1)  # DCG: 7 + 3 / log2(3)
-    tensor([8.8928])
+"""The gains, discounts, ERR's stop probabilities and ideal DCG that the measures and the losses share, so that a
+gain means the same in a metric and in the loss trained for it: any device, no host read, autograd kept. Where only
+a ratio is taken, exponential gains are divided by ``2^top`` and never overflow (docs/measures.md, section dcg).
 """
 
 from __future__ import annotations
@@ -47,7 +33,6 @@ DISCOUNTS = ("log", "power", "linear")
 TRANSFORMS = ("exponential", "sigmoid")
 
 
-# ---------------------------------------------------------------------------------------------------- checks
 def check_gain_discount(gain: Gain, discount: Discount, log_base: float) -> None:
     """Validate the gain and discount options of every DCG-style measure and loss.
 
@@ -88,16 +73,13 @@ def largest_exponent(dtype: torch.dtype) -> int:
     return math.frexp(torch.finfo(dtype).max)[1] - 1  # max = m * 2^e with m < 1: 2^(e - 1) is the largest power
 
 
-# ---------------------------------------------------------------------------------------------------- gains
 def exponential_gain(labels: Tensor, top: Tensor | float | None = None) -> Tensor:
-    """``2^label - 1``, or with ``top`` that gain divided by ``2^top``: ``2^(label - top) - 2^(-top)``, at most 1 for
-    labels up to ``top`` (a label far below it underflows to 0, which a ratio of gains could not resolve anyway).
+    """``2^label - 1``, or with ``top`` that gain divided by ``2^top``, at most 1 for labels up to ``top`` (a label
+    far below it underflows to 0, which a ratio of gains could not resolve anyway).
 
     Example:
         >>> exponential_gain(torch.tensor([0.0, 1.0, 3.0]))
         tensor([0., 1., 7.])
-        >>> exponential_gain(torch.tensor([0.0, 1.0, 3.0]), top=3.0)  # the same over 2^3
-        tensor([0.0000, 0.1250, 0.8750])
         >>> exponential_gain(torch.tensor([200.0, 199.0]), top=200.0)  # 2^200 is inf in float32
         tensor([1.0000, 0.5000])
     """
@@ -108,18 +90,14 @@ def exponential_gain(labels: Tensor, top: Tensor | float | None = None) -> Tenso
 
 def gain_values(labels: Tensor, gain: Gain, top: Tensor | float | None = None) -> Tensor:
     """``gain(label)`` of each label, in the labels' dtype; ``top`` divides exponential gains by ``2^top``
-    (:func:`exponential_gain`; linear and callable gains ignore it: pass it only where a ratio is taken).
-
-    A callable gain maps the labels above 0 only: label 0 is also what padding, unjudged items and the 0-padding of
-    ``ideal_target`` hold, so a gain for it would count items that are not there.
+    (:func:`exponential_gain`; the other gains ignore it). A callable maps the labels above 0 only: label 0 is also
+    what padding, unjudged items and the 0-padding of ``ideal_target`` hold.
 
     Example:
-        >>> gain_values(torch.tensor([[0.0, 1.0, 3.0]]), "exponential")
-        tensor([[0., 1., 7.]])
         >>> gain_values(torch.tensor([[0.0, 1.0, 3.0]]), lambda y: y**2 + 1)
         tensor([[ 0.,  2., 10.]])
     """
-    if callable(gain):  # label 0 (not relevant, padding, unjudged) adds nothing, whatever the map gives it
+    if callable(gain):
         return torch.where(labels > 0, gain(labels).to(labels.dtype), 0)
     if gain == "linear":
         return labels
@@ -143,11 +121,8 @@ def top_of_scale(labels: Tensor, mask: Tensor | None = None, max_label: float | 
 
 
 def stop_probabilities(labels: Tensor, valid: Tensor, transform: Transform, top: Tensor | float) -> Tensor:
-    """ERR's ``R`` of each item (Chapelle et al., 2009), 0 where ``valid`` is False.
-
-    ``"exponential"``: ``(2^label - 1) / 2^top`` (``top`` the scale's ``g_max``: :func:`top_of_scale`), computed
-    divided so that it never overflows; ``"sigmoid"``: ``2 sigmoid(label) - 1``; a callable returns the
-    probabilities itself.
+    """ERR's ``R`` of each item (Chapelle et al., 2009), 0 where ``valid`` is False: ``"exponential"``
+    ``(2^label - 1) / 2^top`` (``top``: :func:`top_of_scale`), ``"sigmoid"`` ``2 sigmoid(label) - 1``, or a callable's.
 
     Example:
         >>> labels = torch.tensor([[3.0, 1.0, 0.0]])
@@ -163,12 +138,9 @@ def stop_probabilities(labels: Tensor, valid: Tensor, transform: Transform, top:
     return torch.where(valid, prob, 0)
 
 
-# ---------------------------------------------------------------------------------------------------- discounts
 def discount_weights(discount: Discount, positions: Tensor, *, log_base: float = 2.0, power: float = 1.0) -> Tensor:
-    """Weights ``1 / discount(i)`` for 1-based ranks ``positions`` (smooth ranks too, as ApproxNDCG's).
-
-    ``"log"``: ``log_b(i + 1)`` with ``b = log_base`` (2 by default, as trec_eval); ``"power"``: ``i ** power``
-    (Zipf's law for ``power=1``); ``"linear"``: ``i``; a callable maps the ranks to the divisors.
+    """Weights ``1 / discount(i)`` for 1-based ranks ``positions`` (smooth ranks too, as ApproxNDCG's): ``"log"``
+    ``log_b(i + 1)`` (``b = log_base``), ``"power"`` ``i ** power``, ``"linear"`` ``i``, or a callable's divisors.
 
     Example:
         >>> discount_weights("log", torch.tensor([1.0, 3.0]))
@@ -201,7 +173,6 @@ def rank_weights(
     return discount_weights(discount, ranks, log_base=log_base, power=power)
 
 
-# ---------------------------------------------------------------------------------------------------- DCG
 def discounted_gains(ordered_gains: Tensor, weights: Tensor) -> Tensor:
     """Each rank's term of DCG, ``gain_i / discount(i)`` ``[..., N]``, from gains in rank order and the weights of
     ranks ``1..>=N`` (:func:`rank_weights`): DCG@k is the sum of the first k.
@@ -211,13 +182,12 @@ def discounted_gains(ordered_gains: Tensor, weights: Tensor) -> Tensor:
         tensor([[3.0000, 0.0000, 0.5000]])
     """
     n = ordered_gains.shape[-1]
-    # weights of exactly n ranks are used as they are: a slice is one more op on every metric update
-    return ordered_gains * (weights if weights.shape[0] == n else weights[:n])
+    return ordered_gains * (weights if weights.shape[0] == n else weights[:n])  # a slice: one more op per update
 
 
 def ideal_dcg(gains: Tensor, weights: Tensor, k: int | None = None, mask: Tensor | None = None) -> Tensor:
-    """Ideal DCG@k of each list ``[B]``: its real items' gains sorted descending, discounted and summed to rank k
-    (``None``: the whole list). The gains carry no gradient here (the ideal is a constant of the labels).
+    """Ideal DCG@k of each list ``[B]`` (``None``: the whole list) from its real items' gains, which carry no
+    gradient here (the ideal is a constant of the labels).
 
     Example:
         >>> w = rank_weights("log", 3, dtype=torch.float32, device="cpu")

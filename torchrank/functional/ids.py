@@ -1,15 +1,5 @@
-"""Id-list input: the top-K item ids a retriever or recommender returns, and the ids of the relevant items.
-
-:func:`ids_to_dense` turns ``ranked_ids [B, K]`` and ``relevant_ids [B, M]`` into the ``preds``, ``target``,
-``mask`` and ``ideal_target`` every ranking function (and every metric's ``update``) takes, so
-``ndcg(**ids_to_dense(ranked, relevant), k=10)`` evaluates id lists. :func:`top_k_ids` takes the top-K of
-catalogue scores ``[B, C]`` in chunks of queries, and :func:`catalogue_to_dense` chains the two.
-
-Two exact matchings, by the backend of the ids' device, both memory ``O(B (K + M))`` with no loop over queries:
-the numpy backend's one sort-merge per query of packed keys (CPU, binary or non-negative integer labels:
-:mod:`torchrank.functional.backends._numpy.ids`), else each query's relevant ids sorted once and the ranked ids
-looked up with ``searchsorted``, ``O(B (M log M + K log M))`` on any device with no host read.
-"""
+"""Id-list input (the top-K ids a retriever returns, and the relevant ids) as the dense input every ranking function
+takes, matched by the backend of the ids' device, or by ``searchsorted`` on any device (docs/recommenders.md)."""
 
 from __future__ import annotations
 
@@ -27,11 +17,7 @@ _DEFAULT_TOPK_BUDGET = 2**30
 
 
 def ids_to_dense(
-    ranked_ids: Tensor,
-    relevant_ids: Tensor,
-    relevant_labels: Tensor | None = None,
-    *,
-    pad_id: int = -1,
+    ranked_ids: Tensor, relevant_ids: Tensor, relevant_labels: Tensor | None = None, *, pad_id: int = -1,
     scores: Tensor | None = None,
 ) -> dict[str, Tensor]:
     """Dense ranking input from id lists: ``{"preds", "target", "mask", "ideal_target"}``.
@@ -39,24 +25,17 @@ def ids_to_dense(
     Args:
         ranked_ids: ``[B, K]`` integer ids of each query's retrieved items, best first; ``pad_id`` pads a
             shorter list (anywhere in the row).
-        relevant_ids: ``[B, M]`` integer ids of each query's relevant (judged) items, ``pad_id`` as padding.
-            Relevant items missing from the ranked list still count in ``R`` and in the ideal ranking
-            (``ideal_target``), as trec_eval counts them.
-        relevant_labels: ``[B, M]`` graded labels (>= 0) of ``relevant_ids``; None: every relevant id has
-            label 1 (binary relevance).
-        pad_id: The id that marks padding in both id tensors; one their dtype holds (with ``uint8`` ids, not the
-            default -1).
-        scores: Optional ``[B, K]`` scores of the ranked items (ties among them are then resolved by the
-            measures' ``ties``); None: the list order itself (position scores ``K, K-1, ..., 1``).
+        relevant_ids: ``[B, M]`` integer ids of each query's relevant (judged) items, ``pad_id`` as padding; those
+            missing from the ranked list still count in ``R`` and the ideal ranking, as in trec_eval.
+        relevant_labels: ``[B, M]`` graded labels (>= 0) of ``relevant_ids``; None: label 1 for every one.
+        pad_id: The id that marks padding in both id tensors, one their dtype holds (not -1 with ``uint8`` ids).
+        scores: Optional ``[B, K]`` scores of the ranked items (their ties then follow the measures' ``ties``);
+            None: the list order itself (position scores ``K, K-1, ..., 1``).
 
     Returns:
-        ``preds [B, K]`` (float), ``target [B, K]`` (each ranked item's label, 0 when not relevant),
-        ``mask [B, K]`` (False at padding) and ``ideal_target [B, max(M, 1)]``: keyword arguments of every
-        ranking function and of every metric's ``update``.
-
-    Repeated ids: an id repeated in a ranked list counts at its first position only (later copies are
-    non-relevant items), so no relevant item is counted twice; an id repeated among ``relevant_ids`` counts
-    once, with its largest label.
+        ``preds [B, K]`` (float), ``target [B, K]`` (0 where not relevant), ``mask [B, K]`` (False at padding) and
+        ``ideal_target [B, max(M, 1)]``. A repeated ranked id counts at its first position only; a repeated relevant
+        id counts once, with its largest label.
 
     Example:
         >>> import torch
@@ -85,8 +64,7 @@ def _match_torch(
     ranked_ids: Tensor, relevant_ids: Tensor, relevant_labels: Tensor | None, pad_id: int, mask: Tensor,
 ) -> tuple[Tensor, Tensor]:
     """``(target [B, K], ideal [B, M])`` on any device without a host read: each query's relevant ids sorted
-    once, the ranked ids found with ``searchsorted``. uint16-uint64 ids and labels, which those ops lack, are
-    matched as int64 in the same order (:func:`_signed`)."""
+    once, the ranked ids found with ``searchsorted`` (uint16-uint64, which those ops lack, as :func:`_signed`)."""
     labels = torch.ones_like(relevant_ids) if relevant_labels is None else relevant_labels
     label_dtype = labels.dtype
     pad = pad_id + _SIGN_BIT if ranked_ids.dtype == torch.uint64 else pad_id  # as _signed maps the ids
@@ -121,8 +99,7 @@ _WIDE_UNSIGNED = (torch.uint16, torch.uint32, torch.uint64)
 
 
 def _signed(x: Tensor) -> Tensor:
-    """``x`` as a signed tensor in the same order: uint16/uint32 widened to int64, uint64 shifted down by 2^63 (its
-    bits with the top one flipped, read as int64); other dtypes as they are."""
+    """``x`` as a signed tensor in the same order: uint16/uint32 widened to int64, uint64 shifted down by 2^63."""
     if x.dtype == torch.uint64:
         return x.view(torch.int64) ^ _SIGN_BIT
     return x.to(torch.int64) if x.dtype in _WIDE_UNSIGNED else x
@@ -136,11 +113,8 @@ def _unsigned(x: Tensor, dtype: torch.dtype) -> Tensor:
 
 
 def first_occurrence(ids: Tensor, pad_id: int = -1) -> Tensor:
-    """``[B, K]`` bool: True where an id is not padding and does not occur earlier in its row.
-
-    One sort per row (``O(B K log K)``, no loop over rows): equal ids become neighbours in input order. Large
-    CPU batches under the ``"numpy"``/``"auto"`` backend sort packed keys (id, position) in numpy's SIMD sort;
-    other inputs take a stable ``torch.sort``, with no host read.
+    """``[B, K]`` bool: True where an id is not padding and does not occur earlier in its row (one sort per row, by
+    the backend of the ids' device or a stable ``torch.sort``).
 
     Example:
         >>> import torch
@@ -158,10 +132,9 @@ def first_occurrence(ids: Tensor, pad_id: int = -1) -> Tensor:
 
 
 def top_k_ids(scores: Tensor, k: int, *, max_bytes: int | None = None) -> tuple[Tensor, Tensor]:
-    """The ``k`` best items of each query over a catalogue: ``(values [B, k], ids [B, k])``, best first.
-
-    Queries go through ``topk`` in chunks whose working memory stays under ``max_bytes`` (default: the budget
-    :func:`torchrank.functional.memory_budget` sets, else 1 GiB); the scores themselves are not copied.
+    """The ``k`` best items of each query over a catalogue: ``(values [B, k], ids [B, k])``, best first, by chunks of
+    queries whose working memory stays under ``max_bytes`` (default: :func:`~torchrank.functional.memory_budget`'s,
+    else 1 GiB).
 
     Example:
         >>> import torch
@@ -183,10 +156,8 @@ def top_k_ids(scores: Tensor, k: int, *, max_bytes: int | None = None) -> tuple[
 def catalogue_to_dense(
     scores: Tensor, relevant_ids: Tensor, k: int, relevant_labels: Tensor | None = None, *, pad_id: int = -1,
 ) -> dict[str, Tensor]:
-    """Dense ranking input of the top ``k`` of catalogue scores ``[B, C]`` (item ids are column numbers).
-
-    The retrieved items keep their scores (ties among them follow the measures' ``ties``); relevant items
-    outside the top ``k`` count in ``R`` and the ideal, as in :func:`ids_to_dense`.
+    """Dense ranking input of the top ``k`` of catalogue scores ``[B, C]`` (item ids are column numbers), as
+    :func:`ids_to_dense` with the retrieved items' scores.
 
     Example:
         >>> import torch
