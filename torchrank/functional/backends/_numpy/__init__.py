@@ -11,10 +11,12 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._descending import descending_rows
-from torchrank.functional._inputs import IDEAL_MISSES_LABELS, RankingInput, _raise_problem, value_range
-from torchrank.functional._ranked import Ranking, _gather_ranking, rows_any
+from torchrank.functional._inputs import IDEAL_MISSES_LABELS, RankingInput, _raise_problem
+from torchrank.functional._ranked import Ranking, _gather_ranking
 from torchrank.functional.backends._numpy.ids import _NUMPY_FIRST_MIN_IDS, _first_numpy, _match_numpy
+from torchrank.functional.backends._numpy.keys import value_range
 from torchrank.functional.backends._numpy.order import _rank_tied_rows_apart
+from torchrank.functional.backends._numpy.tied_rows import rows_any
 from torchrank.functional.backends._torch import TorchBackend, _sorted_ranking, _width, in_rank_order
 
 Bounds = tuple[float, float]

@@ -14,8 +14,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from torchrank.functional._inputs import RankingInput, value_range, working_dtype
-from torchrank.functional._ranked import _ROW_BLOCK_ITEMS, Ranking, _ranks_every_judged_item, row_blocks, rows_any
+from torchrank.functional._inputs import RankingInput, working_dtype
+from torchrank.functional._ranked import _ROW_BLOCK_ITEMS, Ranking, _ranks_every_judged_item, row_blocks
 from torchrank.functional.backends._numpy.keys import (
     _INT32_MAX,
     _LABEL_FLIP,
@@ -24,8 +24,9 @@ from torchrank.functional.backends._numpy.keys import (
     _sorted_keys,
     _tied_neighbours,
     _write_label_halves,
+    value_range,
 )
-from torchrank.functional.backends._numpy.tied_rows import _MAX_TIED_SHARE, _select_rows, _set_rows_apart
+from torchrank.functional.backends._numpy.tied_rows import _MAX_TIED_SHARE, _select_rows, _set_rows_apart, rows_any
 
 # labels of at most this many bits (0 .. 15) ride in the low bits of 32-bit keys (:func:`_compact_key_ranking`)
 _COMPACT_LABEL_BITS = 4

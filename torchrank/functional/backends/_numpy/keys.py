@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from torchrank.functional._inputs import RankingInput
+from torchrank.functional._inputs import LARGE_BATCH_ITEMS, RankingInput
 from torchrank.functional._ranked import _ROW_BLOCK_ITEMS, Ranking, _ranks_every_judged_item, row_blocks
 
 # the low half of a label key per tie order: None keeps the label's bits (any order within a tie group will do:
@@ -308,3 +308,18 @@ def _negated_scores(preds: Tensor, mask: Tensor | None) -> Tensor | None:
     if mask is not None:
         negated = negated.masked_fill_(~mask, float("nan"))
     return negated
+
+
+def value_range(x: Tensor) -> tuple[float, float]:
+    """The smallest and largest value of CPU ``x`` (NaN if it holds one), as Python numbers (ints exact). numpy's two
+    SIMD reductions while ``x`` fits the caches; past them (the read is the cost) and for half floats (numpy reduces
+    float16 elementwise) torch's one-pass ``aminmax``, which lacks uint16 to uint64 on CPU."""
+    for dim, stride in enumerate(x.stride()):  # a broadcast dimension repeats one slice: read it once
+        if stride == 0 and x.shape[dim] > 1:
+            x = x.narrow(dim, 0, 1)
+    wide_unsigned = x.dtype in (torch.uint16, torch.uint32, torch.uint64)
+    if (x.numel() > LARGE_BATCH_ITEMS and not wide_unsigned) or x.dtype in (torch.float16, torch.bfloat16):
+        low, high = torch.aminmax(x)
+        return low.item(), high.item()
+    values = x.numpy()
+    return values.min().item(), values.max().item()

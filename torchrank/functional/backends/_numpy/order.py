@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._inputs import RankingInput
-from torchrank.functional._ranked import Ranking, _gather_ranking, rows_any
+from torchrank.functional._ranked import Ranking, _gather_ranking
 from torchrank.functional.backends._numpy.compact_keys import _compact_key_ranking
 from torchrank.functional.backends._numpy.keys import (
     _LABEL_FLIP,
@@ -32,7 +32,7 @@ from torchrank.functional.backends._numpy.keys import (
     _tied_neighbours,
     _write_label_halves,
 )
-from torchrank.functional.backends._numpy.tied_rows import _MAX_TIED_SHARE, _select_rows, _set_rows_apart
+from torchrank.functional.backends._numpy.tied_rows import _MAX_TIED_SHARE, _select_rows, _set_rows_apart, rows_any
 from torchrank.functional.backends._torch import _sorted_ranking
 
 # the name each route writes into the ranking it builds (:attr:`Ranking.route`): the keys of a head's items only

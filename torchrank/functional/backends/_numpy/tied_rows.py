@@ -14,6 +14,7 @@ import operator
 from collections.abc import Callable
 from typing import NamedTuple
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -181,3 +182,22 @@ def _select_rows(inputs: RankingInput, rows: Tensor) -> RankingInput:
         batch_shape=(len(rows),),
         exact_ties=True,
     )
+
+
+def rows_any(x: Tensor) -> Tensor:
+    """``x.any(1)`` of a CPU bool (or 0/1 byte) ``[Q, N]``: numpy's byte maximum, or on short rows with few nonzero
+    bytes the rows of those bytes (benchmarks/notes/code_comment_timings.md)."""
+    q, n = x.shape
+    if n == 0:
+        return torch.zeros(q, dtype=torch.bool, device=x.device)
+    flags = x.view(torch.bool).numpy()
+    if n < _SHORT_ROW_ITEMS and np.count_nonzero(flags) <= q:
+        held = np.zeros(q, bool)
+        held[np.flatnonzero(flags) // n] = True  # numpy finds nonzero bools (not bytes) fast
+        return torch.from_numpy(held)
+    return torch.from_numpy(flags.view(np.uint8).max(axis=1)).view(torch.bool)
+
+
+# rows shorter than this are "short" to rows_any, where finding the rows of a few nonzero bytes pays against numpy's
+# row maximum (benchmarks/notes/code_comment_timings.md)
+_SHORT_ROW_ITEMS = 256
