@@ -32,14 +32,8 @@ _INT64_MAX = torch.iinfo(torch.int64).max
 
 @torch.no_grad()
 def search(
-    queries: Tensor,
-    corpus: Tensor,
-    k: int,
-    *,
-    similarity: str = "dot",
-    corpus_ids: Tensor | None = None,
-    chunk_size: int | None = None,
-    progress: Callable[[int, int], object] | None = None,
+    queries: Tensor, corpus: Tensor, k: int, *, similarity: str = "dot", corpus_ids: Tensor | None = None,
+    chunk_size: int | None = None, progress: Callable[[int, int], object] | None = None,
 ) -> tuple[Tensor, Tensor]:
     """The ``k`` corpus items most similar to each query: ``(scores [Q, k], ids [Q, k])``, best first.
 
@@ -51,16 +45,15 @@ def search(
         corpus: ``[C, D]`` float embeddings, same dtype and device as ``queries``.
         k: How many items to return per query (>= 1). With fewer than ``k`` corpus rows, the rest of each row is
             padding: score ``-inf``, id ``-1``.
-        similarity: ``"dot"`` (``q . c``), ``"cosine"`` (the dot product of the L2-normalised embeddings, as
-            sentence-transformers' ``cos_sim``) or ``"euclidean"`` (``-||q - c||``, as sentence-transformers'
-            ``euclidean_sim``: higher is closer; faiss' ``IndexFlatL2`` returns ``scores ** 2``, in the same order).
+        similarity: ``"dot"`` (``q . c``), ``"cosine"`` (of the L2-normalised embeddings, as sentence-transformers'
+            ``cos_sim``) or ``"euclidean"`` (``-||q - c||``, as its ``euclidean_sim``: higher is closer).
         corpus_ids: ``[C]`` integer ids of the corpus rows (returned as int64), unique and >= 0 (-1 marks padding);
             None: the row numbers.
         chunk_size: Corpus rows per matrix product; None: as many as the memory budget allows
             (:func:`torchrank.functional.memory_budget`, else 512 MiB for the scores and their working memory), the
             queries split into blocks too when even 1,024 rows would not fit.
-        progress: Called after each chunk as ``progress(rows_done, rows_total)`` (corpus rows; on CUDA, rows whose
-            work has been queued; over every block of queries, ``rows_total`` = blocks x corpus rows).
+        progress: Called after each chunk as ``progress(rows_done, rows_total)``, in corpus rows (queued ones on
+            CUDA) over every block of queries.
 
     Returns:
         ``scores [Q, k]`` in the embeddings' dtype (as ``queries @ corpus.T`` gives them), highest first, equal
@@ -280,10 +273,8 @@ def _chunk_shape(num_queries: int, num_rows: int, k: int, score_bytes: int, chun
     return rows, max(1, budget // (rows * per_score))
 
 
-def _check_search(
-    queries: Tensor, corpus: Tensor, k: int, similarity: str, corpus_ids: Tensor | None, chunk_size: int | None,
-    progress: object,
-) -> None:
+def _check_search(queries: Tensor, corpus: Tensor, k: int, similarity: str, corpus_ids: Tensor | None,
+                  chunk_size: int | None, progress: object) -> None:
     """Types, shapes, dtypes, devices and arguments (no value is read)."""
     for name, x in (("queries", queries), ("corpus", corpus)):
         if not isinstance(x, Tensor) or x.ndim != 2 or not x.is_floating_point():

@@ -71,8 +71,7 @@ class TorchBackend:
         self, given: tuple[Tensor, Tensor, Tensor | None], target: Tensor, ideal: Tensor, label_limit: float | None
     ) -> tuple[tuple[float, float], tuple[float, float]] | None:
         """The value checks of the caller's ``(preds, target, ideal_target)`` and of the formatted ``target`` and
-        ``ideal`` rows (an ideal missing labels of its list); the scores' and labels' bounds where the checks read them.
-        Here flags on the device, no bounds."""
+        ``ideal`` rows; the scores' and labels' bounds where they read them. Here flags on the device, no bounds."""
         missing = _false(target.device) if ideal is target else ideal_misses_labels(target, ideal)
         report_value_problems(_value_problems(*given, label_limit, missing))
         return None

@@ -1,16 +1,12 @@
-"""The numpy backend's ranking: which route ranks a CPU batch (each has won at least 1.3x end to end over the route
-that would run without it: benchmarks/notes/numpy_routes.md, and names itself in :attr:`Ranking.route`).
-
-One fast order for every row (a top-k of a short head of rows too short for :mod:`.keys` to select it, else one numpy
-sort of packed keys; labels may ride in the keys), then only the rows holding a tie that matters get the tie order
-applied (:mod:`.tied_rows`).
+"""The numpy backend's ranking: one fast order for every row (a top-k of a short head, else one sort of packed keys,
+labels riding in them where they can), then the tie order applied only to the rows holding a tie that matters. Each
+route has won at least 1.3x end to end (benchmarks/notes/numpy_routes.md) and names itself (:attr:`Ranking.route`).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -42,6 +38,7 @@ ARGSORT = "argsort"  # numpy's argsort of the negated scores (dtypes the keys ca
 TOPK = "top-k"  # torch.topk of a short head (:func:`_takes_topk`)
 HEAD_ITEMS = "head items"  # keys built for the items that can make each row's head only (:func:`._head_items`)
 ROUTES = (LABEL_KEYS, COMPACT_KEYS, INDEX_KEYS, ARGSORT, TOPK)
+FastOrder = tuple[Tensor, Tensor | Callable[[], Tensor], Tensor, str]  # :func:`_fast_order`'s
 
 
 def _rank_tied_rows_apart(
@@ -133,21 +130,12 @@ def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: fl
     return ranking
 
 
-class FastOrder(NamedTuple):
-    """Descending order of each row cut at a depth ``[Q, <=N]``, the scores in that order (or a function gathering
-    them), where a position holds the score of the one after it over the cut and one past it (bool or 0/1 bytes; a
-    last column past the pairs is 0), and the route (:data:`INDEX_KEYS` stable, :data:`ARGSORT`, :data:`TOPK` not)."""
-
-    order: Tensor
-    scores: Tensor | Callable[[], Tensor]
-    pairs: Tensor
-    route: str
-
-
 def _fast_order(inputs: RankingInput, depth: int | None, topk: bool = True) -> FastOrder | None:
-    """The order of each row, padding last, cut at ``depth``, and where it ties (:class:`FastOrder`): a top-k of a
-    short head (:func:`_takes_topk`), else one sort of packed keys (:func:`_packed_sort`), else numpy's argsort; None
-    where none applies (rows known to hold ties, int64 scores)."""
+    """``(order, scores, pairs, route)``: the descending order of each row, padding last, cut at ``depth`` ``[Q, <=N]``;
+    the scores in that order (or a function gathering them); where a position holds the score of the one after it,
+    over the cut and one past it (bool or 0/1 bytes; a last column past the pairs is 0); and the route: a top-k of a
+    short head (:func:`_takes_topk`), else one stable sort of packed keys (:func:`_packed_sort`), else numpy's
+    argsort. None where none applies (rows known to hold ties, int64 scores)."""
     if inputs.exact_ties:
         return None
     preds, n = inputs.preds, inputs.preds.shape[1]
@@ -156,11 +144,11 @@ def _fast_order(inputs: RankingInput, depth: int | None, topk: bool = True) -> F
     if topk and _takes_topk(inputs, depth):
         # one more than the cut-off: a tie across it shows as equal values at positions depth and depth + 1
         values, order = torch.topk(preds, depth + 1, dim=1, sorted=True)
-        return FastOrder(order[:, :depth], values[:, :depth], values[:, 1:] == values[:, :-1], TOPK)
+        return order[:, :depth], values[:, :depth], values[:, 1:] == values[:, :-1], TOPK
     mask = inputs.mask if inputs.padded else None
     if _packs(preds):
         order, tied, selected = _packed_sort(preds, mask, depth, finite=inputs.finite_scores)
-        return FastOrder(order, functools.partial(torch.gather, preds, 1, order), tied, _route(INDEX_KEYS, selected))
+        return order, functools.partial(torch.gather, preds, 1, order), tied, _route(INDEX_KEYS, selected)
     negated = _negated_scores(preds, mask)
     if negated is None:
         return None
@@ -172,7 +160,7 @@ def _fast_order(inputs: RankingInput, depth: int | None, topk: bool = True) -> F
         tied &= inputs.mask.gather(1, seen[:, 1:])  # real items come first: both of the pair are real
     if depth is not None:
         order, scores = order[:, :depth], scores[:, :depth]
-    return FastOrder(order, scores, tied, ARGSORT)
+    return order, scores, tied, ARGSORT
 
 
 def _takes_topk(inputs: RankingInput, depth: int | None) -> bool:
