@@ -569,7 +569,7 @@ def test_a_ranking_and_its_rows_apart_are_freed_without_the_garbage_collector():
 def test_rows_any_equals_any(width, density, dtype):
     """``rows_any`` (a row maximum, or on short rows with few nonzero bytes the rows of those bytes) equals
     ``any(1)``: on contiguous rows and on the strided columns of a wider tensor, sparse and dense."""
-    from torchrank.functional._ranked import rows_any
+    from torchrank.functional.backends._numpy.tied_rows import rows_any
 
     g = torch.Generator().manual_seed(width)
     wide = (torch.rand(300, width + 3, generator=g) < density).to(dtype)

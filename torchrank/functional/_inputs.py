@@ -227,21 +227,6 @@ def _check_bool_like_preds(name: str, value: Tensor | None, preds: Tensor) -> No
     _check_same_device(name, value, preds.device)
 
 
-def value_range(x: Tensor) -> tuple[float, float]:
-    """The smallest and largest value of CPU ``x`` (NaN if it holds one), as Python numbers (ints exact). numpy's two
-    SIMD reductions while ``x`` fits the caches; past them (the read is the cost) and for half floats (numpy reduces
-    float16 elementwise) torch's one-pass ``aminmax``, which lacks uint16 to uint64 on CPU."""
-    for dim, stride in enumerate(x.stride()):  # a broadcast dimension repeats one slice: read it once
-        if stride == 0 and x.shape[dim] > 1:
-            x = x.narrow(dim, 0, 1)
-    wide_unsigned = x.dtype in (torch.uint16, torch.uint32, torch.uint64)
-    if (x.numel() > LARGE_BATCH_ITEMS and not wide_unsigned) or x.dtype in (torch.float16, torch.bfloat16):
-        low, high = torch.aminmax(x)
-        return low.item(), high.item()
-    values = x.numpy()
-    return values.min().item(), values.max().item()
-
-
 # what value_problems flags, in its order: (argument, what is wrong); the first four are the fused kernel's own
 VALUE_PROBLEMS = (
     ("preds", "contains NaN scores; a NaN has no place in a ranking"),

@@ -7,7 +7,6 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import numpy as np
 import torch
 from torch import Tensor
 
@@ -367,31 +366,6 @@ class Ranking:
             return self.backend.descending(self.gains(gain, self.ideal_labels).clamp_min(0), depth)
         # the linear and exponential gains never decrease with the label: sort the labels, map the top ones
         return self.gains(gain, self.per_ideal_row(lambda labels: self.backend.descending(labels, depth)))
-
-
-def rows_any(x: Tensor) -> Tensor:
-    """``x.any(1)`` for a CPU bool (or 0/1 byte) ``[Q, N]``, the numpy backend's: numpy's byte maximum, or on short
-    rows with few nonzero bytes their rows (benchmarks/notes/code_comment_timings.md).
-
-    Example:
-        >>> import torch
-        >>> rows_any(torch.tensor([[0, 1], [0, 0]], dtype=torch.uint8))
-        tensor([ True, False])
-    """
-    q, n = x.shape
-    if n == 0:
-        return torch.zeros(q, dtype=torch.bool, device=x.device)
-    flags = x.view(torch.bool).numpy()
-    if n < _SHORT_ROW_ITEMS and np.count_nonzero(flags) <= q:
-        held = np.zeros(q, bool)
-        held[np.flatnonzero(flags) // n] = True  # numpy finds nonzero bools (not bytes) fast
-        return torch.from_numpy(held)
-    return torch.from_numpy(flags.view(np.uint8).max(axis=1)).view(torch.bool)
-
-
-# rows shorter than this are "short" to rows_any, where finding the rows of a few nonzero bytes pays against numpy's
-# row maximum (measured on 100,000 x 20, 10,000 x 100 and 1,000 x 1,000: benchmarks/notes/code_comment_timings.md)
-_SHORT_ROW_ITEMS = 256
 
 
 def exclusive_cumprod(x: Tensor) -> Tensor:

@@ -1,17 +1,9 @@
 """Exact top-k search of a corpus by embeddings, in chunks of the corpus: never a ``[queries, corpus]`` matrix.
 
-:func:`search` scores the queries against one chunk of corpus rows at a time (one matrix product into a reused
-buffer) and merges each chunk's top ``k`` into a running top ``k``; :func:`merge_top_k` is that merge, for shards
-searched apart. Both order by score, highest first, then by id, lowest first, so the result depends neither on the
-chunking or sharding nor on the order of the rows.
-
-The matrix product is the floor: a ``topk`` over every score of a chunk would add half again on CPU
-(benchmarks/results/search_cpu.md), so the candidates are the groups of columns whose maximum reaches the ``k``-th
-score held so far (:func:`_candidates`), few once the first chunk is done. ``topk`` keeps an arbitrary subset of the
-items tied at its ``k``-th score, so every selection takes ``k + 1`` and chooses tied items again by id
-(:func:`_lowest_ids_at_threshold`). Host reads: a chunk's candidate layout and whether a row ties at its ``k``-th
-score, two or three per chunk (on CUDA each a synchronisation, after which the next product is queued); NaN is
-looked for once, after the loop.
+Each chunk's scores (one matrix product into a reused buffer) are merged into a running top ``k``, by score, then by
+id, lowest first, so the result depends neither on the chunking or sharding nor on the order of the rows. The
+candidates of a chunk are the groups of columns whose maximum reaches the ``k``-th score held so far
+(:func:`_candidates`), few once the first chunk is done. Memory, host reads and ties: docs/retrieval.md.
 """
 
 from __future__ import annotations
@@ -28,63 +20,44 @@ from torchrank.functional.checks import described
 
 SIMILARITIES = ("dot", "cosine", "euclidean")
 PAD_ID = -1
-# Working memory per score of a chunk, in bytes beyond the score itself: the (k + 1) selection's copy of a row
-# (per thread) and, for "euclidean", the norms' sum the product accumulates into; the round figure leaves headroom.
+# working memory per score of a chunk, in bytes beyond the score: the (k + 1) selection's copy of a row (per thread)
+# and, for "euclidean", the norms' sum the product accumulates into; rounded up for headroom
 _EXTRA_BYTES_PER_SCORE = 4
-# Without a memory budget, the bytes of a chunk's scores and working memory (not half the free memory, the library's
-# default): the product at full speed and the merge a small share of the work, far below any device's memory.
+# without a memory budget, the bytes of a chunk's scores and working memory: the product at full speed and the merge a
+# small share of the work, far below any device's memory
 _DEFAULT_BLOCK_BYTES = 2**29
-# The fewest corpus rows per chunk when the queries are split into blocks to honour the budget.
-_MIN_CHUNK_ROWS = 1024
+_MIN_CHUNK_ROWS = 1024  # the fewest corpus rows per chunk when the queries are split into blocks for the budget
 _INT64_MAX = torch.iinfo(torch.int64).max
 
 
 @torch.no_grad()
 def search(
-    queries: Tensor,
-    corpus: Tensor,
-    k: int,
-    *,
-    similarity: str = "dot",
-    corpus_ids: Tensor | None = None,
-    chunk_size: int | None = None,
-    progress: Callable[[int, int], object] | None = None,
+    queries: Tensor, corpus: Tensor, k: int, *, similarity: str = "dot", corpus_ids: Tensor | None = None,
+    chunk_size: int | None = None, progress: Callable[[int, int], object] | None = None,
 ) -> tuple[Tensor, Tensor]:
     """The ``k`` corpus items most similar to each query: ``(scores [Q, k], ids [Q, k])``, best first.
 
-    Exact: every query is scored against every corpus row, by matrix products over chunks of ``chunk_size``
-    corpus rows, each chunk's top ``k`` merged into a running top ``k``. The ``[Q, C]`` score matrix never
-    exists: the extra memory is about ``Q x (k + chunk_size)`` scores.
+    Exact: every query is scored against every corpus row, by matrix products over chunks of ``chunk_size`` corpus
+    rows; the extra memory is about ``Q x (k + chunk_size)`` scores. Details: docs/retrieval.md.
 
     Args:
         queries: ``[Q, D]`` float embeddings (float32, float16, bfloat16 or float64).
         corpus: ``[C, D]`` float embeddings, same dtype and device as ``queries``.
-        k: How many items to return per query (>= 1). With fewer than ``k`` corpus rows, every row is
-            returned and the rest of each row is padding: score ``-inf``, id ``-1``.
-        similarity: ``"dot"`` (``q . c``), ``"cosine"`` (the dot product of the L2-normalised embeddings, as
-            sentence-transformers' ``cos_sim``) or ``"euclidean"`` (the negative Euclidean distance
-            ``-||q - c||``, as sentence-transformers' ``euclidean_sim``: higher is closer; faiss' ``IndexFlatL2``
-            returns the squared distance, ``scores ** 2``, in the same order).
-        corpus_ids: ``[C]`` integer ids of the corpus rows (returned as int64); None: the row numbers. Ids are
-            expected to be unique and >= 0 (-1 marks padding).
+        k: How many items to return per query (>= 1). With fewer than ``k`` corpus rows, the rest of each row is
+            padding: score ``-inf``, id ``-1``.
+        similarity: ``"dot"`` (``q . c``), ``"cosine"`` (of the L2-normalised embeddings, as sentence-transformers'
+            ``cos_sim``) or ``"euclidean"`` (``-||q - c||``, as its ``euclidean_sim``: higher is closer).
+        corpus_ids: ``[C]`` integer ids of the corpus rows (returned as int64), unique and >= 0 (-1 marks padding);
+            None: the row numbers.
         chunk_size: Corpus rows per matrix product; None: as many as the memory budget allows
             (:func:`torchrank.functional.memory_budget`, else 512 MiB for the scores and their working memory), the
             queries split into blocks too when even 1,024 rows would not fit.
-        progress: Called after each chunk as ``progress(rows_done, rows_total)`` (corpus rows; on CUDA, rows whose
-            work has been queued). Where the queries are split into blocks, each block searches the corpus in turn
-            and the counts run over all of them (``rows_total`` = blocks x corpus rows).
+        progress: Called after each chunk as ``progress(rows_done, rows_total)``, in corpus rows (queued ones on
+            CUDA) over every block of queries.
 
     Returns:
-        ``scores [Q, k]`` in the embeddings' dtype, highest first, equal scores ordered by id, lowest first; and
-        ``ids [Q, k]`` (int64).
-
-    Scores are those of the matrix product in the embeddings' dtype (as ``queries @ corpus.T`` gives them, so
-    float16 and bfloat16 scores are accumulated in float32 by the product and rounded once; with fewer bits,
-    more scores tie, and ties go to the lowest id). ``"cosine"`` normalises each chunk as it is scored;
-    ``"euclidean"`` expands ``||q||^2 + ||c||^2 - 2 q . c`` (what ``torch.cdist`` does for large inputs).
-
-    No gradient flows through the search (it runs under ``torch.no_grad()``: an evaluation, whose scores are written
-    into a reused buffer); embeddings that require grad are read as they are.
+        ``scores [Q, k]`` in the embeddings' dtype (as ``queries @ corpus.T`` gives them), highest first, equal
+        scores ordered by id, lowest first; and ``ids [Q, k]`` (int64). No gradient flows (``torch.no_grad()``).
 
     Raises:
         ValueError: bad shapes, dtypes, devices or arguments; and NaN among the scores (a NaN in either
@@ -142,10 +115,9 @@ def search(
 def merge_top_k(scores: Sequence[Tensor], ids: Sequence[Tensor], k: int) -> tuple[Tensor, Tensor]:
     """The top ``k`` of several top-k lists of the same queries (one per corpus shard or chunk), exactly.
 
-    The same order as :func:`search`: highest score first, equal scores by id, lowest first, padding (id ``-1``)
-    after every real item; so merging the results of :func:`search` over disjoint shards of a corpus gives the
-    result of searching the whole corpus, however it was split. Lists shorter than ``k`` in total are padded
-    with score ``-inf`` and id ``-1``.
+    In :func:`search`'s order (equal scores by id, lowest first, padding after every real item), so merging its
+    results over disjoint shards of a corpus gives the search of the whole corpus, however it was split. Lists
+    shorter than ``k`` in total are padded with score ``-inf`` and id ``-1``.
 
     Args:
         scores: ``[Q, k_i]`` float tensors, one per list, all of one dtype and device.
@@ -249,19 +221,13 @@ def _select(scores: Tensor, ids: Tensor, k: int) -> tuple[Tensor, Tensor]:
     values, cols = scores.topk(k + 1, dim=1)
     tied = values[:, k] == values[:, k - 1]  # the k-th score is shared with an item topk left out: choose by id
     cols = cols[:, :k]
-    if bool(tied.any()):
+    if bool(tied.any()):  # those rows: every column above the k-th score, then the tied ones of lowest id, padding last
         rows = tied.nonzero().squeeze(1)
-        cols[rows] = _lowest_ids_at_threshold(scores[rows], ids[rows], values[rows, k - 1:k], k)
+        row_scores, row_ids, threshold = scores[rows], ids[rows], values[rows, k - 1:k]
+        key = torch.where(row_scores == threshold, torch.where(row_ids < 0, _INT64_MAX - 1, row_ids), _INT64_MAX)
+        key = torch.where(row_scores > threshold, -1, key)  # above the threshold: always kept (fewer than k of them)
+        cols[rows] = key.topk(k, dim=1, largest=False).indices
     return scores.gather(1, cols), ids.gather(1, cols)
-
-
-def _lowest_ids_at_threshold(scores: Tensor, ids: Tensor, threshold: Tensor, k: int) -> Tensor:
-    """Columns of the top ``k`` of each row whose ``k``-th score is ``threshold``: every column above it, then the
-    tied columns with the lowest ids (padding last)."""
-    tied_key = torch.where(ids < 0, _INT64_MAX - 1, ids)
-    key = torch.where(scores == threshold, tied_key, _INT64_MAX)
-    key = torch.where(scores > threshold, -1, key)  # above the threshold: always kept (fewer than k of them)
-    return key.topk(k, dim=1, largest=False).indices
 
 
 def _in_order(scores: Tensor, ids: Tensor) -> tuple[Tensor, Tensor]:
@@ -307,10 +273,8 @@ def _chunk_shape(num_queries: int, num_rows: int, k: int, score_bytes: int, chun
     return rows, max(1, budget // (rows * per_score))
 
 
-def _check_search(
-    queries: Tensor, corpus: Tensor, k: int, similarity: str, corpus_ids: Tensor | None, chunk_size: int | None,
-    progress: object,
-) -> None:
+def _check_search(queries: Tensor, corpus: Tensor, k: int, similarity: str, corpus_ids: Tensor | None,
+                  chunk_size: int | None, progress: object) -> None:
     """Types, shapes, dtypes, devices and arguments (no value is read)."""
     for name, x in (("queries", queries), ("corpus", corpus)):
         if not isinstance(x, Tensor) or x.ndim != 2 or not x.is_floating_point():

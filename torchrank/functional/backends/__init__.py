@@ -1,28 +1,9 @@
 """Which code ranks the lists and computes the measures: one setting, three backends (docs/backends.md).
 
-``"numpy"`` (CPU tensors: numpy's SIMD sorts of packed keys, tied rows planned on the host; the reference the others
-are tested against), ``"torch"`` (stock torch ops on any device, no host synchronisation on dense input) and
-``"triton"`` (fused kernels on CUDA, or on CPU under ``TRITON_INTERPRET=1``; a request they do not cover, lists
-longer than :data:`TRITON_MAX_ITEMS` included, runs on ``"torch"``). ``"auto"`` (default): ``"triton"`` on CUDA
-where triton imports, ``"torch"`` on any other non-CPU device, ``"numpy"`` on CPU. Every backend returns the same
-values. Choose one for the process with :func:`set_backend`, for a block with :func:`use_backend`, or with the
-environment variable ``TORCHRANK_BACKEND``.
-
-Each backend is an object (:func:`backend_for` gives the one that runs a device) implementing one seam,
-:class:`Backend`: ``order(inputs, ties, relevance_threshold, depth) -> Ranking`` and the few operations whose fastest
-form differs by backend (the value checks, the ideal's sort, tie-group means, a fused kernel). The pipeline asks for
-the backend once per request; nothing else asks which backend runs (docs/architecture.md).
-
-Example:
-    >>> import torch
-    >>> import torchrank
-    >>> from torchrank.functional import ndcg
-    >>> preds, target = torch.tensor([[0.2, 0.9, 0.4]]), torch.tensor([[1, 0, 2]])
-    >>> with torchrank.use_backend("torch"):
-    ...     round(ndcg(preds, target, k=2).item(), 4)
-    0.4796
-    >>> round(ndcg(preds, target, k=2).item(), 4)  # "auto": numpy on CPU, the same value
-    0.4796
+``"numpy"`` (CPU tensors), ``"torch"`` (any device, no host synchronisation on dense input) and ``"triton"`` (fused
+kernels on CUDA, or on CPU under ``TRITON_INTERPRET=1``; what they do not cover runs on ``"torch"``); ``"auto"``
+(default) picks triton on CUDA where it imports, numpy on CPU, torch elsewhere. Every backend returns the same values.
+Each is an object implementing one seam, :class:`Backend` (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -87,14 +68,14 @@ def use_backend(name: str) -> Iterator[None]:
 
 @constant_when_compiled  # torch.compile reads the setting once, at tracing, as a constant
 def get_backend() -> str:
-    """The backend in force: :func:`use_backend`'s, else :func:`set_backend`'s, else ``TORCHRANK_BACKEND`` (read at the
-    first call), else ``"auto"``."""
+    """The backend in force: :func:`use_backend`'s, else :func:`set_backend`'s, else ``TORCHRANK_BACKEND``, else
+    ``"auto"``."""
     return _chosen.get() or _process_wide[0] or _from_environment()
 
 
 @functools.cache
 def _from_environment() -> str:
-    """``TORCHRANK_BACKEND``, read once per process (every ranking call asks: the environment is not re-read)."""
+    """``TORCHRANK_BACKEND``, read once per process (every ranking call asks)."""
     return _checked(os.environ.get(_ENV, "auto").strip().lower() or "auto", f"Environment variable {_ENV}")
 
 
@@ -117,8 +98,8 @@ def backend_for(device: torch.device) -> Backend:
 
 
 def raises_at_once(device: torch.device) -> bool:
-    """Whether bad values on ``device`` raise where they arrive (the numpy backend reads them on the host) rather than
-    being flagged on the device for a metric's ``compute`` to raise (torch, triton: no host read in ``update``).
+    """Whether bad values on ``device`` raise where they arrive (numpy reads them on the host) rather than in a
+    metric's ``compute`` (torch, triton: no host read in ``update``).
 
     Example:
         >>> raises_at_once(torch.device("cpu"))  # numpy, under the default "auto"

@@ -1,6 +1,5 @@
 """The torch backend, and the seam every backend implements (:class:`TorchBackend`): stock torch ops on any device,
-with no host read. Its ordering (:func:`_ranking_order`: one sort, stable where the tie order is a key) also ranks,
-on every backend, the rows whose ties must be ordered exactly (:func:`_sorted_ranking`)."""
+with no host read. Its sort (:func:`_sorted_ranking`) also ranks, on every backend, rows whose ties need exact order."""
 
 from __future__ import annotations
 
@@ -27,21 +26,16 @@ if TYPE_CHECKING:
 
 
 class TorchBackend:
-    """What a backend does, as the torch backend does it. :func:`~torchrank.functional.backends.backend_for` gives the
-    backend of a device; the pipeline formats the input with it (the :class:`RankingInput` and the :class:`Ranking`
-    carry it) and calls :meth:`order` once per request. A new backend subclasses this one and overrides :meth:`order`;
-    the other methods are device-safe defaults (no host read) it may replace with faster routes for its device.
-    """
+    """What a backend does, as the torch backend does it (docs/architecture.md). A new backend subclasses this one and
+    overrides :meth:`order`; the other methods are device-safe defaults (no host read) it may replace."""
 
     name = "torch"
-    # value checks read the values on the host and raise at once (True), or keep their flags on the device, read once
-    # per call or kept by a metric's update for its compute (False: no synchronisation)
+    # value checks read the values on the host and raise at once (True), or keep their flags on the device (False)
     checks_on_host = False
 
     def order(self, inputs: RankingInput, ties: str, relevance_threshold: float, depth: int | None) -> Ranking:
         """Each list of ``inputs`` ranked once, ties as ``ties`` says, padding last, to ``depth`` (the deepest position
-        a measure reads, None: the whole list). Here whole rows, sorted once: every measure applies ``"average"`` by its
-        closed form per tie group."""
+        a measure reads, None: the whole list). Here whole rows sorted once, ties averaged by closed forms."""
         if in_rank_order(inputs):  # no sort (the device backends never look for ties: `ties` kept for the forms)
             return _gather_ranking(inputs, _width(inputs, depth), ties, relevance_threshold)
         return _sorted_ranking(inputs, ties, relevance_threshold)
@@ -51,9 +45,8 @@ class TorchBackend:
         return torch_descending_rows(values, depth)
 
     def fused(self, preds: Tensor, target: Tensor, columns: Sequence[Column], **options: Any) -> tuple | None:
-        """``(values, empty, mixed, problems)`` of dense input from a kernel that ranks and measures in one pass
-        (:func:`~torchrank.functional.backends._triton.kernel.fused_values`, which takes ``options``); None where this
-        backend has none or it does not take the input: the pipeline then ranks with :meth:`order`."""
+        """``(values, empty, mixed, problems)`` from a kernel that ranks and measures in one pass (triton's
+        ``fused_values``, which takes ``options``); None where it does not take the input: then :meth:`order` ranks."""
         return None
 
     def may_tie(self, ranking: Ranking) -> bool:
@@ -78,8 +71,7 @@ class TorchBackend:
         self, given: tuple[Tensor, Tensor, Tensor | None], target: Tensor, ideal: Tensor, label_limit: float | None
     ) -> tuple[tuple[float, float], tuple[float, float]] | None:
         """The value checks of the caller's ``(preds, target, ideal_target)`` and of the formatted ``target`` and
-        ``ideal`` rows (an ideal missing labels of its list); the bounds of the scores and labels where the checks
-        read them. Here flags on the device, read once (or kept by a metric's update), and no bounds."""
+        ``ideal`` rows; the scores' and labels' bounds where they read them. Here flags on the device, no bounds."""
         missing = _false(target.device) if ideal is target else ideal_misses_labels(target, ideal)
         report_value_problems(_value_problems(*given, label_limit, missing))
         return None
@@ -95,22 +87,19 @@ class TorchBackend:
     def match_ids(
         self, ranked_ids: Tensor, relevant_ids: Tensor, relevant_labels: Tensor | None, pad_id: int
     ) -> tuple[Tensor, tuple[Tensor, Tensor] | None]:
-        """The ranked ids' mask (False at ``pad_id``) and, where this backend matches the ids itself, ``(target,
-        ideal)`` (:func:`~torchrank.functional.ids.ids_to_dense`); None: ``ids_to_dense``'s own matching."""
+        """The ranked ids' mask (False at ``pad_id``) and ``(target, ideal)`` of ``ids_to_dense`` where this backend
+        matches the ids itself; None: ``ids_to_dense``'s own matching."""
         return ranked_ids != pad_id, None
 
     def first_occurrence(self, ids: Tensor) -> Tensor | None:
-        """:func:`~torchrank.functional.ids.first_occurrence` before the padding check where this backend finds it
-        itself; None: ``first_occurrence``'s own sort."""
+        """``ids.first_occurrence`` before the padding check where this backend finds it; None: its own sort."""
         return None
 
 
 def in_rank_order(inputs: RankingInput) -> bool:
     """Whether each row of CPU ``inputs`` is in rank order already, with no tie: scores that repeat one strictly
-    descending row (a stride-0 broadcast, as :func:`~torchrank.functional.ids_to_dense`'s list positions; NaN fails
-    the check), each row's padding after its real items. ``O(N)`` reads of the row and one pass over the mask (numpy's
-    passes over bools beat torch's: benchmarks/notes/code_comment_timings.md); a device tensor is never read (that
-    would synchronise), so devices sort."""
+    descending row (a stride-0 broadcast, as ``ids_to_dense``'s list positions; NaN fails), padding after the real
+    items. A device tensor is never read (that would synchronise): devices sort."""
     preds = inputs.preds
     if preds.stride(0) != 0 or preds.device.type != "cpu" or inputs.exact_ties:
         return False
@@ -119,7 +108,7 @@ def in_rank_order(inputs: RankingInput) -> bool:
         return False
     if not inputs.padded or inputs.padding_last:
         return True
-    mask = inputs.mask.numpy()
+    mask = inputs.mask.numpy()  # numpy's passes over bools beat torch's (benchmarks/notes/code_comment_timings.md)
     return not bool(np.less(mask[:, :-1], mask[:, 1:]).any())  # no real item after a padded one
 
 
@@ -130,42 +119,23 @@ def _width(inputs: RankingInput, depth: int | None) -> int:
 
 
 def _sorted_ranking(inputs: RankingInput, ties: str, relevance_threshold: float) -> Ranking:
-    """The :class:`Ranking` of whole rows of ``inputs`` sorted by :func:`_ranking_order`, ties as ``ties`` says."""
-    mask = inputs.mask if inputs.padded else None
-    order, scores = _ranking_order(inputs.preds, inputs.target, mask, ties, inputs.padding_last)
-    return _gather_ranking(inputs, order, ties, relevance_threshold, scores)
-
-
-def _ranking_order(
-    preds: Tensor, target: Tensor, mask: Tensor | None, ties: str, padding_last: bool = False
-) -> tuple[Tensor, Tensor]:
-    """Permutation of each row: real items by descending score, ties as ``ties`` says, padding last; and the scores in
-    that order (the last sort's values: scores that order and tie as the caller's, padding at the lowest score).
-
-    Without padding, ``"average"`` needs one sort of any stability (tie groups are averaged whole) and
-    ``"first"`` one stable sort. Otherwise two stable sorts: first by the tie-break key (descending), then
-    by score (descending); a stable sort keeps the first sort's order among equal scores. When each row's
-    padding already follows its real items (``padding_last``), one stable sort keeps it there.
-    """
+    """The :class:`Ranking` of whole rows of ``inputs`` by torch's sort: real items by descending score, ties as
+    ``ties`` says, padding last. Without padding, or with each row's padding last already, ``"average"`` and
+    ``"first"`` take one sort (stable but for unpadded ``"average"``); otherwise a stable sort by the tie key, then a
+    stable one by score."""
+    preds, mask = inputs.preds, inputs.mask
     scores = preds.float() if preds.dtype in (torch.float16, torch.bfloat16) else preds
-    if mask is None and ties in ("average", "first"):
-        ordered, order = torch.sort(scores, dim=1, descending=True, stable=ties == "first")
-        return order, ordered
-    if mask is None:
-        mask = torch.ones_like(scores, dtype=torch.bool)
-    # the lowest score there is; real items of equal score stay first through the key sort below
-    lowest = -float("inf") if scores.is_floating_point() else torch.iinfo(scores.dtype).min
-    scores = torch.where(mask, scores, lowest)
-    if padding_last and ties in ("average", "first"):
-        ordered, order = torch.sort(scores, dim=1, descending=True, stable=True)
-        return order, ordered
-    if ties == "first" or ties == "average":
-        # padding last among equal (lowest) scores; input order kept otherwise
+    if inputs.padded:  # padding at the lowest score there is; real items of equal score stay first through the sorts
+        lowest = -float("inf") if scores.is_floating_point() else torch.iinfo(scores.dtype).min
+        scores = torch.where(mask, scores, lowest)
+    if ties in ("average", "first") and (inputs.padding_last or not inputs.padded):
+        ordered, order = torch.sort(scores, dim=1, descending=True, stable=ties == "first" or inputs.padded)
+        return _gather_ranking(inputs, order, ties, relevance_threshold, ordered)
+    if ties in ("average", "first"):  # padding last among equal (lowest) scores; input order kept otherwise
         key = mask.to(torch.int8)
     else:
-        sign = 1 if ties == "optimistic" else -1
-        target = target.to(working_dtype(preds))  # labels of large batches may come in the caller's dtype
-        key = torch.where(mask, sign * target, torch.finfo(target.dtype).min)
+        target = inputs.target.to(working_dtype(preds))  # labels of large batches may come in the caller's dtype
+        key = torch.where(mask, (1 if ties == "optimistic" else -1) * target, torch.finfo(target.dtype).min)
     order = torch.sort(key, dim=1, descending=True, stable=True).indices
     ordered, by_score = torch.sort(scores.gather(1, order), dim=1, descending=True, stable=True)
-    return order.gather(1, by_score), ordered
+    return _gather_ranking(inputs, order.gather(1, by_score), ties, relevance_threshold, ordered)

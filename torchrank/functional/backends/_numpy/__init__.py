@@ -1,6 +1,5 @@
-"""The numpy backend: CPU tensors ranked by numpy's SIMD sorts of packed keys (:mod:`torchrank.functional.backends`),
-with host-side planning of tied rows, value checks read on the host (whose bounds size the keys' bits), and numpy's
-faster passes wherever the torch backend's stock ops would do the same work on a CPU."""
+"""The numpy backend: CPU tensors ranked by numpy's SIMD sorts of packed keys, tied rows planned on the host, value
+checks read on the host (their bounds size the keys' bits), and numpy's passes where they beat torch's on a CPU."""
 
 from __future__ import annotations
 
@@ -11,13 +10,13 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._descending import descending_rows
-from torchrank.functional._inputs import IDEAL_MISSES_LABELS, RankingInput, _raise_problem, value_range
-from torchrank.functional._ranked import Ranking, _gather_ranking, rows_any
+from torchrank.functional._inputs import IDEAL_MISSES_LABELS, RankingInput, _raise_problem
+from torchrank.functional._ranked import Ranking, _gather_ranking
 from torchrank.functional.backends._numpy.ids import _NUMPY_FIRST_MIN_IDS, _first_numpy, _match_numpy
+from torchrank.functional.backends._numpy.keys import value_range
 from torchrank.functional.backends._numpy.order import _rank_tied_rows_apart
+from torchrank.functional.backends._numpy.tied_rows import rows_any
 from torchrank.functional.backends._torch import TorchBackend, _sorted_ranking, _width, in_rank_order
-
-Bounds = tuple[float, float]
 
 
 class NumpyBackend(TorchBackend):
@@ -27,9 +26,8 @@ class NumpyBackend(TorchBackend):
     checks_on_host = True
 
     def order(self, inputs: RankingInput, ties: str, relevance_threshold: float, depth: int | None) -> Ranking:
-        """The tie order only matters in rows that tie items of different labels (or judged flags) within ``depth``:
-        the others are ranked once, ties aside, and those few (found on the host) get a ranking of their own that
-        applies ``ties`` exactly (:attr:`Ranking.apart`, merged by ``apply_measure``)."""
+        """Every row ranked once, ties aside; the few that tie items of different labels (or judged flags) within
+        ``depth`` get a ranking of their own applying ``ties`` (:attr:`Ranking.apart`, merged by ``apply_measure``)."""
         if in_rank_order(inputs):  # no row ties: an untied row ranks as "first", as the sorting routes label it
             return _gather_ranking(inputs, _width(inputs, depth), "first" if ties == "average" else ties,
                                    relevance_threshold)
@@ -54,10 +52,9 @@ class NumpyBackend(TorchBackend):
 
     def check_values(
         self, given: tuple[Tensor, Tensor, Tensor | None], target: Tensor, ideal: Tensor, label_limit: float | None
-    ) -> tuple[Bounds, Bounds]:
-        """The checks read on the host, raising for the first problem; the smallest and largest score and label they
-        read, which the CPU keys reuse (a NaN makes the smallest NaN: it is found on the way; an infinite label is the
-        largest or the smallest)."""
+    ) -> tuple[tuple[float, float], tuple[float, float]]:
+        """The checks read on the host, raising for the first problem; the smallest and largest score and label, which
+        the CPU keys reuse."""
         preds, labels, ideal_target = given
         scores = value_range(preds)
         if math.isnan(scores[0]):
@@ -104,8 +101,7 @@ class NumpyBackend(TorchBackend):
 
 
 def _misses_labels(target: Tensor, ideal: Tensor, top: float | None) -> bool:
-    """:func:`~torchrank.functional._inputs.ideal_misses_labels` of CPU rows by numpy (whose sorts beat torch's on
-    CPU); ``top``: the largest of integer labels (read by the value checks), else None."""
+    """``ideal_misses_labels`` of CPU rows by numpy's sorts; ``top``: the largest of integer labels, else None."""
     listed, judged = (x.numpy() if x.dtype != torch.bfloat16 else x.float().numpy() for x in (target, ideal))
     if top is not None and top <= _COUNTED_LABELS:
         return any(bool((np.count_nonzero(listed >= t, 1) > np.count_nonzero(judged >= t, 1)).any())

@@ -1,9 +1,5 @@
-"""The numpy backend's 32-bit label keys: the score's distance below the batch's top as an ordered integer, the label
-in the low bits, for CPU rows sorted whole (numpy sorts 32-bit keys about twice as fast as 64-bit ones).
-
-Keys that drop the scores' last bits (wide spans) rank again, by 64-bit keys, only the rows where equal keys hold
-different labels (:func:`_rank_rows_again`).
-"""
+"""The numpy backend's 32-bit label keys (numpy sorts them about twice as fast as 64-bit ones) for CPU rows sorted
+whole: the score's distance below the batch's top as an ordered integer, the label in the low bits."""
 
 from __future__ import annotations
 
@@ -14,8 +10,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from torchrank.functional._inputs import RankingInput, value_range, working_dtype
-from torchrank.functional._ranked import _ROW_BLOCK_ITEMS, Ranking, _ranks_every_judged_item, row_blocks, rows_any
+from torchrank.functional._inputs import RankingInput, working_dtype
+from torchrank.functional._ranked import _ROW_BLOCK_ITEMS, Ranking, _ranks_every_judged_item, row_blocks
 from torchrank.functional.backends._numpy.keys import (
     _INT32_MAX,
     _LABEL_FLIP,
@@ -24,8 +20,9 @@ from torchrank.functional.backends._numpy.keys import (
     _sorted_keys,
     _tied_neighbours,
     _write_label_halves,
+    value_range,
 )
-from torchrank.functional.backends._numpy.tied_rows import _MAX_TIED_SHARE, _select_rows, _set_rows_apart
+from torchrank.functional.backends._numpy.tied_rows import _MAX_TIED_SHARE, _select_rows, _set_rows_apart, rows_any
 
 # labels of at most this many bits (0 .. 15) ride in the low bits of 32-bit keys (:func:`_compact_key_ranking`)
 _COMPACT_LABEL_BITS = 4
@@ -36,9 +33,8 @@ _ZERO_LOW_BITS = {
 
 
 class CompactKeys(NamedTuple):
-    """Each row of 32-bit sort keys sorted ascending (:func:`_compact_keys`): ``keys`` uint32 ``[Q, N]``, the label
-    bits ``bits`` in the low end, whether every key kept its score whole (``whole``) or equal keys may hold scores a
-    few units in the last place apart, and the key of padding (above every real item's; None: no padding)."""
+    """Rows of 32-bit keys sorted ascending ``[Q, N]`` (uint32), their label ``bits``, whether every key kept its score
+    whole (else equal keys may hold scores a few units in the last place apart), and padding's key (None: none)."""
 
     keys: np.ndarray
     bits: int
@@ -47,20 +43,14 @@ class CompactKeys(NamedTuple):
 
 
 def _compact_keys(inputs: RankingInput, optimistic: bool) -> CompactKeys | None:
-    """Sort keys of 32 bits for the CPU scores of ``inputs`` (a packable dtype) whose labels are integers 0 .. 15: the
-    distance of each score below the batch's highest, as an ordered integer, in the high bits and the label in the
-    ``bits`` low ones (its complement to ``2 ** bits - 1`` when ``optimistic``: higher labels first within a tie);
-    at padding, a key whose high bits are all set, which no real item's reaches, and whose label reads as 0. None
-    where the labels are not such integers or a score is NaN (padding's scores count in the span: they can only
-    widen it). The value ranges come from the value checks where they ran.
+    """32-bit keys for the CPU scores of ``inputs`` (a packable dtype) whose labels are integers 0 .. 15: each score's
+    distance below the batch's highest, as an ordered integer, in the high bits, the label in the ``bits`` low ones
+    (its complement to ``2 ** bits - 1`` when ``optimistic``: higher labels first in a tie); at padding, high bits all
+    set and label 0. None where the labels are not such integers or a score is NaN.
 
-    numpy sorts 32-bit integers with SIMD about twice as fast as 64-bit ones, and one
-    pass builds a key with no index or label half to interleave. The distance fits whole in ``32 - bits`` bits when
-    the scores span a few binades (bfloat16 and float16 scores always; a million float32 scores drawn in [0, 1) reach
-    down to about 1e-6, a span of 28 bits); otherwise its lowest bits are dropped, and the rows where equal keys
-    hold different labels are ranked again (:func:`_compact_key_ranking`); where they are most rows of the first
-    block of rows, the keys give way there (None). Each block is sorted as soon as it is built, while in cache.
-    """
+    The distance fits whole when the scores span a few binades (bfloat16 and float16 always; a million float32
+    scores in [0, 1) span 28 bits); otherwise its lowest bits are dropped, and where equal keys then hold different
+    labels in most rows of the first block, the keys give way (None). Each block is sorted while in cache."""
     preds, target = inputs.preds, inputs.target
     mask = inputs.mask if inputs.padded else None
     low, high = inputs.score_range or value_range(preds)
@@ -105,17 +95,11 @@ def _compact_keys(inputs: RankingInput, optimistic: bool) -> CompactKeys | None:
         if mask is not None:
             np.copyto(block, padding, where=~mask[rows].numpy())
         block.sort(axis=1)  # while the block is in cache
-        if extra and rows.start == 0 and len(blocks) > 1 and _merges_many_rows(block, bits, padding):
-            return None  # the dropped bits would send most rows to the 64-bit keys: they rank every row at once
+        if extra and rows.start == 0 and len(blocks) > 1:  # scores packed too close for the bits kept?
+            merged = _equal_high_bits(block, bits, None, differing_labels=True, padding=padding)
+            if bool(rows_any(merged).sum() > _MAX_TIED_SHARE * len(block)):
+                return None  # the dropped bits would send most rows to the 64-bit keys: they rank every row at once
     return CompactKeys(keys, bits, extra == 0, padding)
-
-
-def _merges_many_rows(block: np.ndarray, bits: int, padding: int | None) -> bool:
-    """Whether equal keys hold different labels in more than ``_MAX_TIED_SHARE`` of the rows of a sorted ``block`` of
-    compact keys (:func:`_compact_keys`, padding's key ``padding``) that dropped the scores' last bits: scores packed
-    too close for them."""
-    merged = _equal_high_bits(block, bits, None, differing_labels=True, padding=padding)
-    return bool(rows_any(merged).sum() > _MAX_TIED_SHARE * len(block))
 
 
 def _ordered_float32(value: float) -> int:
@@ -124,17 +108,12 @@ def _ordered_float32(value: float) -> int:
     return bits ^ (bits >> 31 & _INT32_MAX)
 
 
-def _compact_key_ranking(
-    inputs: RankingInput, ties: str, relevance_threshold: float, width: int, seen: int | None
-) -> Ranking | None:
-    """The ranking of one sort of 32-bit keys (:func:`_compact_keys`) for rows sorted whole, cut at ``width``
-    (``seen``: one more, or None for whole rows); None where such keys do not apply.
-
-    Keys that keep every score whole rank each tie group by label (``"optimistic"``, ``"pessimistic"``) exactly,
-    and under ``"average"`` the rows with a tie get a ranking of their own as with 64-bit keys
-    (:func:`_set_rows_apart`). Where keys dropped the scores' last bits, the rows in which equal keys hold different
-    labels, and only they, could rank otherwise: they are ranked again by 64-bit keys (:func:`_rank_rows_again`).
-    """
+def _compact_key_ranking(inputs: RankingInput, ties: str, relevance_threshold: float, width: int, seen: int | None
+                         ) -> Ranking | None:
+    """The ranking of one sort of 32-bit keys (:func:`_compact_keys`) of whole rows, cut at ``width`` (``seen``: one
+    more, or None); None where such keys do not apply. Keys that keep every score whole order each tie group by label,
+    the rows with a tie under ``"average"`` set apart (:func:`_set_rows_apart`); where they dropped bits, the rows in
+    which equal keys hold different labels are ranked again by 64-bit keys (:func:`_rank_rows_again`)."""
     compact = _compact_keys(inputs, ties == "optimistic")
     if compact is None:
         return None
@@ -151,13 +130,9 @@ def _compact_key_ranking(
             # equal where the scores are, for keys that kept them whole; read only by rankings averaging ties
             scores=functools.partial(torch.bitwise_right_shift, own, bits),
             labels=(low - labels if ties == "optimistic" else labels).to(working_dtype(inputs.preds)),
-            valid=of.mask[:, :cut] if padding is None else own != padding_signed,
-            ideal_labels=of.ideal_target,
-            ties=tie_order,
-            relevance_threshold=relevance_threshold,
-            backend=inputs.backend,
-            all_valid=padding is None,
-            ranks_every_judged_item=_ranks_every_judged_item(of, cut),
+            valid=of.mask[:, :cut] if padding is None else own != padding_signed, ideal_labels=of.ideal_target,
+            ties=tie_order, relevance_threshold=relevance_threshold, backend=inputs.backend,
+            all_valid=padding is None, ranks_every_judged_item=_ranks_every_judged_item(of, cut),
         )
 
     if whole and ties != "average":  # every tie group ordered by label in the one sort
@@ -178,9 +153,8 @@ def _compact_key_ranking(
 
 
 def _rank_rows_again(main: Ranking, inputs: RankingInput, rows: Tensor, ties: str, seen: int | None) -> None:
-    """Rank the rows ``rows`` of ``main`` (a compact-key ranking of ``inputs``, cut at ``seen`` - 1 or whole) again
-    by 64-bit label keys, every score whole: their labels replace the compact keys', and under ``"average"`` their
-    ties get rankings of their own (:func:`_set_rows_apart`)."""
+    """Rank ``rows`` of ``main`` (a compact-key ranking of ``inputs``) again by 64-bit label keys, every score whole:
+    their labels replace the compact keys', their ties under ``"average"`` set apart (:func:`_set_rows_apart`)."""
     some = _select_rows(inputs, rows)
     flip = _LABEL_FLIP[ties]
     mask = some.mask if some.padded else None
@@ -198,16 +172,12 @@ def _rank_rows_again(main: Ranking, inputs: RankingInput, rows: Tensor, ties: st
     _set_rows_apart(main, rows, _tied_neighbours(keys, mask, seen), ties, exact)
 
 
-def _equal_high_bits(
-    keys: np.ndarray, bits: int, width: int | None, differing_labels: bool, padding: int | None = None
-) -> Tensor:
-    """Where a position of sorted compact keys (:func:`_compact_keys`) holds the score of the one after it, over
-    the first ``width`` positions (None: all) ``[Q, <=width]`` (0/1 bytes; the last column, past the pairs, 0).
-
-    With ``differing_labels`` (keys that dropped the scores' last bits), only where the two labels differ as well,
-    or where the pair runs across the cut-off (positions ``width - 2`` and ``width - 1``): a group there may hold
-    items past ``width`` of any label. Never where the second is padding (key ``padding``; it sorts last).
-    """
+def _equal_high_bits(keys: np.ndarray, bits: int, width: int | None, differing_labels: bool, padding: int | None = None
+                     ) -> Tensor:
+    """Where a position of sorted compact keys holds the score of the one after it, over the first ``width`` positions
+    (None: all) ``[Q, <=width]`` (0/1 bytes; the last column 0), never where the second is padding (key ``padding``).
+    With ``differing_labels``, only where the labels differ too, or across the cut-off (positions ``width - 2`` and
+    ``width - 1``: the group may hold items past ``width`` of any label)."""
     head = keys if width is None else np.ascontiguousarray(keys[:, :width])
     q, w = head.shape
     flat = head.reshape(-1)

@@ -8,7 +8,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from torchrank.functional._inputs import is_integer_tensor, value_range
+from torchrank.functional._inputs import is_integer_tensor
+from torchrank.functional.backends._numpy.keys import value_range
 
 # first_occurrence sorts CPU batches of at least this many ids with numpy (below it, numpy's per-call costs
 # outweigh torch's slower sort of short rows: benchmarks/bench_recommenders.py, one update of a collected epoch)

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from torchrank.functional._inputs import RankingInput
+from torchrank.functional._inputs import LARGE_BATCH_ITEMS, RankingInput
 from torchrank.functional._ranked import _ROW_BLOCK_ITEMS, Ranking, _ranks_every_judged_item, row_blocks
 
 # the low half of a label key per tie order: None keeps the label's bits (any order within a tie group will do:
@@ -53,40 +53,27 @@ def _key_ranking(
     high = keys.view(torch.int32).unflatten(1, (-1, 2))[..., 1]
     return Ranking(
         scores=high,  # orders and ties as the scores do, which is all a ranking reads them for
-        labels=labels.view(torch.float32),
+        labels=labels.view(torch.float32), ideal_labels=inputs.ideal_target, ties=ties,
         valid=high != _INT32_MAX if padded else inputs.mask[:, : keys.shape[1]],  # padding's key
-        ideal_labels=inputs.ideal_target,
-        ties=ties,
-        relevance_threshold=relevance_threshold,
-        backend=inputs.backend,
-        all_valid=not padded,
+        relevance_threshold=relevance_threshold, backend=inputs.backend, all_valid=not padded,
         ranks_every_judged_item=_ranks_every_judged_item(inputs, keys.shape[1]),
     )
 
 
 # score dtypes that float32 holds exactly, so that 32 bits of a sort key order them; the keys are built as
 # little-endian int64 (low half first), so other byte orders take the argsort path
-_PACKABLE = (
-    (torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16)
-    if sys.byteorder == "little"
-    else ()
-)
+_PACKABLE = ((torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16)
+             if sys.byteorder == "little" else ())
 _INT32_MAX = 2**31 - 1
 _LOW_HALF = 2**32 - 1  # an int64 key's item index
 _PADDING_KEY = _INT32_MAX << 32  # the least key of padding (high half _INT32_MAX)
 
 
-def _packed_sort(
-    preds: Tensor, mask: Tensor | None, depth: int | None, finite: bool = False
-) -> tuple[Tensor, Tensor, bool]:
-    """Stable descending order of each row of CPU scores (padding last) by one numpy sort of int64 keys,
-    cut at ``depth``, where a position holds the score of the one after it ``[Q, <=depth + 1]`` (0/1 bytes:
-    :func:`_tied_neighbours`), and whether only the keys of the items that can make the head were built
-    (:func:`_head_items`).
-
-    The keys (:func:`_sorted_keys`) carry each item's index in their low half: ascending keys are descending
-    scores, equal scores in input order, and the sorted keys give the order and the ties with no gather.
-    """
+def _packed_sort(preds: Tensor, mask: Tensor | None, depth: int | None, finite: bool = False
+                 ) -> tuple[Tensor, Tensor, bool]:
+    """Stable descending order of each row of CPU scores (padding last) cut at ``depth``, by one sort of keys carrying
+    each item's index (no gather); where a position holds the score of the one after it (:func:`_tied_neighbours`);
+    and whether only the keys of the items that can make the head were built (:func:`_head_items`)."""
     seen = None if depth is None else depth + 1  # one past the cut-off, to see a tie across it
     keys = _sorted_keys(preds, mask, _write_item_indices, seen, finite=finite)
     tied = _tied_neighbours(keys, mask, seen)
@@ -97,28 +84,18 @@ def _packed_sort(
 
 
 def _write_item_indices(out: Tensor, items: Tensor | None = None) -> None:
-    """Write each item's index in its row into ``out`` (int32 ``[Q, N]``), or ``items`` (``[Q, C]``) itself."""
+    """Write each item's index in its row into ``out`` (int32 ``[Q, N]``), or ``items`` (``[Q, C]``)."""
     out.copy_(_item_indices(out.shape[1]) if items is None else items)
 
 
-def _sorted_keys(
-    preds: Tensor,
-    mask: Tensor | None,
-    write_low_halves: Callable[..., object],
-    head: int | None = None,
-    finite: bool = False,
-) -> Tensor:
-    """Each row of int64 sort keys, sorted ascending by one numpy sort ``[Q, N]``; with ``head``, for unpadded scores
-    in rows long enough (:func:`_selects_head`), the keys of only the items that can be in the head
-    (:func:`_head_items`), sorted ``[Q, >=head]``.
+def _sorted_keys(preds: Tensor, mask: Tensor | None, write_low_halves: Callable[..., object], head: int | None = None,
+                 finite: bool = False) -> Tensor:
+    """Each row of int64 keys sorted ascending by one numpy sort (faster than its argsort of floats) ``[Q, N]``; with
+    ``head``, in rows long enough (:func:`_selects_head`), the keys of only the items that can make it ``[Q, >=head]``.
 
-    A key's high half is the negated score mapped to an int32 that orders as the float does (padding above
-    every score); ``write_low_halves(out)`` writes the low halves into ``out`` (the keys' strided int32
-    ``[Q, N]`` view), read as unsigned: ascending keys are descending scores, equal scores in ascending low
-    halves; ``write_low_halves(out, items)`` those of the items ``items`` (``[Q, C]`` indices into each row). numpy
-    sorts 64-bit integers with SIMD faster than it argsorts floats (benchmarks/notes/numpy_routes.md). ``finite``:
-    the scores are known to hold no NaN and no infinity.
-    """
+    The high half orders as the negated score (padding above every score); ``write_low_halves(out)`` writes the low
+    halves, read unsigned, into ``out`` (the keys' strided int32 ``[Q, N]`` view), or ``write_low_halves(out, items)``
+    those of ``items`` (``[Q, C]`` indices into each row). ``finite``: the scores hold no NaN and no infinity."""
     q, n = preds.shape
     if mask is None and _selects_head(head, n, q * n):
         items = _head_items(preds, head, finite)
@@ -129,7 +106,12 @@ def _sorted_keys(
                 keys.masked_fill_(keys >= _PADDING_KEY, _PADDING_KEY)
             return keys
     keys = torch.empty(q, n, 2, dtype=torch.int32)  # little-endian int64: [low, high] int32 halves
-    _write_high_halves(preds, mask, keys[:, :, 1])
+
+    def negated(rows: slice, block: np.ndarray) -> np.ndarray:  # 0 - x: -0.0 as 0.0 (equal keys)
+        scores = preds[rows] if preds.dtype == torch.float32 else preds[rows].float()
+        return np.subtract(0.0, scores.numpy(), out=block)
+
+    _write_ordered_int32(negated, keys[:, :, 1], mask=mask)
     write_low_halves(keys[:, :, 0])
     keys = keys.view(torch.int64).view(q, n)
     keys.numpy().sort(axis=1)
@@ -138,20 +120,11 @@ def _sorted_keys(
 
 def _head_items(preds: Tensor, head: int, finite: bool = False) -> tuple[Tensor, Tensor | None] | None:
     """The items that can be among the ``head`` highest scores of each row of CPU ``preds`` (a packable dtype, read as
-    float32, which holds each score exactly): the ``head`` highest and every other item scoring as the lowest of
-    them, ``[Q, C]`` indices into each row (``C >= head``), and which of them are real where rows have more than
-    ``head`` (None where none has: every row holds exactly ``head``); None where ``preds`` holds a NaN (or both
-    infinities), or ties so many that a row (or a block of rows, on average) runs past ``1/_HEAD_RATIO`` of its
-    length: the key sort of every item then ranks them.
-
-    Each block of rows is mapped to the int32 that orders as each score does, numpy selects each row's ``head``-th
-    highest, and the items scoring at least that are kept. Sorting the keys of these few items then ranks the head
-    exactly as sorting every key would, at less cost than building and sorting every item's key. Tied scores
-    (bfloat16) keep whole tie groups that reach into the head, a few items more than ``head``, rather than every item
-    of every row.
-    """
-    # a NaN orders nowhere: the keys rank it as they always have (``finite``: the input checks found neither NaN nor
-    # infinity)
+    float32): those scoring at least the ``head``-th highest (whole tie groups), ``[Q, C >= head]`` indices into each
+    row, and which of them are real (None where every row holds exactly ``head``). Sorting their keys ranks the head
+    as sorting every key would. None where ``preds`` holds a NaN (or both infinities), or ties so many that a row (or
+    a block of rows, on average) runs past ``1/_HEAD_RATIO`` of its length: every item's key then ranks them."""
+    # a NaN orders nowhere: the keys rank it as they always have (``finite``: the input checks found neither)
     if not finite and bool(torch.isnan(preds.sum(dtype=torch.float32))):
         return None
     q, n = preds.shape
@@ -168,7 +141,8 @@ def _head_items(preds: Tensor, head: int, finite: bool = False) -> tuple[Tensor,
     row = flat // n
     if len(flat) == q * head:  # every row holds at least `head`: exactly `head` each
         return torch.from_numpy((flat - row * n).reshape(q, head)), None
-    counts, at = _places_in_rows(row, q)
+    counts = np.bincount(row, minlength=q)
+    at = np.arange(len(row)) - (np.cumsum(counts) - counts)[row]  # each item's place in its row
     width = int(counts.max())
     if width * _HEAD_RATIO > n:
         return None
@@ -191,13 +165,6 @@ def _items_at_least_the_head(values: np.ndarray, head: int, scratch: np.ndarray)
     return np.flatnonzero(values >= lowest.view(np.float32)[:, None])
 
 
-def _places_in_rows(row: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray]:
-    """For items laid out row by row, each in row ``row`` (ascending, of ``q`` rows): how many each row holds ``[Q]``,
-    and each item's place in its row (0, 1, ...), to lay them out as padded rows."""
-    counts = np.bincount(row, minlength=q)
-    return counts, np.arange(len(row)) - (np.cumsum(counts) - counts)[row]
-
-
 def _selects_head(head: int | None, n: int, items: int) -> bool:
     """Whether :func:`_sorted_keys` ranks only the items that can make a head of ``head`` of rows of ``n`` (unpadded,
     in batches of ``items``): a head under 1/_HEAD_RATIO of rows of at least :data:`_SELECTION_MIN_ITEMS`, or of
@@ -214,28 +181,12 @@ _SELECTION_MIN_ITEMS_LARGE_BATCH = 100
 _SELECTION_LARGE_BATCH = 2**20
 
 
-def _write_high_halves(preds: Tensor, mask: Tensor | None, out: Tensor) -> None:
-    """Write into ``out`` (int32 ``[Q, N]``, strided) the int32 that orders as each negated score does, or
-    above every score's (-inf's too) at padding."""
-
-    def negated(rows: slice, block: np.ndarray) -> np.ndarray:  # 0 - x: -0.0 as 0.0 (equal keys)
-        scores = preds[rows] if preds.dtype == torch.float32 else preds[rows].float()
-        return np.subtract(0.0, scores.numpy(), out=block)
-
-    _write_ordered_int32(negated, out, mask=mask)
-
-
 def _write_ordered_int32(
     floats: Callable[[slice, np.ndarray], np.ndarray], out: Tensor, flip: int = 0, mask: Tensor | None = None
 ) -> None:
-    """Write into ``out`` (int32 ``[Q, N]``, strided) :func:`_ordered_int32` of the float32 values
-    ``floats(rows, block)`` writes into ``block`` for each block of rows, xor ``flip``; ``_INT32_MAX`` where
-    ``mask`` (bool ``[Q, N]``) is False.
-
-    By blocks of rows through two scratch arrays small enough to stay in cache, with numpy's ufuncs writing in
-    place and the last one straight into ``out``: faster than whole-batch torch temporaries, which are also
-    page-faulted in afresh on every call (benchmarks/notes/code_comment_timings.md).
-    """
+    """Write into ``out`` (int32 ``[Q, N]``, strided) :func:`_ordered_int32` of the float32 values ``floats(rows,
+    block)`` writes into ``block``, xor ``flip``; ``_INT32_MAX`` where ``mask`` is False. By blocks of rows through
+    scratch arrays that stay in cache, not whole-batch temporaries (benchmarks/notes/code_comment_timings.md)."""
     q, n = out.shape
     halves = out.numpy()
     blocks = row_blocks(q, n, _ROW_BLOCK_ITEMS)
@@ -261,22 +212,19 @@ def _ordered_int32_into(bits: np.ndarray, out: np.ndarray, scratch: np.ndarray |
 
 
 def _ordered_int32(bits: Tensor) -> Tensor:
-    """The int32 that orders as the float32 of ``bits`` (int32) does: the magnitude bits of negative numbers
-    flipped. Its own inverse."""
+    """The int32 that orders as the float32 of ``bits`` does (negatives' magnitude bits flipped); its own inverse."""
     return (bits >> 31).bitwise_and_(_INT32_MAX).bitwise_xor_(bits)
 
 
 def _tied_neighbours(keys: Tensor, mask: Tensor | None, width: int | None) -> Tensor:
     """Where a position of sorted keys (:func:`_sorted_keys`) holds the score of the one after it, over the first
     ``width`` positions (None: all) ``[Q, <=width]`` (0/1 bytes; the last column, past the pairs, 0)."""
-    # the high halves copied out first: comparing two contiguous int32 streams beats comparing strided ones
-    # by more than the copy costs
+    # the high halves copied out first: comparing contiguous int32 streams beats strided ones by more than the copy
     high = np.ascontiguousarray(keys[:, :width].numpy().view(np.int32)[:, 1::2])
     q, w = high.shape
     flat = high.reshape(-1)
     tied = np.empty(q * w, bool)
-    # one pass over the rows laid end to end: numpy compares short rows one by one slower
-    # (benchmarks/notes/code_comment_timings.md)
+    # one pass over the rows laid end to end (benchmarks/notes/code_comment_timings.md)
     np.equal(flat[1:], flat[:-1], out=tied[:-1])
     if mask is not None:  # padding sorts last: a pair is real when its second item is
         tied[:-1] &= flat[1:] != _INT32_MAX
@@ -291,13 +239,8 @@ def _item_indices(n: int) -> Tensor:
     return torch.arange(n, dtype=torch.int32)
 
 
-def _gather_scores(preds: Tensor, order: Tensor) -> Tensor:
-    return preds.gather(1, order)
-
-
 def _negated_scores(preds: Tensor, mask: Tensor | None) -> Tensor | None:
-    """``-preds`` in a float dtype that holds them exactly, NaN at padding (sorted last); None where there
-    is none (int64 scores)."""
+    """``-preds`` in a float dtype that holds them exactly, NaN at padding (sorted last); None for int64 scores."""
     if preds.dtype in (torch.float16, torch.bfloat16):
         preds = preds.float()
     elif preds.dtype in (torch.int8, torch.uint8, torch.int16, torch.int32):
@@ -308,3 +251,18 @@ def _negated_scores(preds: Tensor, mask: Tensor | None) -> Tensor | None:
     if mask is not None:
         negated = negated.masked_fill_(~mask, float("nan"))
     return negated
+
+
+def value_range(x: Tensor) -> tuple[float, float]:
+    """The smallest and largest value of CPU ``x`` (NaN if it holds one), as Python numbers (ints exact). numpy's two
+    SIMD reductions while ``x`` fits the caches; past them (the read is the cost) and for half floats (numpy reduces
+    float16 elementwise) torch's one-pass ``aminmax``, which lacks uint16 to uint64 on CPU."""
+    for dim, stride in enumerate(x.stride()):  # a broadcast dimension repeats one slice: read it once
+        if stride == 0 and x.shape[dim] > 1:
+            x = x.narrow(dim, 0, 1)
+    wide_unsigned = x.dtype in (torch.uint16, torch.uint32, torch.uint64)
+    if (x.numel() > LARGE_BATCH_ITEMS and not wide_unsigned) or x.dtype in (torch.float16, torch.bfloat16):
+        low, high = torch.aminmax(x)
+        return low.item(), high.item()
+    values = x.numpy()
+    return values.min().item(), values.max().item()

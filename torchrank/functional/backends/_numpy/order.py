@@ -1,28 +1,22 @@
-"""The numpy backend's ranking: which ordering route ranks a CPU batch, and the rows whose ties need their own.
-
-One fast order for every row (a top-k of a short head of rows too short for :mod:`.keys` to select it, else one numpy
-sort of packed keys; labels may ride in the keys), then only the rows holding a tie that matters get the tie order
-applied (:mod:`.tied_rows`). Each route that survives has won
-at least 1.3x end to end over the route that would run without it (benchmarks/notes/numpy_routes.md); the ranking
-it builds names it (:attr:`Ranking.route`: :data:`ROUTES`), so a test can assert which route ran.
+"""The numpy backend's ranking: one fast order for every row (a top-k of a short head, else one sort of packed keys,
+labels riding in them where they can), then the tie order applied only to the rows holding a tie that matters. Each
+route has won at least 1.3x end to end (benchmarks/notes/numpy_routes.md) and names itself (:attr:`Ranking.route`).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import NamedTuple
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from torchrank.functional._inputs import RankingInput
-from torchrank.functional._ranked import Ranking, _gather_ranking, rows_any
+from torchrank.functional._ranked import Ranking, _gather_ranking
 from torchrank.functional.backends._numpy.compact_keys import _compact_key_ranking
 from torchrank.functional.backends._numpy.keys import (
     _LABEL_FLIP,
-    _gather_scores,
     _key_ranking,
     _negated_scores,
     _packed_sort,
@@ -32,7 +26,7 @@ from torchrank.functional.backends._numpy.keys import (
     _tied_neighbours,
     _write_label_halves,
 )
-from torchrank.functional.backends._numpy.tied_rows import _MAX_TIED_SHARE, _select_rows, _set_rows_apart
+from torchrank.functional.backends._numpy.tied_rows import _MAX_TIED_SHARE, _select_rows, _set_rows_apart, rows_any
 from torchrank.functional.backends._torch import _sorted_ranking
 
 # the name each route writes into the ranking it builds (:attr:`Ranking.route`): the keys of a head's items only
@@ -43,7 +37,8 @@ INDEX_KEYS = "index keys"  # 64-bit keys carrying each item's index (:func:`_pac
 ARGSORT = "argsort"  # numpy's argsort of the negated scores (dtypes the keys cannot pack)
 TOPK = "top-k"  # torch.topk of a short head (:func:`_takes_topk`)
 HEAD_ITEMS = "head items"  # keys built for the items that can make each row's head only (:func:`._head_items`)
-ROUTES = (LABEL_KEYS, INDEX_KEYS, ARGSORT, TOPK)
+ROUTES = (LABEL_KEYS, COMPACT_KEYS, INDEX_KEYS, ARGSORT, TOPK)
+FastOrder = tuple[Tensor, Tensor | Callable[[], Tensor], Tensor, str]  # :func:`_fast_order`'s
 
 
 def _rank_tied_rows_apart(
@@ -51,12 +46,9 @@ def _rank_tied_rows_apart(
 ) -> Ranking | None:
     """A ranking that orders ties only in the rows holding one within ``depth``; None where it can't.
 
-    A row with no tie among the positions read has the same values under every tie order, so one fast sort
-    (or top-k) of any stability ranks it. The rows with a tie are ranked again with ``ties`` applied exactly
-    (:func:`_set_rows_apart`), unless the fast sort already kept input order among equal scores and
-    ``ties="first"`` asks for just that, or its keys carried the labels (:func:`_rank_by_label_keys`: every tie
-    group is then ordered by label already). ``topk``: whether a top-k may stand for the sort.
-    """
+    One fast sort (or top-k) of any stability ranks every row; the rows with a tie are ranked again with ``ties``
+    applied (:func:`_set_rows_apart`), unless the sort kept input order among equal scores as ``"first"`` asks, or
+    its keys carried the labels (:func:`_rank_by_label_keys`). ``topk``: whether a top-k may stand for the sort."""
     if ties != "first" and _labels_ride_in_keys(inputs, depth, topk):
         return _rank_by_label_keys(inputs, ties, relevance_threshold, depth)
     fast = _fast_order(inputs, depth, topk)
@@ -91,30 +83,21 @@ def _named(ranking: Ranking, route: str) -> Ranking:
 
 
 def _route(keys: str, selected: bool) -> str:
-    """The name of a key route (:data:`LABEL_KEYS`, :data:`INDEX_KEYS`) whose keys were those of a head's items only
-    (``selected``) or of every item."""
+    """A key route's name, for the keys of a head's items only (``selected``) or of every item."""
     return f"{keys}, {HEAD_ITEMS}" if selected else keys
 
 
 def _labels_ride_in_keys(inputs: RankingInput, depth: int | None, topk: bool = True) -> bool:
-    """Whether the key sort can carry the labels in place of the item indices (:func:`_rank_by_label_keys`):
-    CPU scores it packs, no per-item tensor but the labels to put in rank order, no short top-k instead (where
-    ``topk`` allows one)."""
-    return (
-        _packs(inputs.preds) and inputs.judged is None and not inputs.exact_ties
-        and not (topk and _takes_topk(inputs, depth))
-    )
+    """Whether the key sort can carry the labels in place of the item indices (:func:`_rank_by_label_keys`): scores
+    it packs, no per-item tensor but the labels to put in rank order, no short top-k instead (where ``topk`` allows)."""
+    return (_packs(inputs.preds) and inputs.judged is None and not inputs.exact_ties
+            and not (topk and _takes_topk(inputs, depth)))
 
 
 def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: float, depth: int | None) -> Ranking:
-    """The ranking of one key sort whose keys hold each item's label in their low half: the sorted keys are the
-    labels in rank order, with no order to gather them by, and every tie group already ordered by label.
-
-    ``"optimistic"`` / ``"pessimistic"`` rank each tie group by descending / ascending label in that one sort,
-    every row exactly. Under ``"average"`` the rows with a tie within ``depth`` get a ranking of their own
-    (:func:`_set_rows_apart`): each order of a few tied pairs, or one that averages each group, on whole rows (a
-    group may run past the depth).
-    """
+    """The ranking of one sort of keys holding each item's label in their low half: the sorted keys are the labels in
+    rank order, every tie group ordered by label (``"optimistic"`` / ``"pessimistic"``: exact in that one sort). Under
+    ``"average"`` the rows with a tie within ``depth`` get a ranking of their own (:func:`_set_rows_apart`)."""
     mask = inputs.mask if inputs.padded else None
     flip = _LABEL_FLIP[ties]
     n = inputs.preds.shape[1]
@@ -147,26 +130,12 @@ def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: fl
     return ranking
 
 
-class FastOrder(NamedTuple):
-    """Descending order of each row cut at a depth ``[Q, <=N]``, the scores in that order (or a function
-    gathering them on demand), where a position holds the score of the one after it over the cut and one
-    position past it ``[Q, <=N]`` (bool or 0/1 bytes; a last column past the pairs is 0), and the route that
-    ordered them (:data:`INDEX_KEYS`, stable: equal scores in input order; or :data:`ARGSORT`, :data:`TOPK`,
-    unstable)."""
-
-    order: Tensor
-    scores: Tensor | Callable[[], Tensor]
-    pairs: Tensor
-    route: str
-
-
 def _fast_order(inputs: RankingInput, depth: int | None, topk: bool = True) -> FastOrder | None:
-    """The order of each row, padding last, cut at ``depth``, and where it ties (:class:`FastOrder`); None where
-    no fast path applies (rows known to hold ties, int64 scores).
-
-    A top-k of a short prefix of unpadded lists (where ``topk`` allows: :func:`_takes_topk`); otherwise on CPU one
-    numpy sort of packed 64-bit keys (:func:`_packed_sort`), else one unstable sort.
-    """
+    """``(order, scores, pairs, route)``: the descending order of each row, padding last, cut at ``depth`` ``[Q, <=N]``;
+    the scores in that order (or a function gathering them); where a position holds the score of the one after it,
+    over the cut and one past it (bool or 0/1 bytes; a last column past the pairs is 0); and the route: a top-k of a
+    short head (:func:`_takes_topk`), else one stable sort of packed keys (:func:`_packed_sort`), else numpy's
+    argsort. None where none applies (rows known to hold ties, int64 scores)."""
     if inputs.exact_ties:
         return None
     preds, n = inputs.preds, inputs.preds.shape[1]
@@ -175,11 +144,11 @@ def _fast_order(inputs: RankingInput, depth: int | None, topk: bool = True) -> F
     if topk and _takes_topk(inputs, depth):
         # one more than the cut-off: a tie across it shows as equal values at positions depth and depth + 1
         values, order = torch.topk(preds, depth + 1, dim=1, sorted=True)
-        return FastOrder(order[:, :depth], values[:, :depth], values[:, 1:] == values[:, :-1], TOPK)
+        return order[:, :depth], values[:, :depth], values[:, 1:] == values[:, :-1], TOPK
     mask = inputs.mask if inputs.padded else None
     if _packs(preds):
         order, tied, selected = _packed_sort(preds, mask, depth, finite=inputs.finite_scores)
-        return FastOrder(order, functools.partial(_gather_scores, preds, order), tied, _route(INDEX_KEYS, selected))
+        return order, functools.partial(torch.gather, preds, 1, order), tied, _route(INDEX_KEYS, selected)
     negated = _negated_scores(preds, mask)
     if negated is None:
         return None
@@ -191,21 +160,19 @@ def _fast_order(inputs: RankingInput, depth: int | None, topk: bool = True) -> F
         tied &= inputs.mask.gather(1, seen[:, 1:])  # real items come first: both of the pair are real
     if depth is not None:
         order, scores = order[:, :depth], scores[:, :depth]
-    return FastOrder(order, scores, tied, ARGSORT)
+    return order, scores, tied, ARGSORT
 
 
 def _takes_topk(inputs: RankingInput, depth: int | None) -> bool:
     """Whether the fast order is a top-k of ``depth`` + 1: unpadded rows whose head the key sort does not select
-    (:func:`_selects_head`), where torch.topk partially sorts each row (``k * _TOPK_RATIO`` items or more: past
-    that it selects then sorts the k, slower: benchmarks/notes/numpy_routes.md)."""
+    (:func:`_selects_head`), long enough for torch.topk to sort partially (:data:`_TOPK_RATIO`)."""
     n = inputs.preds.shape[1]
     if depth is None or depth >= n or inputs.padded:
         return False
     # the selection's cost does not grow with k, topk's does
-    if _packs(inputs.preds) and _selects_head(depth + 1, n, inputs.preds.numel()):
-        return False
-    return (depth + 1) * _TOPK_RATIO <= n
+    selected = _packs(inputs.preds) and _selects_head(depth + 1, n, inputs.preds.numel())
+    return not selected and (depth + 1) * _TOPK_RATIO <= n
 
 
-# torch.topk(k) on CPU partially sorts each row while k * 64 <= its length
+# torch.topk(k) on CPU partially sorts each row while k * 64 <= its length; past it, it selects then sorts the k, slower
 _TOPK_RATIO = 64

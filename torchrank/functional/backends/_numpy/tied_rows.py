@@ -1,9 +1,5 @@
-"""The numpy backend's rows apart: the few rows whose tie order matters get a ranking of their own.
-
-Under ``"average"`` a row whose ties that matter are a few pairs is evaluated in each order of them; every other
-such row is ranked again with the tie order applied (:func:`_set_rows_apart`); ``_ranked.apply_measure`` merges
-their values. Planning reads the tied pairs on the host (one read), which is why only the numpy backend does it.
-"""
+"""The numpy backend's rows apart: the few rows whose tie order matters get a ranking of their own
+(:func:`_set_rows_apart`, planned from one host read of the tied pairs), whose values ``apply_measure`` merges."""
 
 from __future__ import annotations
 
@@ -14,6 +10,7 @@ import operator
 from collections.abc import Callable
 from typing import NamedTuple
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -22,21 +19,15 @@ from torchrank.functional._ranked import Ranking
 
 # a tie order is worked out separately for at most this share of the rows; past it, for the whole batch
 _MAX_TIED_SHARE = 0.5
-
-
 # under "average", a row whose ties that matter are at most this many pairs is evaluated in each of its 2 ** pairs
 # tie orders (:func:`_other_tie_orders`); more pairs, or a larger group, take the closed forms
 _MAX_ENUMERATED_PAIRS = 3
 
 
 class RowsApart(NamedTuple):
-    """Rows of a ranking whose values come from a ranking of their own (see :func:`apply_measure`).
-
-    Either ``ranking`` applies the ties itself, a row for each row (``owner`` None), or it holds every other
-    order of the rows' tied pairs: ``owner`` ``[V]`` says whose each of its rows is and ``orders`` ``[R]`` how many
-    equally likely orders each row has (the batch's ranking holds one of them), and a row's expected value is the
-    mean over its orders.
-    """
+    """Rows of a ranking whose values come from a ranking of their own: one applying the ties, a row for each row
+    (``owner`` None), or one of every other order of their tied pairs, ``owner`` ``[V]`` saying whose each of its rows
+    is and ``orders`` ``[R]`` how many equally likely orders each row has (the batch's ranking holds one of them)."""
 
     rows: Tensor  # [R] rows of the batch's ranking
     ranking: Ranking
@@ -48,16 +39,13 @@ class RowsApart(NamedTuple):
 def _set_rows_apart(
     ranking: Ranking, rows: Tensor, pairs: Tensor, ties: str, exact: Callable[[Tensor], Ranking]
 ) -> None:
-    """Fill :attr:`Ranking.apart` of ``ranking`` (ties in any order): ``rows`` are the rows holding a tied pair, and
-    ``pairs`` ``[R, >=S - 1]`` (0/1 or bool, one row for each of ``rows``) says where a position of theirs holds the
-    score of the one after it, over its first ``S`` positions (its width, or one more to see a tie across the
-    cut-off; any further column is 0).
+    """Fill :attr:`Ranking.apart` of ``ranking`` (ties in any order): ``rows`` hold a tied pair, and ``pairs``
+    ``[R, >=S - 1]`` (0/1 or bool) says where a position of theirs holds the score of the one after it, over its first
+    ``S`` positions (its width, or one more to see a tie across the cut-off; any further column is 0).
 
-    Only a tie group holding items of different labels (or judged flags) depends on the tie order, so the other
-    rows are left as they are. Under ``"average"`` a row whose such groups are a few pairs inside the ranking is
-    evaluated in each of its tie orders (:func:`_other_tie_orders`: the few cheap passes of untied rankings,
-    against the closed forms' dozens); every other row gets ``exact(rows)``, a ranking that applies ``ties``.
-    """
+    Only a tie group of different labels (or judged flags) depends on the tie order. Under ``"average"`` a row whose
+    such groups are a few pairs inside the ranking is evaluated in each tie order (:func:`_other_tie_orders`: a few
+    cheap passes, against the closed forms' dozens); every other such row gets ``exact(rows)``, applying ``ties``."""
     if rows.numel() == 0:
         return
     which, at = pairs.nonzero().unbind(1)  # each tied pair: its row among `rows`, and positions at, at + 1
@@ -98,11 +86,10 @@ def _tie_plan(which: list[int], at: list[int], differs: list[int], width: int, e
     """Plan the rows of :func:`_set_rows_apart` from their tied pairs in row-then-position order: each pair's row
     ``which``, its first position ``at`` and whether its two labels (or judged flags) differ ``differs``.
 
-    A row matters when one of its tie groups holds different labels, or runs across the cut-off (a pair at the
-    last ranked position, ``width - 1``). With ``enumerate_pairs``, a row whose ties are pairs (no two touching)
-    inside the cut, at most ``_MAX_ENUMERATED_PAIRS`` of them holding different labels, is evaluated in each order
-    of those: each nonempty subset of them, swapped, is one of its other orders. Every other row that matters is
-    exact.
+    A row matters when a tie group holds different labels or runs across the cut-off (a pair at ``width - 1``). With
+    ``enumerate_pairs``, a row whose ties are pairs (no two touching) inside the cut, at most
+    ``_MAX_ENUMERATED_PAIRS`` of different labels, is evaluated in each order of those (each nonempty subset
+    swapped); every other row that matters is exact.
 
     Example:
         >>> _tie_plan([0, 0, 2, 2], [3, 7, 1, 2], [1, 0, 1, 1], width=10, enumerate_pairs=True)
@@ -131,9 +118,8 @@ def _tie_plan(which: list[int], at: list[int], differs: list[int], width: int, e
 def _other_tie_orders(
     ranking: Ranking, rows: Tensor, owner: list[int], swap_at: list[list[int]]
 ) -> tuple[Ranking, Tensor, Tensor]:
-    """The other orders of the rows ``rows`` of ``ranking`` (:class:`TiePlan`'s ``owner`` and ``swap_at``; each
-    row's own order is the one ``ranking`` holds), as a ranking of one row per order; whose row each is ``[V]``, and
-    each row's number of orders ``[R]``."""
+    """The other orders of the rows ``rows`` of ``ranking`` (:class:`TiePlan`'s ``owner`` and ``swap_at``) as a ranking
+    of one row per order; whose row each is ``[V]``, and each row's number of orders ``[R]``."""
     device = rows.device
     owner_t = torch.tensor(owner, device=device)
     source = rows[owner_t]
@@ -146,18 +132,14 @@ def _other_tie_orders(
         x[order_of, first], x[order_of, first + 1] = x[order_of, first + 1], x[order_of, first]
         return x
 
+    valid = ranking.valid[:1].expand(len(owner), -1) if ranking.all_valid else ranking.valid[source]
     others = Ranking(
         # equal scores swapped: the same scores, read (never, as "first") from the batch's own, not from `ranking`,
         # which holds this one: a reference cycle would keep every call's tensors until the garbage collector runs
-        scores=functools.partial(_rows_of_scores, ranking._scores, source),
-        labels=swapped(ranking.labels),
-        valid=ranking.valid[:1].expand(len(owner), -1) if ranking.all_valid else ranking.valid[source],
-        ideal_labels=ranking.ideal_labels[source],
+        scores=functools.partial(_rows_of_scores, ranking._scores, source), labels=swapped(ranking.labels),
+        valid=valid, ideal_labels=ranking.ideal_labels[source], ties="first",
         judged=None if ranking.judged is None else swapped(ranking.judged),
-        ties="first",
-        relevance_threshold=ranking.relevance_threshold,
-        backend=ranking.backend,
-        all_valid=ranking.all_valid,
+        relevance_threshold=ranking.relevance_threshold, backend=ranking.backend, all_valid=ranking.all_valid,
         ranks_every_judged_item=ranking.ranks_every_judged_item,
     )
     others.averaged_over_orders = True
@@ -172,12 +154,26 @@ def _rows_of_scores(scores: Tensor | Callable[[], Tensor], rows: Tensor) -> Tens
 def _select_rows(inputs: RankingInput, rows: Tensor) -> RankingInput:
     """``inputs`` restricted to the queries ``rows`` (whole lists: their ranking applies ``ties``)."""
     return dataclasses.replace(
-        inputs,
-        preds=inputs.preds[rows],
-        target=inputs.target[rows],
-        mask=inputs.mask[rows],
-        ideal_target=inputs.ideal_target[rows],
-        judged=None if inputs.judged is None else inputs.judged[rows],
-        batch_shape=(len(rows),),
-        exact_ties=True,
+        inputs, preds=inputs.preds[rows], target=inputs.target[rows], mask=inputs.mask[rows],
+        ideal_target=inputs.ideal_target[rows], judged=None if inputs.judged is None else inputs.judged[rows],
+        batch_shape=(len(rows),), exact_ties=True,
     )
+
+
+def rows_any(x: Tensor) -> Tensor:
+    """``x.any(1)`` of a CPU bool (or 0/1 byte) ``[Q, N]``: numpy's byte maximum, or on short rows with few nonzero
+    bytes the rows of those bytes (benchmarks/notes/code_comment_timings.md)."""
+    q, n = x.shape
+    if n == 0:
+        return torch.zeros(q, dtype=torch.bool, device=x.device)
+    flags = x.view(torch.bool).numpy()
+    if n < _SHORT_ROW_ITEMS and np.count_nonzero(flags) <= q:
+        held = np.zeros(q, bool)
+        held[np.flatnonzero(flags) // n] = True  # numpy finds nonzero bools (not bytes) fast
+        return torch.from_numpy(held)
+    return torch.from_numpy(flags.view(np.uint8).max(axis=1)).view(torch.bool)
+
+
+# rows shorter than this are "short" to rows_any, where finding the rows of a few nonzero bytes pays against numpy's
+# row maximum (benchmarks/notes/code_comment_timings.md)
+_SHORT_ROW_ITEMS = 256
