@@ -61,11 +61,12 @@ def patch_engine(monkeypatch: pytest.MonkeyPatch, name: str, value: object) -> N
     the numpy backend's modules import each other's names, so one module's binding alone may not be the one read."""
     from torchrank.functional import _descending, _ranked
     from torchrank.functional.backends import _torch as _torch_order
+    from torchrank.functional.backends._numpy import compact_keys as _compact_keys
     from torchrank.functional.backends._numpy import keys as _numpy_keys
     from torchrank.functional.backends._numpy import order as _numpy_order
     from torchrank.functional.backends._numpy import tied_rows as _tied_rows
 
-    engine = (_numpy_order, _numpy_keys, _tied_rows, _torch_order, _ranked, _descending)
+    engine = (_numpy_order, _numpy_keys, _compact_keys, _tied_rows, _torch_order, _ranked, _descending)
     modules = [m for m in engine if hasattr(m, name)]
     assert modules, f"no engine module binds {name}"
     for module in modules:
