@@ -22,7 +22,7 @@ from types import MappingProxyType
 import torch
 from torch import Tensor
 
-from torchrank.functional import first_relevant, gap, judgments, trec_extra, trec_gain
+from torchrank.functional import first_relevant, gap, judgments, trec_extra
 from torchrank.functional._measure import Kernel, fused_code
 from torchrank.functional.average_precision import (
     _average_precision,
@@ -294,12 +294,12 @@ DECLARATIONS: tuple[Declaration, ...] = (
     Declaration("unj", "Share of the top k without a judgment.", "linear", trec_extra._unjudged, grammar=False,
         higher_is_better=None, empty_target_action=False, trec=(TrecName("unj", "cuts", (5, 10, 20)),)),
     Declaration("bin_g", "Binary G: mean over relevant items of 1 / log2(2 + non-relevant items above).", "refused",
-        trec_gain._bin_g, takes_k=False, grammar=False, trec=(TrecName("binG"),)),
-    Declaration("g", "Normalized gain G (trec_eval's experimental measure, default gains).", "refused", trec_gain._g,
+        trec_extra._bin_g, takes_k=False, grammar=False, trec=(TrecName("binG"),)),
+    Declaration("g", "Normalized gain G (trec_eval's experimental measure, default gains).", "refused", trec_extra._g,
         takes_k=False, grammar=False, trec=(TrecName("G"),)),
-    Declaration("ndcg_rel", "NDCG averaged over the items with a positive gain.", "refused", trec_gain._ndcg_rel,
+    Declaration("ndcg_rel", "NDCG averaged over the items with a positive gain.", "refused", trec_extra._ndcg_rel,
         takes_k=False, grammar=False, trec=(TrecName("ndcg_rel"),)),
-    Declaration("rndcg", "NDCG averaged at the R levels of the ideal gains.", "refused", trec_gain._rndcg,
+    Declaration("rndcg", "NDCG averaged at the R levels of the ideal gains.", "refused", trec_extra._rndcg,
         takes_k=False, grammar=False, trec=(TrecName("Rndcg"),)),
     Declaration("count", "Counts: retrieved, relevant, relevant retrieved, judged non-relevant retrieved.", "linear",
         trec_extra._count, takes_k=False, grammar=False, higher_is_better=None, empty_target_action=False,
