@@ -19,8 +19,14 @@ from torchrank.functional.judgments import inferred_average_precision, judged_fr
 from torchrank.functional.kendall import kendall_tau
 from torchrank.functional.measures import evaluate, parse_measure
 from torchrank.functional.per_query_auc import auroc, gauc
-from torchrank.functional.pr_curve import precision_recall_curve, recall_at_fixed_precision
-from torchrank.functional.precision import f1, precision, r_precision, recall
+from torchrank.functional.precision import (
+    f1,
+    precision,
+    precision_recall_curve,
+    r_precision,
+    recall,
+    recall_at_fixed_precision,
+)
 from torchrank.functional.rbp import rbp
 from torchrank.functional.registry import MEASURES
 from torchrank.functional.trec_extra import bpref
