@@ -9,12 +9,11 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from torchrank.functional._cutoffs import at_cutoffs, cutoff_index, fixed_cutoffs
 from torchrank.functional._fused_columns import DCG, DCG_EXP, NDCG, NDCG_EXP
 from torchrank.functional._measure import measure
 from torchrank.functional._options import RankingOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import run_measure
-from torchrank.functional._ranked import Ks, Ranking, Values
+from torchrank.functional._ranked import Ks, Ranking, Values, at_cutoffs, cutoff_index, fixed_cutoffs
 from torchrank.functional.core import (
     Discount,
     Gain,

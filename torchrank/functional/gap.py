@@ -10,10 +10,9 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from torchrank.functional._cutoffs import cutoff_index, sum_to_cutoffs
 from torchrank.functional._options import RankingOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import run_measure
-from torchrank.functional._ranked import Ks, Ranking, Values
+from torchrank.functional._ranked import Ks, Ranking, Values, cutoff_index, sum_to_cutoffs
 
 Probabilities = tuple[float, ...]
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
 from torchrank.functional._options import (
     Cutoffs,
     MeasureOptions,
@@ -17,7 +16,7 @@ from torchrank.functional._options import (
     with_common_args,
 )
 from torchrank.functional._pipeline import run_measure
-from torchrank.functional._ranked import Ks, Ranking, Values
+from torchrank.functional._ranked import Ks, Ranking, Values, at_cutoffs, cutoff_index
 from torchrank.functional.trec_extra import _judged, _none, _refuse_tie_average, _relative_precision
 
 __all__ = ["inferred_average_precision", "judged_fraction", "judged_only_mask", "recall_cap"]
