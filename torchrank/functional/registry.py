@@ -22,14 +22,17 @@ from types import MappingProxyType
 import torch
 from torch import Tensor
 
-from torchrank.functional import first_relevant, gap, judgments, trec_extra
+from torchrank.functional import first_relevant, judgments, trec_extra
 from torchrank.functional._measure import Kernel, fused_code
 from torchrank.functional.average_precision import (
     _average_precision,
     _average_precision_options,
     _average_recall,
+    _gap_options,
+    _graded_average_precision,
     average_precision,
     average_recall,
+    graded_average_precision,
 )
 from torchrank.functional.dcg import _dcg, _dcg_options, _ndcg, dcg, ndcg
 from torchrank.functional.err import _err, _err_options, err
@@ -249,8 +252,8 @@ DECLARATIONS: tuple[Declaration, ...] = (
         first_relevant._first_relevant_position, aliases=("first_relevant_position",), higher_is_better=False,
         function=first_relevant.first_relevant_position, metric="FirstRelevantPosition", plot_bounds=_LOWER),
     Declaration("gap", "Graded average precision, uniform grade probabilities (Robertson et al. 2010).", "closed form",
-        gap._graded_average_precision, aliases=("graded_average_precision",), function=gap.graded_average_precision,
-        options=gap._gap_options, metric="GAP"),
+        _graded_average_precision, aliases=("graded_average_precision",), function=graded_average_precision,
+        options=_gap_options, metric="GAP"),
     Declaration("bpref", "Binary preference over judged items (trec_eval bpref).", "refused", trec_extra._bpref,
         takes_k=False, function=trec_extra.bpref,
         trec=(TrecName("bpref", from_batch=("num_judged",)),
