@@ -25,9 +25,8 @@ from torchrank.functional._measure import Kernel
 from torchrank.functional._options import ListOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import check_parameter_values, finalize, per_query_values, prepare
 from torchrank.functional._ranked import Ks, apply_measure
-from torchrank.functional.judgments import judged_only_mask, pooled_in_score_order
 from torchrank.functional.registry import DECLARATIONS, Declaration, grammar_names
-from torchrank.functional.trec_extra import judged_counts
+from torchrank.functional.trec_extra import judged_counts, judged_only_mask, pooled_in_score_order
 
 
 def _grammar_table() -> str:

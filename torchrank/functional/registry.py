@@ -22,7 +22,7 @@ from types import MappingProxyType
 import torch
 from torch import Tensor
 
-from torchrank.functional import first_relevant, judgments, trec_extra
+from torchrank.functional import first_relevant, trec_extra
 from torchrank.functional._measure import Kernel, fused_code
 from torchrank.functional.average_precision import (
     _average_precision,
@@ -265,17 +265,17 @@ DECLARATIONS: tuple[Declaration, ...] = (
     Declaration("kendall_distance", "Share of label-ordered pairs ranked wrongly.", "closed form", takes_k=False,
         grammar=False, higher_is_better=False, function=kendall_tau, function_params={"distance": True},
         metric="KendallTauDistance"),
-    # incomplete judgments (torchrank.functional.judgments)
+    # incomplete judgments
     Declaration("relative_p", "Relevant items in the top k / min(k, R): capped recall (BEIR's R_cap@k).", "linear",
-        trec_extra._relative_precision, aliases=("recall_cap", "r_cap"), function=judgments.recall_cap,
+        trec_extra._relative_precision, aliases=("recall_cap", "r_cap"), function=trec_extra.recall_cap,
         metric="RecallCap", trec=(TrecName("relative_P", "cuts", CUTS), TrecName("set_relative_P"))),
     Declaration("judged", "Share of the top k with a judgment (ir_measures' Judged@k; / min(k, retrieved)).", "linear",
-        judgments._judged_fraction, higher_is_better=None, empty_target_action=False,
-        function=judgments.judged_fraction, metric="JudgedFraction"),
+        trec_extra._judged_fraction, higher_is_better=None, empty_target_action=False,
+        function=trec_extra.judged_fraction, metric="JudgedFraction"),
     Declaration(
         "infap", "Inferred AP from a judged sample of the pool (trec_eval infAP; qrels label -1: pooled, unjudged).",
-        "refused", judgments._inferred_ap, aliases=("inferred_average_precision", "inf_ap"), takes_k=False,
-        function=judgments.inferred_average_precision, metric="InfAP",
+        "refused", trec_extra._inferred_ap, aliases=("inferred_average_precision", "inf_ap"), takes_k=False,
+        function=trec_extra.inferred_average_precision, metric="InfAP",
         trec=(TrecName("infAP", from_batch=("pooled_unjudged",)),)),
     # trec_eval's own measures, reached through their trec_eval names
     Declaration("set", "Measures of the retrieved set: set_map, set_F.", "linear", trec_extra._set_measure,
