@@ -121,7 +121,7 @@ def _compare(op: Callable[..., Tensor], x: Tensor, other: Tensor | float, dtype:
     return op(x, other, out=torch.empty(x.shape, dtype=dtype, device=x.device))
 
 
-def cutoff_index(ranking: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+def cutoff_index(ranking: Ranking, ks: Ks) -> tuple[Tensor, Tensor]:
     """For each cut-off, the index into the rank axis (past the list's end: its last position) and the effective k
     (None: each query's ranked items), ``[Q, K]`` each, or ``[K]`` and ``[1, K]`` when every cut-off is a number."""
     key = tuple(ks)
@@ -144,7 +144,7 @@ def fixed_cutoffs(ks: tuple[int, ...], n: int, dtype: torch.dtype, device: torch
     return index, torch.tensor([float(k) for k in ks], dtype=dtype, device=device).unsqueeze(0)
 
 
-def sum_to_cutoffs(values: Tensor, index: Tensor, ks: Sequence[int | None]) -> Tensor:
+def sum_to_cutoffs(values: Tensor, index: Tensor, ks: Ks) -> Tensor:
     """Sums of per-position ``values`` (0 past each list's end) down to each cut-off ``[Q, K]``."""
     if all(k is None for k in ks):
         return values.sum(1, keepdim=True).expand(-1, len(ks))
