@@ -43,6 +43,12 @@ def _one_column(values: Tensor, ks: Ks) -> Tensor:
     return values.unsqueeze(1).expand(-1, len(ks))
 
 
+def _sum_in_order(terms: Tensor) -> Tensor:
+    """Each row's terms added one by one, left to right, as trec_eval's loops add them ``[Q]`` (a cumulative sum's
+    end: the same last bits)."""
+    return torch.cumsum(terms, 1)[:, -1] if terms.shape[1] else terms.new_zeros(terms.shape[0])
+
+
 def _judged(r: Ranking) -> Tensor:
     """Real items with a judgment ``[Q, N]`` bool (every real item when the ranking has no judged mask)."""
     return r.valid if r.judged is None else r.judged & r.valid
@@ -81,10 +87,9 @@ def _bpref(r: Ranking, ks: Ks, num_judged: Tensor | None = None) -> Values:
     big_nr = nonrel.sum(1, keepdim=True) if num_judged is None else num_judged.reshape(-1, 1).to(r.dtype) - big_r
     share = 1 - torch.minimum(above, big_r) / torch.minimum(big_nr, big_r).clamp_min(1)
     terms = torch.where(above > 0, share, 1) * rel
-    # summed one by one in rank order as trec_eval does (a cumulative sum's end): bpref often lands exactly on a
-    # printed rounding boundary (71/160 = 0.44375), where a pairwise sum's last bit would print 0.4438 for 0.4437
-    value = torch.cumsum(terms, 1)[:, -1:] / big_r.clamp_min(1)
-    return value.expand(-1, len(ks)), r.no_relevant
+    # in trec_eval's order: bpref often lands exactly on a printed rounding boundary (71/160 = 0.44375), where a
+    # pairwise sum's last bit would print 0.4438 for 0.4437
+    return _one_column(_sum_in_order(terms) / r.num_relevant.clamp_min(1), ks), r.no_relevant
 
 
 def _interpolated_precision(r: Ranking, levels: Sequence[float], round_up: float = 0.5) -> Tensor:
@@ -110,7 +115,7 @@ def _eleven_point(r: Ranking, ks: Ks, levels: Sequence[float] = IPREC_LEVELS, ro
     # summed one by one from the highest level down, as trec_eval's loop adds them (the same last bits: a mean on
     # a printed rounding boundary prints as trec_eval's does)
     values = torch.flip(_interpolated_precision(r, levels, round_up), [1])
-    return (torch.cumsum(values, 1)[:, -1:] / len(levels)).expand(-1, len(ks)), r.no_relevant
+    return _one_column(_sum_in_order(values) / len(levels), ks), r.no_relevant
 
 
 def _rprec_mult(r: Ranking, ks: Ks, multiples: Sequence[float] = RPREC_MULTIPLES) -> Values:
@@ -166,11 +171,6 @@ def _count(r: Ranking, ks: Ks, what: str = "ret") -> Values:
     if what not in counts:
         raise ValueError(f"Unknown count {what!r}: expected 'ret', 'rel', 'rel_ret' or 'nonrel_judged_ret'.")
     return _one_column(counts[what](), ks), _none(r)
-
-
-def _sum_in_order(terms: Tensor) -> Tensor:
-    """Each row's terms added one by one, left to right, as trec_eval's loops add them ``[Q]``."""
-    return torch.cumsum(terms, 1)[:, -1] if terms.shape[1] else terms.new_zeros(terms.shape[0])
 
 
 def _padded(x: Tensor, width: int) -> Tensor:
@@ -342,9 +342,7 @@ def _inferred_ap(r: Ranking, ks: Ks, pooled_unjudged: Tensor | None = None) -> V
     pooled = judged_above if pooled_unjudged is None else judged_above + _pooled_above(r, pooled_unjudged)
     precision = (rel_above + INFAP_EPSILON) / (judged_above + 2 * INFAP_EPSILON)  # judged: relevant + non-relevant
     terms = (1 + pooled * precision) / r.positions * rel
-    # summed one by one in rank order as trec_eval does (a cumulative sum's end)
-    value = torch.cumsum(terms, 1)[:, -1:] / r.num_relevant.clamp_min(1).unsqueeze(1)
-    return value.expand(-1, len(ks)), r.no_relevant
+    return _one_column(_sum_in_order(terms) / r.num_relevant.clamp_min(1), ks), r.no_relevant
 
 
 @with_common_args
