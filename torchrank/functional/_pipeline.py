@@ -107,9 +107,20 @@ def per_query_values(
         validate_args=validate_args, depth=deepest([k for _, ks, _ in requests for k in ks]),
         label_limit=label_limit(requests, preds), backend=backend,
     )
+    return measure_ranking(requests, inputs, ranking, empty_target_action, validate_args)
+
+
+def measure_ranking(
+    requests: Requests, inputs: RankingInput, ranking: Ranking, empty_target_action: str, validate_args: bool
+) -> Tensor:
+    """The per-query values ``[*batch, K]`` of ``requests`` over the ``ranking`` of ``inputs``, empty queries scored;
+    with ``validate_args``, the value checks the kernels declare of their own parameters (bpref's judged counts
+    against R), reported as the input's are."""
     measured = [apply_measure(measure, ranking, ks, **params) for measure, ks, params in requests]  # one per family
-    if validate_args:
-        check_parameter_values(requests, ranking)
+    for measure, _, params in requests:
+        declared = getattr(measure, "value_problems", None) if validate_args else None
+        if declared is not None and (flags := declared(ranking, params)) is not None:
+            report_value_problems(flags)
     if len(measured) == 1:
         values, empty = measured[0]
     else:  # every family's columns filled at once: per-family calls cost more than the work on small batches
@@ -133,15 +144,6 @@ def format_on_backend(preds: Tensor, target: Tensor, *, backend: Backend | None 
     for what is not a tensor, which the checks then refuse)."""
     backend = backend or backend_for(preds.device if isinstance(preds, Tensor) else torch.device("cpu"))
     return format_inputs(preds, target, backend=backend, **options)
-
-
-def check_parameter_values(requests: Requests, ranking: Ranking) -> None:
-    """The value checks the kernels declare of their own parameters (bpref's judged counts against R), reported as
-    the input's are."""
-    for measure, _, params in requests:
-        declared = getattr(measure, "value_problems", None)
-        if declared is not None and (flags := declared(ranking, params)) is not None:
-            report_value_problems(flags)
 
 
 def label_limit(requests: Requests, preds: Tensor) -> float | None:

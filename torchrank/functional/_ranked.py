@@ -1,6 +1,7 @@
 """The one sort every measure builds on: :func:`rank`, on the input's backend, and the :class:`Ranking` it returns,
 which computes once, on demand, what the measures share, with the closed forms of ``ties="average"`` (the expected
-value over random orders of each tie group: docs/measures.md)."""
+value over random orders of each tie group: docs/measures.md); and where a measure at cut-offs ``ks`` (ints, None
+for the whole list) reads its per-position quantities (:func:`cutoff_index`, :func:`at_cutoffs`)."""
 from __future__ import annotations
 
 import functools
@@ -119,6 +120,40 @@ def _compare(op: Callable[..., Tensor], x: Tensor, other: Tensor | float, dtype:
     return op(x, other, out=torch.empty(x.shape, dtype=dtype, device=x.device))
 
 
+def cutoff_index(ranking: Ranking, ks: Ks) -> tuple[Tensor, Tensor]:
+    """For each cut-off, the index into the rank axis (past the list's end: its last position) and the effective k
+    (None: each query's ranked items), ``[Q, K]`` each, or ``[K]`` and ``[1, K]`` when every cut-off is a number."""
+    key = tuple(ks)
+    if key not in ranking.cutoffs:  # measures of one evaluate() often share their cut-offs
+        n = ranking.list_size
+        if None in ks:  # filled on the device from Python numbers: no host-to-device copy
+            valid = ranking.num_valid
+            k_eff = torch.stack([valid if k is None else torch.full_like(valid, k) for k in ks], 1)
+            index = (k_eff - 1).clamp(0, n - 1).long()
+        else:  # the same for every query: two small constant rows (cached), nothing built per call
+            index, k_eff = fixed_cutoffs(key, n, ranking.dtype, ranking.labels.device)
+        ranking.cutoffs[key] = (index, k_eff)
+    return ranking.cutoffs[key]
+
+
+@functools.lru_cache(maxsize=256)
+def fixed_cutoffs(ks: tuple[int, ...], n: int, dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor]:
+    """``(index [K], k_eff [1, K])`` of integer cut-offs on lists of ``n`` positions (cached: constants)."""
+    index = torch.tensor([min(k, n) - 1 for k in ks], device=device)
+    return index, torch.tensor([float(k) for k in ks], dtype=dtype, device=device).unsqueeze(0)
+
+
+def sum_to_cutoffs(values: Tensor, index: Tensor, ks: Ks) -> Tensor:
+    """Sums of per-position ``values`` (0 past each list's end) down to each cut-off ``[Q, K]``."""
+    if all(k is None for k in ks):
+        return values.sum(1, keepdim=True).expand(-1, len(ks))
+    return at_cutoffs(torch.cumsum(values, 1), index)
+
+
+def at_cutoffs(cumulative: Tensor, index: Tensor) -> Tensor:
+    """Read a per-position quantity ``[Q, N]`` at each query's cut-offs ``[Q, K]``, or at the same ``[K]`` in all."""
+    return cumulative.index_select(1, index) if index.ndim == 1 else cumulative.gather(1, index)
+
 class Ranking:
     """Labels of ``Q`` queries in rank order (``N`` positions, ``M`` judged labels), and what measures share."""
 
@@ -140,7 +175,7 @@ class Ranking:
         self.backend = backend  # the backend that ranked it, which computes the per-group work its way
         self.dtype = labels.dtype
         self.num_queries, self.list_size = labels.shape
-        self.cutoffs: dict[tuple[int | None, ...], tuple[Tensor, Tensor]] = {}  # see _cutoffs.cutoff_index
+        self.cutoffs: dict[tuple[int | None, ...], tuple[Tensor, Tensor]] = {}  # see cutoff_index
         self.apart: list[RowsApart] = []  # rows whose tie order matters, each with its own ranking (apply_measure)
         # one of the tie orders whose values ties="average" averages: ranked as "first", but a measure with no
         # tie-averaged form refuses it as it refuses averaged ties

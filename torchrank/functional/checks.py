@@ -23,8 +23,7 @@ from torchrank.functional._inputs import (
     value_problems,
     working_dtype,
 )
-from torchrank.functional._keywords import TORCHMETRICS_NAMES, keyword_error
-from torchrank.functional._options import Cutoffs, EmptyTargetAction, Reduction, Ties
+from torchrank.functional._options import TORCHMETRICS_NAMES, Cutoffs, EmptyTargetAction, Reduction, Ties, keyword_error
 
 __all__ = [
     "EMPTY_TARGET_ACTIONS", "REDUCTIONS", "TIES", "TORCHMETRICS_NAMES", "VALUE_PROBLEMS", "Cutoffs",

@@ -9,12 +9,11 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from torchrank.functional._cutoffs import at_cutoffs, cutoff_index, fixed_cutoffs
 from torchrank.functional._fused_columns import DCG, DCG_EXP, NDCG, NDCG_EXP
 from torchrank.functional._measure import measure
 from torchrank.functional._options import RankingOptions, Unpack, with_common_args
-from torchrank.functional._pipeline import run_measure
-from torchrank.functional._ranked import Ks, Ranking, Values
+from torchrank.functional._pipeline import deepest, run_measure
+from torchrank.functional._ranked import Ks, Ranking, Values, at_cutoffs, cutoff_index, fixed_cutoffs
 from torchrank.functional.core import (
     Discount,
     Gain,
@@ -35,33 +34,25 @@ def _dcg_options(*, gain: Gain, discount: Discount, log_base: float, power: floa
     return {"gain": gain, "weights": _weights(discount, log_base, power)}
 
 
-def _dcg_at(r: Ranking, ks: Ks, gain: Gain, weights: Weights, top: Tensor | None = None) -> Tensor:
-    """DCG at each cut-off ``[Q, K]``; ``top`` divides exponential gains by ``2^top`` (NDCG's ratio)."""
-    depth = None if None in ks else min(max(ks), r.list_size)  # the cut-offs read no further
-    if r.averages_ties:  # a tie group may run past the depth: average whole groups first
+def _dcg_at(r: Ranking, ks: Ks, gain: Gain, weights: Weights, top: Tensor | None = None, ideal: bool = False) -> Values:
+    """DCG at each cut-off ``[Q, K]`` of the ranking, or with ``ideal`` of the judged labels sorted descending, and
+    the gains it sums ``[Q, <=depth]``; ``top`` divides exponential gains by ``2^top`` (NDCG's ratio)."""
+    depth = deepest(ks)
+    if ideal:  # the exponential gain never decreases with the label: the sorted labels' gains are sorted
+        gains = r.ideal_gains(gain, depth) if top is None else gain_values(r.ideal_gains("linear", depth), gain, top)
+    elif r.averages_ties:  # a tie group may run past the depth: average whole groups first
         gains = r.expected(gain_values(r.labels, gain, top))[:, :depth]
     else:
         gains = gain_values(r.labels[:, :depth], gain, top)
-    discounted = discounted_gains(gains, weights(gains.shape[1], r.dtype, r.labels.device))
-    if len(ks) == 1 and depth is not None:  # one cut-off, at the last position kept: a sum
-        return discounted.sum(1, keepdim=True)
-    return at_cutoffs(torch.cumsum(discounted, 1), cutoff_index(r, ks)[0])
-
-
-def _ideal_dcg_at(r: Ranking, ks: Ks, gain: Gain, weights: Weights, top: Tensor | None = None) -> Values:
-    """The ideal DCG at each cut-off ``[Q, K]``, and the ideal gains in descending order ``[Q, <=M]``."""
-    depth = None if None in ks else max(ks)
-    if top is None:
-        ideal = r.ideal_gains(gain, depth)
-    else:  # the exponential gain never decreases with the label: the sorted labels' gains are sorted
-        ideal = gain_values(r.ideal_gains("linear", depth), gain, top)
-    m = ideal.shape[1]
-    discounted = discounted_gains(ideal, weights(m, ideal.dtype, ideal.device))
+    n = gains.shape[1]
+    discounted = discounted_gains(gains, weights(n, r.dtype, gains.device))
     if len(ks) == 1 and depth is not None:  # one cut-off, at the last position kept (or past it): a sum
-        return discounted.sum(1, keepdim=True), ideal
-    # the whole list (None) is cut-off m; the index is cached, not built per call
-    index, _ = fixed_cutoffs(tuple(m if k is None else k for k in ks), m, ideal.dtype, ideal.device)
-    return at_cutoffs(torch.cumsum(discounted, 1), index), ideal
+        return discounted.sum(1, keepdim=True), gains
+    if ideal:  # the whole list (None) is cut-off n; the index is cached, not built per call
+        index = fixed_cutoffs(tuple(n if k is None else k for k in ks), n, r.dtype, gains.device)[0]
+    else:
+        index = cutoff_index(r, ks)[0]
+    return at_cutoffs(torch.cumsum(discounted, 1), index), gains
 
 
 def _fused_code(linear: int, exponential: int) -> Callable[[dict], int | None]:
@@ -84,7 +75,7 @@ def _dcg_label_limit(params: dict, dtype: torch.dtype) -> int | None:
 
 @measure(fused=_fused_code(DCG, DCG_EXP), label_limit=_dcg_label_limit)
 def _dcg(r: Ranking, ks: Ks, gain: Gain, weights: Weights) -> Values:
-    return _dcg_at(r, ks, gain, weights), ~_has_ideal_gain(r, gain)
+    return _dcg_at(r, ks, gain, weights)[0], ~_has_ideal_gain(r, gain)
 
 
 @measure(fused=_fused_code(NDCG, NDCG_EXP))
@@ -92,8 +83,8 @@ def _ndcg(r: Ranking, ks: Ks, gain: Gain, weights: Weights) -> Values:
     # exponential gains over 2^(the query's top label): at most 1, so 2^label never overflows (labels > 127 in
     # float32); DCG / ideal DCG is the same ratio
     top = r.top_label(None) if gain == "exponential" else None
-    ideal, ideal_gains = _ideal_dcg_at(r, ks, gain, weights, top)
-    achieved = _dcg_at(r, ks, gain, weights, top)
+    ideal, ideal_gains = _dcg_at(r, ks, gain, weights, top, ideal=True)
+    achieved = _dcg_at(r, ks, gain, weights, top)[0]
     if callable(gain) or ideal_gains.shape[1] == 0:  # gains of any sign: a query's ideal DCG may be <= 0
         return achieved / torch.where(ideal > 0, ideal, 1), ~_has_ideal_gain(r, gain)
     # linear and exponential gains are >= 0: an ideal DCG of 0 is a query without a positive label, whose value the

@@ -5,12 +5,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
 from torchrank.functional._fused_columns import ERR
 from torchrank.functional._measure import measure
 from torchrank.functional._options import RankingOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import deepest, run_measure
-from torchrank.functional._ranked import Ks, Ranking, Values, exclusive_cumprod
+from torchrank.functional._ranked import Ks, Ranking, Values, at_cutoffs, cutoff_index, exclusive_cumprod
 from torchrank.functional.checks import check_max_label
 from torchrank.functional.core import Transform, check_transform, stop_probabilities
 

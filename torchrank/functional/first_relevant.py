@@ -6,12 +6,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from torchrank.functional._cutoffs import at_cutoffs, cutoff_index
 from torchrank.functional._fused_columns import FRP, MEAN_RANK, RR, SUCCESS
 from torchrank.functional._measure import measure
 from torchrank.functional._options import RankingOptions, Unpack, with_common_args
 from torchrank.functional._pipeline import run_measure
-from torchrank.functional._ranked import Ks, Ranking, Values
+from torchrank.functional._ranked import Ks, Ranking, Values, at_cutoffs, cutoff_index
 
 
 def _found_within(r: Ranking, ks: Ks) -> tuple[Tensor, Tensor, Tensor]:

@@ -23,11 +23,10 @@ from torchrank.functional._chunking import reduce_queries
 from torchrank.functional._inputs import REDUCTIONS, check_choice
 from torchrank.functional._measure import Kernel
 from torchrank.functional._options import ListOptions, Unpack, with_common_args
-from torchrank.functional._pipeline import check_parameter_values, finalize, per_query_values, prepare
-from torchrank.functional._ranked import Ks, apply_measure
-from torchrank.functional.judgments import judged_only_mask, pooled_in_score_order
+from torchrank.functional._pipeline import measure_ranking, per_query_values, prepare
+from torchrank.functional._ranked import Ks
 from torchrank.functional.registry import DECLARATIONS, Declaration, grammar_names
-from torchrank.functional.trec_extra import judged_counts
+from torchrank.functional.trec_extra import judged_counts, judged_only_mask, pooled_in_score_order
 
 
 def _grammar_table() -> str:
@@ -177,10 +176,8 @@ class RankedLists:
 
     def per_query(self, kernel: Kernel, ks: Ks, **params: object) -> Tensor:
         """``kernel``'s values at the cut-offs ``ks`` (None: the whole list) ``[Q, len(ks)]``, empty queries filled."""
-        values, no_relevant = apply_measure(kernel, self._ranking, list(ks), **params)
-        if self._validate_args:  # the kernel's own parameters (bpref's judged counts)
-            check_parameter_values([(kernel, ks, params)], self._ranking)
-        return finalize(values, no_relevant, self._inputs, self.empty_target_action, "none", True)
+        requests = [(kernel, list(ks), params)]
+        return measure_ranking(requests, self._inputs, self._ranking, self.empty_target_action, self._validate_args)
 
 
 def _with_inputs(family: Declaration, params: dict, extra: dict[str, Tensor | None], ideal_target: Tensor | None

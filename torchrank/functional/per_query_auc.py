@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from torchrank.functional._keywords import with_keyword_hints
+from torchrank.functional._options import with_keyword_hints
 from torchrank.functional._pipeline import prepare, run_measure
 from torchrank.functional._ranked import Ks, Ranking, Values, apply_measure
 

@@ -22,14 +22,17 @@ from types import MappingProxyType
 import torch
 from torch import Tensor
 
-from torchrank.functional import first_relevant, gap, judgments, trec_extra, trec_gain
+from torchrank.functional import first_relevant, trec_extra
 from torchrank.functional._measure import Kernel, fused_code
 from torchrank.functional.average_precision import (
     _average_precision,
     _average_precision_options,
     _average_recall,
+    _gap_options,
+    _graded_average_precision,
     average_precision,
     average_recall,
+    graded_average_precision,
 )
 from torchrank.functional.dcg import _dcg, _dcg_options, _ndcg, dcg, ndcg
 from torchrank.functional.err import _err, _err_options, err
@@ -249,8 +252,8 @@ DECLARATIONS: tuple[Declaration, ...] = (
         first_relevant._first_relevant_position, aliases=("first_relevant_position",), higher_is_better=False,
         function=first_relevant.first_relevant_position, metric="FirstRelevantPosition", plot_bounds=_LOWER),
     Declaration("gap", "Graded average precision, uniform grade probabilities (Robertson et al. 2010).", "closed form",
-        gap._graded_average_precision, aliases=("graded_average_precision",), function=gap.graded_average_precision,
-        options=gap._gap_options, metric="GAP"),
+        _graded_average_precision, aliases=("graded_average_precision",), function=graded_average_precision,
+        options=_gap_options, metric="GAP"),
     Declaration("bpref", "Binary preference over judged items (trec_eval bpref).", "refused", trec_extra._bpref,
         takes_k=False, function=trec_extra.bpref,
         trec=(TrecName("bpref", from_batch=("num_judged",)),
@@ -262,17 +265,17 @@ DECLARATIONS: tuple[Declaration, ...] = (
     Declaration("kendall_distance", "Share of label-ordered pairs ranked wrongly.", "closed form", takes_k=False,
         grammar=False, higher_is_better=False, function=kendall_tau, function_params={"distance": True},
         metric="KendallTauDistance"),
-    # incomplete judgments (torchrank.functional.judgments)
+    # incomplete judgments
     Declaration("relative_p", "Relevant items in the top k / min(k, R): capped recall (BEIR's R_cap@k).", "linear",
-        trec_extra._relative_precision, aliases=("recall_cap", "r_cap"), function=judgments.recall_cap,
+        trec_extra._relative_precision, aliases=("recall_cap", "r_cap"), function=trec_extra.recall_cap,
         metric="RecallCap", trec=(TrecName("relative_P", "cuts", CUTS), TrecName("set_relative_P"))),
     Declaration("judged", "Share of the top k with a judgment (ir_measures' Judged@k; / min(k, retrieved)).", "linear",
-        judgments._judged_fraction, higher_is_better=None, empty_target_action=False,
-        function=judgments.judged_fraction, metric="JudgedFraction"),
+        trec_extra._judged_fraction, higher_is_better=None, empty_target_action=False,
+        function=trec_extra.judged_fraction, metric="JudgedFraction"),
     Declaration(
         "infap", "Inferred AP from a judged sample of the pool (trec_eval infAP; qrels label -1: pooled, unjudged).",
-        "refused", judgments._inferred_ap, aliases=("inferred_average_precision", "inf_ap"), takes_k=False,
-        function=judgments.inferred_average_precision, metric="InfAP",
+        "refused", trec_extra._inferred_ap, aliases=("inferred_average_precision", "inf_ap"), takes_k=False,
+        function=trec_extra.inferred_average_precision, metric="InfAP",
         trec=(TrecName("infAP", from_batch=("pooled_unjudged",)),)),
     # trec_eval's own measures, reached through their trec_eval names
     Declaration("set", "Measures of the retrieved set: set_map, set_F.", "linear", trec_extra._set_measure,
@@ -294,12 +297,12 @@ DECLARATIONS: tuple[Declaration, ...] = (
     Declaration("unj", "Share of the top k without a judgment.", "linear", trec_extra._unjudged, grammar=False,
         higher_is_better=None, empty_target_action=False, trec=(TrecName("unj", "cuts", (5, 10, 20)),)),
     Declaration("bin_g", "Binary G: mean over relevant items of 1 / log2(2 + non-relevant items above).", "refused",
-        trec_gain._bin_g, takes_k=False, grammar=False, trec=(TrecName("binG"),)),
-    Declaration("g", "Normalized gain G (trec_eval's experimental measure, default gains).", "refused", trec_gain._g,
+        trec_extra._bin_g, takes_k=False, grammar=False, trec=(TrecName("binG"),)),
+    Declaration("g", "Normalized gain G (trec_eval's experimental measure, default gains).", "refused", trec_extra._g,
         takes_k=False, grammar=False, trec=(TrecName("G"),)),
-    Declaration("ndcg_rel", "NDCG averaged over the items with a positive gain.", "refused", trec_gain._ndcg_rel,
+    Declaration("ndcg_rel", "NDCG averaged over the items with a positive gain.", "refused", trec_extra._ndcg_rel,
         takes_k=False, grammar=False, trec=(TrecName("ndcg_rel"),)),
-    Declaration("rndcg", "NDCG averaged at the R levels of the ideal gains.", "refused", trec_gain._rndcg,
+    Declaration("rndcg", "NDCG averaged at the R levels of the ideal gains.", "refused", trec_extra._rndcg,
         takes_k=False, grammar=False, trec=(TrecName("Rndcg"),)),
     Declaration("count", "Counts: retrieved, relevant, relevant retrieved, judged non-relevant retrieved.", "linear",
         trec_extra._count, takes_k=False, grammar=False, higher_is_better=None, empty_target_action=False,

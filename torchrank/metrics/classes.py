@@ -33,9 +33,9 @@ from torch import Tensor
 
 import torchrank.functional as F
 from torchrank.functional.checks import normalize_k
-from torchrank.functional.judgments import judged_only_mask
 from torchrank.functional.measures import parse_measure
 from torchrank.functional.registry import MEASURES, Declaration
+from torchrank.functional.trec_extra import judged_only_mask
 from torchrank.metrics._base import RankingMetric, metric_config
 
 _INPUTS = ("preds", "target", "indexes", "mask", "ideal_target", "judged", "num_judged", "pooled_unjudged", "reduction")
