@@ -84,6 +84,30 @@ def test_ties_with_padding_and_batch(name, fn, higher_is_better):
     torch.testing.assert_close(got, expected)
 
 
+DECLARED = [d for d in F.MEASURES.values() if d.kernel is not None and d.ties != "refused"]
+
+
+@pytest.mark.parametrize("declaration", DECLARED, ids=[d.name for d in DECLARED])
+def test_every_declared_kernel_matches_enumeration(declaration):
+    """Every kernel the registry declares, trec_eval's extra measures included (reached by the CLI through
+    ``RankedLists``, not by a public function): ``"average"`` equals the mean over every order, here with a judged
+    mask whose unjudged items sit inside tie groups."""
+    from torchrank.functional.measures import RankedLists
+
+    preds, target = CASES[0]
+    judged = torch.tensor([True, False, True, True, False, True])
+    perms = torch.tensor(list(itertools.permutations(range(len(preds)))))
+    preds, target = torch.tensor(preds, dtype=torch.float64), torch.tensor(target, dtype=torch.float64)
+    ks = (1, 2, 4, None) if declaration.takes_k else (None,)
+    params = declaration.kernel_params()
+
+    def values(rows, ties):
+        lists = RankedLists(preds[rows], target[rows], judged=judged[rows], ties=ties)
+        return lists.per_query(declaration.kernel, ks, **params)
+
+    torch.testing.assert_close(values(torch.arange(6)[None], "average")[0], values(perms, "first").mean(0))
+
+
 def test_first_keeps_input_order():
     import torchrank.functional as F
 

@@ -135,8 +135,9 @@ def _relative_precision(r: Ranking, ks: Ks) -> Values:
 
 
 def _unjudged(r: Ranking, ks: Ks) -> Values:
-    # fraction of the top k that has no judgment (k also when fewer items were retrieved; trec_eval's unj)
-    unjudged = torch.cumsum((r.valid & ~_judged(r)).to(r.dtype), 1)
+    # fraction of the top k that has no judgment (k also when fewer items were retrieved; trec_eval's unj); linear in
+    # the per-position flags, so the tie groups' means give its expectation
+    unjudged = torch.cumsum(r.expected((r.valid & ~_judged(r)).to(r.dtype)), 1)
     index, k_eff = cutoff_index(r, ks)
     return at_cutoffs(unjudged, index) / k_eff.clamp_min(1), _none(r)
 
