@@ -109,6 +109,8 @@ def row_blocks(num_rows: int, row_items: int, block_items: int) -> list[slice]:
     """Slices of ``num_rows`` rows of ``row_items`` items each, of about ``block_items`` items (one row at least)."""
     rows = max(1, block_items // max(row_items, 1))
     return [slice(start, min(start + rows, num_rows)) for start in range(0, num_rows, rows)]
+
+
 # items per block of rows where CPU work goes by blocks (sort keys' high halves; labels, ideal labels of a large
 # batch: read_by_blocks): each block's work is a few cheap passes, and a block's temporaries stay in cache
 _ROW_BLOCK_ITEMS = 2**16
@@ -153,6 +155,7 @@ def sum_to_cutoffs(values: Tensor, index: Tensor, ks: Ks) -> Tensor:
 def at_cutoffs(cumulative: Tensor, index: Tensor) -> Tensor:
     """Read a per-position quantity ``[Q, N]`` at each query's cut-offs ``[Q, K]``, or at the same ``[K]`` in all."""
     return cumulative.index_select(1, index) if index.ndim == 1 else cumulative.gather(1, index)
+
 
 class Ranking:
     """Labels of ``Q`` queries in rank order (``N`` positions, ``M`` judged labels), and what measures share."""
