@@ -1,8 +1,8 @@
 """Measure names and :func:`evaluate`: many measures over one input, ranked once.
 
 The grammar (case-insensitive; configs and the command line share it): a family name or alias from the registry,
-optionally followed by a cut-off ``@k`` (or trec_eval's ``_k``, ``.k``, ``_cut_k``, which its cut aliases
-``ndcg_cut``, ``map_cut``, ``recall_cut`` need); ``rbp.95`` sets RBP's persistence (``rbp_95`` is RBP at k = 95).
+optionally followed by a cut-off ``@k`` (or trec_eval's ``_k``, ``.k``, ``_cut_k``; the cut aliases ``ndcg_cut``,
+``map_cut``, ``recall_cut`` need one); ``rbp.95`` sets RBP's persistence (``rbp_95`` is RBP at k = 95).
 
 {table}
 """
