@@ -68,8 +68,8 @@ def use_backend(name: str) -> Iterator[None]:
 
 @constant_when_compiled  # torch.compile reads the setting once, at tracing, as a constant
 def get_backend() -> str:
-    """The backend in force: :func:`use_backend`'s, else :func:`set_backend`'s, else ``TORCHRANK_BACKEND``, else
-    ``"auto"``."""
+    """The backend in force: :func:`use_backend`'s, else :func:`set_backend`'s, else ``TORCHRANK_BACKEND`` (read at the
+    first call: a later change of the environment is not seen), else ``"auto"``."""
     return _chosen.get() or _process_wide[0] or _from_environment()
 
 
