@@ -49,9 +49,9 @@ from torchrank.functional._fused_columns import (
 SELECT_DEPTH = 64
 TIE_CODES = {"first": 0, "average": 1, "optimistic": 2, "pessimistic": 3}
 SCORE_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-# the measures whose whole-list value needs no ranking: the relevant count (P, R, F1), or the best relevant item's
-# tie group and the items above it (RR, success, first relevant position)
-_COUNTED = (PRECISION, RECALL, F1, SUCCESS, RR, FRP)
+# the measures whose whole-list value needs no ranking: the relevant count (P, R, F1), the best relevant item's tie
+# group and the items above it (RR, success, first relevant position), the score at rank R (R-precision)
+_COUNTED = (PRECISION, RECALL, F1, SUCCESS, RR, FRP, RPREC)
 _FILL = {"neg": 0.0, "pos": 1.0, "skip": float("nan")}
 
 
@@ -134,26 +134,27 @@ def launch_config(
     the report covers exactly the variants a call can launch."""
     codes = tuple(c.code for c in columns)
     block = triton.next_power_of_2(n)
+    depth, counts = selection_depth(columns), all(c.k == 0 and c.code in _COUNTED for c in columns)
     return dict(
         CODES=_pack(codes), NUM_COLS=len(columns), BLOCK=block, IDEAL_BLOCK=triton.next_power_of_2(m),
         HAS_MASK=has_mask, HAS_IDEAL=has_ideal, TIES=TIE_CODES[ties],
         NEED_GAIN=any(c in (DCG, NDCG) for c in codes), NEED_EXP=any(c in (DCG_EXP, NDCG_EXP) for c in codes),
         NEED_AP=AP in codes, NEED_RR=any(c in (RR, SUCCESS, FRP) for c in codes), NEED_ERR=ERR in codes,
-        NEED_RBP=RBP in codes,
+        NEED_RBP=RBP in codes, RPREC_THRESHOLD=RPREC in codes and (counts or depth > 0),
         WRITE_FLAGS=errors, WRITE_MIXED=ties == "average" and ERR in codes, CHECK_VALUES=check_values,
-        DEPTH=selection_depth(columns), COUNTS=all(c.k == 0 and c.code in _COUNTED for c in columns),
+        DEPTH=depth, COUNTS=counts,
         num_warps=4 if block <= 1024 else 8,
     )
 
 
 def selection_depth(columns: list[Column]) -> int:
     """The positions the kernel selects by rounds of max (a power of two), or 0 where it sorts the whole list: a
-    request whose every column reads a cut-off of at most :data:`SELECT_DEPTH` (R-precision reads R's, unknown
-    until the kernel counts it)."""
-    deepest = max(c.k for c in columns)
-    if any(c.k == 0 or c.code == RPREC for c in columns) or deepest > SELECT_DEPTH:
+    request whose every column reads a cut-off of at most :data:`SELECT_DEPTH` (R-precision, a threshold, reads
+    none)."""
+    ks = [c.k for c in columns if c.code != RPREC]
+    if 0 in ks or max(ks, default=0) > SELECT_DEPTH:
         return 0
-    return max(16, triton.next_power_of_2(deepest))
+    return max(16, triton.next_power_of_2(max(ks, default=1)))
 
 
 def kernel_for(config: dict[str, object]):
@@ -203,6 +204,7 @@ if triton is not None:
         ap_terms,
         first_relevant_counts,
         first_relevant_probability,
+        hits_at_r,
         select_ideal,
         select_top,
     )
@@ -295,7 +297,7 @@ if triton is not None:
         HAS_MASK: tl.constexpr, HAS_IDEAL: tl.constexpr, TIES: tl.constexpr,
         NEED_GAIN: tl.constexpr, NEED_EXP: tl.constexpr, NEED_AP: tl.constexpr, NEED_RR: tl.constexpr,
         NEED_ERR: tl.constexpr, NEED_RBP: tl.constexpr, WRITE_FLAGS: tl.constexpr, WRITE_MIXED: tl.constexpr,
-        CHECK_VALUES: tl.constexpr, DEPTH: tl.constexpr, COUNTS: tl.constexpr,
+        CHECK_VALUES: tl.constexpr, DEPTH: tl.constexpr, COUNTS: tl.constexpr, RPREC_THRESHOLD: tl.constexpr,
     ):
         row = tl.program_id(0).to(tl.int64)
         pos = tl.arange(0, BLOCK)
@@ -312,6 +314,7 @@ if triton is not None:
             bits |= tl.max((labels * 0.0 != 0.0).to(tl.int32), 0) << 1
             bits |= tl.max((labels < 0).to(tl.int32), 0) << 2
         labels = tl.where(real, labels, 0.0)
+        keys = _ordered(scores.to(tl.int32, bitcast=True))
 
         # every quantity a column may read is defined whatever is asked: some triton versions compile each column's
         # branches even where its code (a constexpr) rules them out
@@ -319,7 +322,7 @@ if triton is not None:
             ipos, judged, ideal, num_relevant, top_ideal, top_label, scale, num_valid, ideal_bits = _judged(
                 labels, real, pos, ideal_ptr + row * ideal_stride, m, threshold, IDEAL_BLOCK, HAS_IDEAL)
             p_found, e_rr, e_rank = first_relevant_counts(
-                _ordered(scores.to(tl.int32, bitcast=True)), labels, real, pos, threshold, BLOCK, TIES)
+                keys, labels, real, pos, threshold, BLOCK, TIES)
             at = tl.arange(0, 16)  # the whole-list value at position 0, read there (k = 0 reads `last`)
             last = 0
             iat = at
@@ -329,6 +332,7 @@ if triton is not None:
             rr = tl.where(at == 0, e_rr, zeros)
             first_position = tl.where(at == 0, e_rank, zeros)
             mixed = num_valid < 0
+            r_hits = num_relevant * 0.0  # R-precision's, below
             rank = (at + 1).to(tl.float32)
             hits = tl.where(at == 0, tl.sum(tl.where(real & (labels >= threshold), 1.0, 0.0), 0), zeros)
             rank_sum = zeros
@@ -344,27 +348,27 @@ if triton is not None:
             last = BLOCK - 1
             # ordered score bits high, then the tie-break: the label's ordered bits (ties that "average" averages
             # whole, or orders by label) or the reversed index ("first": input order)
-            high = _ordered(scores.to(tl.int32, bitcast=True)).to(tl.int64) << 32
+            high = keys.to(tl.int64) << 32
             if TIES == 0:
                 low = (BLOCK - 1 - pos).to(tl.int64)
             elif TIES == 3:
                 low = (0x7FFFFFFF - _ordered(labels.to(tl.int32, bitcast=True))).to(tl.int64) + 0x80000000
             else:
                 low = _ordered(labels.to(tl.int32, bitcast=True)).to(tl.int64) + 0x80000000
-            keys = tl.where(real, high | low, -0x7FFFFFFFFFFFFFFF - 1)  # padding: the least key, sorted last
-            keys = tl.sort(keys, 0, descending=True)
+            packed = tl.where(real, high | low, -0x7FFFFFFFFFFFFFFF - 1)  # padding: the least key, sorted last
+            packed = tl.sort(packed, 0, descending=True)
             # the judged labels' counts after the sort, not live across it (registers)
             ipos, judged, ideal, num_relevant, top_ideal, top_label, scale, num_valid, ideal_bits = _judged(
                 labels, real, pos, ideal_ptr + row * ideal_stride, m, threshold, IDEAL_BLOCK, HAS_IDEAL)
             mixed = num_valid < 0  # False, as a tensor both branches can assign
             iat = ipos
             ilast = IDEAL_BLOCK - 1
-            valid = keys != -0x7FFFFFFFFFFFFFFF - 1
+            valid = packed != -0x7FFFFFFFFFFFFFFF - 1
             if TIES == 0:
-                index = (BLOCK - 1 - (keys & 0xFFFFFFFF)).to(tl.int32)
+                index = (BLOCK - 1 - (packed & 0xFFFFFFFF)).to(tl.int32)
                 ranked = tl.load(target_ptr + row * target_stride + index, mask=valid, other=0).to(tl.float32)
             else:
-                lab = ((keys & 0xFFFFFFFF) - 0x80000000).to(tl.int32)
+                lab = ((packed & 0xFFFFFFFF) - 0x80000000).to(tl.int32)
                 if TIES == 3:
                     lab = 0x7FFFFFFF - lab
                 ranked = _ordered(lab).to(tl.float32, bitcast=True)
@@ -381,7 +385,7 @@ if triton is not None:
             group_relevant = relevant
             starts_group = pos >= 0
             if TIES == 1:
-                score_bits = keys >> 32
+                score_bits = packed >> 32
                 previous = tl.gather(score_bits, tl.maximum(pos - 1, 0), 0)
                 starts_group = (pos == 0) | (previous != score_bits) | ~valid
             tied = tl.sum((~starts_group).to(tl.int32), 0) > 0  # False but under "average"
@@ -395,6 +399,7 @@ if triton is not None:
             # each cumulative as soon as its terms exist: fewer arrays live at once (registers, at 1,024 items)
             hits = tl.cumsum(group_relevant / size, 0)  # expected relevant items in the top i
             rank_sum = tl.cumsum(group_relevant / size * rank, 0)  # expected rank times relevance (mean rank)
+            r_hits = _read(hits, at, num_relevant.to(tl.int32), last)  # R-precision's
             discount = 0.6931471805599453 / tl.log(rank + 1.0)  # 1 / log2(i + 1)
             dcg = hits
             dcg_exp = hits
@@ -436,9 +441,10 @@ if triton is not None:
             _, judged, ideal, num_relevant, top_ideal, top_label, scale, num_valid, ideal_bits = _judged(
                 labels, real, pos, ideal_ptr + row * ideal_stride, m, threshold, IDEAL_BLOCK, HAS_IDEAL)
             at, valid, size, label_sum, group_relevant, exp_sum, start, before, mixed = select_top(
-                _ordered(scores.to(tl.int32, bitcast=True)), labels, real, pos, threshold, scale, deepest, num_valid,
+                keys, labels, real, pos, threshold, scale, deepest, num_valid,
                 DEPTH, BLOCK, TIES, NEED_EXP, WRITE_MIXED)
             last = DEPTH - 1
+            r_hits = num_relevant * 0.0  # R-precision's, below
             iat = at
             ilast = DEPTH - 1
             rank = (at + 1).to(tl.float32)
@@ -456,6 +462,8 @@ if triton is not None:
             if NEED_GAIN or NEED_EXP:
                 ideal_sorted = select_ideal(ideal, judged, deepest, DEPTH)
             ideal_dcg, ideal_dcg_exp = _ideal_dcg(ideal_sorted, at, scale, NEED_GAIN, NEED_EXP, False)
+        if RPREC_THRESHOLD:  # R-precision where nothing was sorted: by the score at rank R
+            r_hits = hits_at_r(keys, labels, real, threshold, num_relevant, num_valid, TIES)
         if CHECK_VALUES:
             bits |= ideal_bits << 3
         if WRITE_MIXED:
@@ -494,7 +502,7 @@ if triton is not None:
             elif code == 10:
                 value = _read(err, at, k, last)
             elif code == 11:  # precision at R (the whole list's column: k is 0)
-                value = _read(hits, at, num_relevant.to(tl.int32), last) / r_clamped
+                value = r_hits / r_clamped
             elif code == 12:  # the expected rank of the first relevant item, k + 1 where none is in the top k
                 value = _read(first_position, at, k, last) + (k_eff + 1) * (1 - _read(found, at, k, last))
             elif code == 13:  # mean rank of the relevant items, those past the cut-off at k + 1

@@ -87,6 +87,32 @@ if triton is not None:
         return out
 
     @triton.jit
+    def hits_at_r(keys, labels, real, threshold, num_relevant, num_valid, TIES: tl.constexpr):
+        # R-precision's expected hits in the top D = min(R, listed items), unranked: the D-th largest key t, bit by
+        # bit (the largest t with D keys at or above it; within one sign, int32 order is the low bits' order), then
+        # the relevant items above t and the share of t's tie group that the tie mode puts in the top D
+        depth = tl.minimum(num_relevant.to(tl.int32), num_valid)
+        keys = tl.where(real, keys, -2147483647 - 1)  # padding: the least key, below every candidate but the first
+        t = tl.where(tl.sum((keys >= 0).to(tl.int32), 0) >= depth, 0, -2147483647 - 1)
+        for i in range(31):
+            candidate = t | (1 << (30 - i))
+            t = tl.where(tl.sum((keys >= candidate).to(tl.int32), 0) >= depth, candidate, t)
+        relevant = real & (labels >= threshold)
+        group = real & (keys == t)
+        need = (depth - tl.sum((real & (keys > t)).to(tl.int32), 0)).to(tl.float32)
+        size = tl.sum(group.to(tl.float32), 0)
+        inside = tl.sum((group & relevant).to(tl.float32), 0)
+        if TIES == 0:  # input order: the group's first `need` items
+            inside = tl.sum((group & relevant & (tl.cumsum(group.to(tl.int32), 0) <= need)).to(tl.float32), 0)
+        elif TIES == 1:
+            inside = need * inside / tl.maximum(size, 1.0)
+        elif TIES == 2:  # the relevant ones first
+            inside = tl.minimum(need, inside)
+        else:
+            inside = tl.maximum(need - (size - inside), 0.0)
+        return tl.sum((relevant & (keys > t)).to(tl.float32), 0) + inside
+
+    @triton.jit
     def ap_terms(group_relevant, size, pos, start, before, rank):
         # E[rel_i * hits_i] / i in a group of m holding r, C relevant before it (McSherry and Najork)
         offset = (pos - start).to(tl.float32)
