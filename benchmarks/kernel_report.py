@@ -111,7 +111,7 @@ def compile_variant(variant: dict) -> dict:
                                  has_mask=variant["mask"], has_ideal=variant["ideal"],
                                  errors=variant.get("errors", False), check_values=variant.get("check_values", True))
     num_warps = config.pop("num_warps")
-    kernel = fused.kernel_for(config)
+    kernel = fused.fused_kernel
     row = {**variant, "kernel": "counts" if config["COUNTS"] else "select" if config["DEPTH"] else "sort"}
     names = kernel.arg_names
     constants = {**config, **dict.fromkeys(variant.get("ones", ()), 1)}

@@ -1,22 +1,16 @@
 """The triton backend: one fused kernel ranks each list in registers and computes every measure asked of it.
 
-One program per list reads its scores and labels once, sorts one 64-bit key per item (the score's bits, ordered
-as integers, then the label's bits, or the item's index for ``ties="first"``), sorts the labels (or the
-``ideal_target`` row) for the ideal, and writes each requested measure at each cut-off (NDCG, DCG, P, R, F1, success,
-AP, RR, ERR, R-precision, first relevant position, mean rank, RBP), with the empty-query fill applied: per-query
-values ready to reduce. ``ties="average"`` takes the closed forms per tie group of the torch
-backend (group means for the gains and the hits, McSherry and Najork's expectations for AP and RR), computed only in
-the lists that hold a tie. The result equals the torch backend's (the test suite runs both under
-``TRITON_INTERPRET=1`` on CPU).
-
-Where every column's cut-off is at most :data:`SELECT_DEPTH`, the kernel sorts nothing: rounds of max select the top
-positions and the ideal's, a whole tie group per round (:mod:`~torchrank.functional.backends._triton.select`); the
-same cumulative arrays then feed the same column code. :func:`launch_config` picks the variant; benchmarks/
-kernel_report.py compiles each ahead of time.
-
-:func:`~torchrank.functional._measure.fused_columns` says whether a request is covered (the measure modules
-declare what the kernel computes there); what is not (other measures or options, float64 scores, flat input, lists
-past :data:`~torchrank.functional.backends.TRITON_MAX_ITEMS`) runs on the torch backend.
+One program per list reads its scores and labels once and writes each requested measure at each cut-off (NDCG, DCG,
+P, R, F1, success, AP, RR, ERR, R-precision, first relevant position, mean rank, RBP), the empty-query fill applied:
+per-query values ready to reduce. :func:`launch_config` picks one of three paths per request: whole-list counts
+(nothing ranked), selection of the top positions by rounds of max where every cut-off is at most
+:data:`SELECT_DEPTH` (:mod:`~torchrank.functional.backends._triton.select`), else a sort of one 64-bit key per
+item (the score's ordered bits, then the label's, or the index under ``ties="first"``) and of the judged labels.
+``ties="average"`` takes the torch backend's closed forms per tie group (group means for gains and hits, McSherry
+and Najork's expectations for AP and RR); the values equal the torch backend's (the suite runs both under
+``TRITON_INTERPRET=1``). benchmarks/kernel_report.py compiles each variant ahead of time. Requests
+:func:`~torchrank.functional._measure.fused_columns` does not cover, float64 scores, flat input and lists past
+:data:`~torchrank.functional.backends.TRITON_MAX_ITEMS` run on the torch backend.
 """
 
 from __future__ import annotations
@@ -57,26 +51,14 @@ _FILL = {"neg": 0.0, "pos": 1.0, "skip": float("nan")}
 
 def fits(preds: Tensor, target: Tensor, ideal_target: Tensor | None) -> bool:
     """Whether the kernel takes this input: dense rows of at most TRITON_MAX_ITEMS, scores it ranks exactly."""
-    n = preds.shape[-1]
-    m = n if ideal_target is None else ideal_target.shape[-1]
-    if preds.dtype not in SCORE_DTYPES or target.dtype == torch.float64 or not 0 < n <= TRITON_MAX_ITEMS:
-        return False
-    if not 0 < m <= TRITON_MAX_ITEMS or (ideal_target is not None and ideal_target.dtype == torch.float64):
-        return False
-    return True
+    n, m = preds.shape[-1], (preds if ideal_target is None else ideal_target).shape[-1]
+    wide = torch.float64 in (target.dtype, getattr(ideal_target, "dtype", None))
+    return preds.dtype in SCORE_DTYPES and not wide and 0 < n <= TRITON_MAX_ITEMS and 0 < m <= TRITON_MAX_ITEMS
 
 
 def fused_values(
-    preds: Tensor,
-    target: Tensor,
-    columns: list[Column],
-    *,
-    mask: Tensor | None,
-    ideal_target: Tensor | None,
-    ties: str,
-    relevance_threshold: float,
-    empty_target_action: str,
-    check_values: bool = False,
+    preds: Tensor, target: Tensor, columns: list[Column], *, mask: Tensor | None, ideal_target: Tensor | None,
+    ties: str, relevance_threshold: float, empty_target_action: str, check_values: bool = False,
 ) -> tuple[Tensor, Tensor | None, Tensor | None, Tensor | None]:
     """Per-query values ``[Q, len(columns)]`` (float32) of dense ``[..., N]`` input, queries without a relevant item
     filled as ``empty_target_action`` says; for ``"error"``, also the flags ``[Q, len(columns)]`` of those queries
@@ -85,43 +67,25 @@ def fused_values(
     the group (the torch backend's), else None; with ``check_values``, the value checks' flags ``[4]`` (bool, in
     ``VALUE_PROBLEMS``' order: NaN scores, NaN or infinite labels, negative labels, NaN, infinite or negative ideal
     labels), found by the kernel as it reads the input (no pass of its own), else None."""
-    n = preds.shape[-1]
-    preds2 = preds.reshape(-1, n)
-    target2 = target.reshape(-1, n)
-    mask2 = None if mask is None else mask.reshape(-1, n)
-    ideal2 = None if ideal_target is None else ideal_target.reshape(-1, ideal_target.shape[-1])
-    q = preds2.shape[0]
-    if preds2.stride(-1) != 1:
-        preds2 = preds2.contiguous()
-    if target2.stride(-1) != 1:
-        target2 = target2.contiguous()
-    if target2.dtype == torch.bool:
-        target2 = target2.view(torch.uint8)
-    if mask2 is not None and mask2.stride(-1) != 1:
-        mask2 = mask2.contiguous()
-    if ideal2 is not None:
-        ideal2 = ideal2.contiguous() if ideal2.stride(-1) != 1 else ideal2
-        if ideal2.dtype == torch.bool:
-            ideal2 = ideal2.view(torch.uint8)
-    m = n if ideal2 is None else ideal2.shape[1]
-    out = torch.empty(q, len(columns), dtype=torch.float32, device=preds.device)
+    n, device = preds.shape[-1], preds.device
+    preds2, target2 = _rows(preds, n), _bytes(_rows(target, n))
+    mask2 = preds2 if mask is None else _rows(mask, n)  # the kernel reads no mask, nor ideal row, it is not given
+    ideal2 = preds2 if ideal_target is None else _bytes(_rows(ideal_target, ideal_target.shape[-1]))
+    q, m = preds2.shape[0], ideal2.shape[1]
+    out = torch.empty(q, len(columns), dtype=torch.float32, device=device)
     errors = empty_target_action == "error"
-    flags = torch.empty(q, len(columns), dtype=torch.uint8, device=preds.device) if errors else out
-    cuts = _cuts(tuple(c.k for c in columns), preds.device)
-    rbp_params = _rbp_params(tuple((c.p, c.top) for c in columns), preds.device)
-    config = launch_config(columns, n=n, m=m, ties=ties, has_mask=mask2 is not None, has_ideal=ideal2 is not None,
-                           errors=errors, check_values=check_values)
-    fill = _FILL.get(empty_target_action, 0.0)
-    mixed = torch.empty(q, dtype=torch.uint8, device=preds.device) if config["WRITE_MIXED"] else out
-    problems = torch.zeros(1, dtype=torch.int32, device=preds.device) if check_values else cuts
-    _fused_kernel[(q,)](
-        preds2, target2, preds2 if mask2 is None else mask2, preds2 if ideal2 is None else ideal2, cuts, rbp_params,
-        out, flags, mixed, problems,
-        n, m, preds2.stride(0), target2.stride(0), 0 if mask2 is None else mask2.stride(0),
-        0 if ideal2 is None else ideal2.stride(0), float(relevance_threshold), fill, max(c.k for c in columns),
-        **config,
+    flags = torch.empty(q, len(columns), dtype=torch.uint8, device=device) if errors else out
+    cuts = _constant(tuple(c.k for c in columns), torch.int32, device)
+    config = launch_config(columns, n=n, m=m, ties=ties, has_mask=mask is not None,
+                           has_ideal=ideal_target is not None, errors=errors, check_values=check_values)
+    mixed = torch.empty(q, dtype=torch.uint8, device=device) if config["WRITE_MIXED"] else out
+    problems = torch.zeros(1, dtype=torch.int32, device=device) if check_values else cuts
+    fused_kernel[(q,)](
+        preds2, target2, mask2, ideal2, cuts, _constant(tuple((c.p, c.top) for c in columns), torch.float32, device),
+        out, flags, mixed, problems, n, m, preds2.stride(0), target2.stride(0), mask2.stride(0), ideal2.stride(0),
+        float(relevance_threshold), _FILL.get(empty_target_action, 0.0), max(c.k for c in columns), **config,
     )
-    found = (problems & _problem_bits(preds.device)) != 0 if check_values else None
+    found = (problems & _constant((1, 2, 4, 8), torch.int32, device)) != 0 if check_values else None
     return out, (flags.bool() if errors else None), (mixed.bool() if config["WRITE_MIXED"] else None), found
 
 
@@ -157,34 +121,26 @@ def selection_depth(columns: list[Column]) -> int:
     return max(16, triton.next_power_of_2(max(ks, default=1)))
 
 
-def kernel_for(config: dict[str, object]):
-    """The jitted kernel that ``config`` (:func:`launch_config`'s, less ``num_warps``) launches."""
-    return _fused_kernel
-
-
 def _pack(codes: tuple[int, ...]) -> int:
-    """The column codes as one integer, eight bits each (a constexpr the kernel unpacks at compile time): room for
-    256 codes, where four bits held 16 and the measures already use 15."""
+    """The column codes as one integer, eight bits each (a constexpr the kernel unpacks at compile time)."""
     if any(not 0 <= code < 256 for code in codes):
         raise ValueError(f"A fused column code must fit in 8 bits, got {codes}.")
     return sum(code << (8 * j) for j, code in enumerate(codes))
 
 
-@functools.lru_cache(maxsize=16)
-def _problem_bits(device: torch.device) -> Tensor:
-    """The kernel's problem bits, one per value check (cached: read, never written)."""
-    return torch.tensor([1, 2, 4, 8], dtype=torch.int32, device=device)
+def _rows(x: Tensor, width: int) -> Tensor:
+    x = x.reshape(-1, width)
+    return x if x.stride(-1) == 1 else x.contiguous()
 
 
-@functools.lru_cache(maxsize=64)
-def _cuts(ks: tuple[int, ...], device: torch.device) -> Tensor:
-    return torch.tensor(ks, dtype=torch.int32, device=device)
+def _bytes(labels: Tensor) -> Tensor:
+    return labels.view(torch.uint8) if labels.dtype == torch.bool else labels
 
 
-@functools.lru_cache(maxsize=64)
-def _rbp_params(params: tuple[tuple[float, float], ...], device: torch.device) -> Tensor:
-    """Each column's RBP persistence and label-scale top ``[K, 2]`` float32 (cached: read, never written)."""
-    return torch.tensor(params, dtype=torch.float32, device=device)
+@functools.lru_cache(maxsize=128)
+def _constant(values: tuple, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """A small tensor the kernel reads and never writes (cut-offs, RBP's parameters, problem bits), made once."""
+    return torch.tensor(values, dtype=dtype, device=device)
 
 
 try:  # the triton backend's compiler (or its CPU interpreter); the other backends run without it
@@ -290,7 +246,7 @@ if triton is not None:
         return tl.sum(tl.where(pos == at, cum, 0.0), 0)
 
     @triton.jit
-    def _fused_kernel(
+    def fused_kernel(
         preds_ptr, target_ptr, mask_ptr, ideal_ptr, cuts_ptr, rbp_ptr, out_ptr, flags_ptr, mixed_ptr, problems_ptr,
         n, m, preds_stride, target_stride, mask_stride, ideal_stride, threshold, fill, deepest,
         CODES: tl.constexpr, NUM_COLS: tl.constexpr, BLOCK: tl.constexpr, IDEAL_BLOCK: tl.constexpr,
@@ -321,28 +277,16 @@ if triton is not None:
         if COUNTS:  # whole-list P, R, F1, RR, success, first relevant position only: counts, no ranking
             ipos, judged, ideal, num_relevant, top_ideal, top_label, scale, num_valid, ideal_bits = _judged(
                 labels, real, pos, ideal_ptr + row * ideal_stride, m, threshold, IDEAL_BLOCK, HAS_IDEAL)
-            p_found, e_rr, e_rank = first_relevant_counts(
-                keys, labels, real, pos, threshold, BLOCK, TIES)
+            p_found, e_rr, e_rank = first_relevant_counts(keys, labels, real, pos, threshold, BLOCK, TIES)
             at = tl.arange(0, 16)  # the whole-list value at position 0, read there (k = 0 reads `last`)
-            last = 0
-            iat = at
-            ilast = 0
             zeros = tl.zeros([16], tl.float32)
-            found = tl.where(at == 0, p_found, zeros)
-            rr = tl.where(at == 0, e_rr, zeros)
+            last, ilast, iat, rank, mixed = 0, 0, at, (at + 1).to(tl.float32), num_valid < 0
+            found, rr = tl.where(at == 0, p_found, zeros), tl.where(at == 0, e_rr, zeros)
             first_position = tl.where(at == 0, e_rank, zeros)
-            mixed = num_valid < 0
-            r_hits = num_relevant * 0.0  # R-precision's, below
-            rank = (at + 1).to(tl.float32)
             hits = tl.where(at == 0, tl.sum(tl.where(real & (labels >= threshold), 1.0, 0.0), 0), zeros)
-            rank_sum = zeros
-            dcg = zeros
-            dcg_exp = zeros
-            ap = zeros
-            err = zeros
-            graded = zeros
-            ideal_dcg = zeros
-            ideal_dcg_exp = zeros
+            r_hits = num_relevant * 0.0  # R-precision's, below
+            rank_sum, dcg, dcg_exp, ap, err = zeros, zeros, zeros, zeros, zeros
+            graded, ideal_dcg, ideal_dcg_exp = zeros, zeros, zeros
         elif DEPTH == 0:  # the whole order: one sort of every item's key
             at = pos
             last = BLOCK - 1
@@ -379,8 +323,7 @@ if triton is not None:
             # tie groups ("average" only, and only in lists holding a tie): where each position's group starts and
             # ends, its size, and sums over it; elsewhere every position is a group of its own
             hits_cum = tl.cumsum(relevant, 0)
-            start = pos
-            end = pos
+            start, end = pos, pos
             size = tl.full([BLOCK], 1.0, tl.float32)
             group_relevant = relevant
             starts_group = pos >= 0
@@ -401,14 +344,7 @@ if triton is not None:
             rank_sum = tl.cumsum(group_relevant / size * rank, 0)  # expected rank times relevance (mean rank)
             r_hits = _read(hits, at, num_relevant.to(tl.int32), last)  # R-precision's
             discount = 0.6931471805599453 / tl.log(rank + 1.0)  # 1 / log2(i + 1)
-            dcg = hits
-            dcg_exp = hits
-            ap = hits
-            found = hits
-            rr = hits
-            first_position = hits
-            err = hits
-            graded = ranked
+            dcg, dcg_exp, ap, found, rr, first_position, err, graded = hits, hits, hits, hits, hits, hits, hits, ranked
             if NEED_GAIN or NEED_RBP:
                 if tied:
                     graded = _group_sum(ranked, tl.cumsum(ranked, 0), start, end) / size
@@ -441,12 +377,10 @@ if triton is not None:
             _, judged, ideal, num_relevant, top_ideal, top_label, scale, num_valid, ideal_bits = _judged(
                 labels, real, pos, ideal_ptr + row * ideal_stride, m, threshold, IDEAL_BLOCK, HAS_IDEAL)
             at, valid, size, label_sum, group_relevant, exp_sum, start, before, mixed = select_top(
-                keys, labels, real, pos, threshold, scale, deepest, num_valid,
-                DEPTH, BLOCK, TIES, NEED_EXP, WRITE_MIXED)
-            last = DEPTH - 1
+                keys, labels, real, pos, threshold, scale, deepest, num_valid, DEPTH, BLOCK, TIES, NEED_EXP,
+                WRITE_MIXED)
+            last, ilast, iat = DEPTH - 1, DEPTH - 1, at
             r_hits = num_relevant * 0.0  # R-precision's, below
-            iat = at
-            ilast = DEPTH - 1
             rank = (at + 1).to(tl.float32)
             discount = 0.6931471805599453 / tl.log(rank + 1.0)
             hits = tl.cumsum(group_relevant / size, 0)

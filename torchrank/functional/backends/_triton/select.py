@@ -1,14 +1,12 @@
-"""The fused kernel's top-k by selection: the top ``DEPTH`` positions of a list without sorting it.
+"""The fused kernel's paths that rank less than the whole list: the top ``DEPTH`` positions by selection, and the
+whole-list counts (RR, success, first relevant position, R-precision).
 
-A request whose every cut-off is small (:data:`~torchrank.functional.backends._triton.kernel.SELECT_DEPTH`) reads
-only the top positions of the ranking and of the ideal ranking. Rounds of ``tl.max`` over the list, held in
-registers, each take one whole tie group (the items of the largest remaining score; under ``"first"``, the one of
-them first in input order; under ``"optimistic"``/``"pessimistic"``, those of them with the largest/smallest label),
-and write its size, label sum and relevant count at the positions it fills: a group's means are the exact
-``"average"`` expectations at each of its positions, and its relevant items above it give AP's and RR's closed forms.
-The ideal ranking at depth k takes a label value per round (its count fills that many positions): no sort at all,
-and the rounds stop at the deepest cut-off, so the work is k small reductions rather than a sort's ``log^2 N``
-layout changes. Loops, so static instruction counts say little of the time: see docs/backends.md.
+Rounds of ``tl.max`` over the list, in registers, each take one whole tie group (under ``"first"`` its first item
+in input order; under ``"optimistic"``/``"pessimistic"`` those with its largest/smallest label) and write its size,
+label sum and relevant count at the positions it fills: a group's means are the exact ``"average"`` expectations
+there, and the relevant items above it give AP's and RR's closed forms. The ideal ranking takes a label value per
+round. Rounds stop at the deepest cut-off: k small reductions rather than a sort's ``log^2 N`` layout changes.
+Loops, so static instruction counts say little of the time: see docs/backends.md.
 """
 
 from __future__ import annotations
