@@ -36,8 +36,9 @@ from pathlib import Path
 
 BLOCKS = tuple(2**i for i in range(4, 13))  # 16 .. 4096
 TIES = ("first", "average", "optimistic", "pessimistic")
-# the gpu_floor benchmark's set of 8 (six families)
+# the gpu_floor benchmark's set of 8 (six families); R-precision beside a cut-off (its threshold in the selection)
 EIGHT = ("ndcg@5", "ndcg@10", "ndcg@20", "map@100", "mrr@10", "P@10", "recall@100", "err@20")
+RPREC_SELECT = ("rprec", "ndcg@10")
 
 
 def fused_names() -> list[str]:
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arch", default="80,90", help="compute capabilities, e.g. 80,90")
     parser.add_argument("--measures", action="append",
                         help="a comma-separated set of measure names (repeat for more sets); default: each family "
-                             "the kernel computes alone, at 10 and whole, and the set of 8")
+                             "the kernel computes alone, at 10 and whole, the set of 8 and rprec,ndcg@10")
     parser.add_argument("--ties", default=",".join(TIES))
     parser.add_argument("--blocks", default=",".join(map(str, BLOCKS)))
     parser.add_argument("--mask", default="0,1", help="0, 1 or 0,1")
@@ -154,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("unset TRITON_INTERPRET: the interpreter's kernels cannot be compiled")
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # triton's default today, said so (silences its warning)
     sets = [tuple(s.split(",")) for s in args.measures] if args.measures else \
-        [(name,) for name in fused_names()] + [EIGHT]
+        [(name,) for name in fused_names()] + [EIGHT, RPREC_SELECT]
     variants = list(grid([int(a) for a in args.arch.split(",")], sets, args.ties.split(","),
                          [int(b) for b in args.blocks.split(",")], _flags(args.mask), _flags(args.ideal)))
     rows = []
