@@ -269,6 +269,9 @@ if triton is not None:
             # x * 0 is 0 for every finite x, NaN for NaN and for an infinity: one test for both (no inf constant)
             bits |= tl.max((labels * 0.0 != 0.0).to(tl.int32), 0) << 1
             bits |= tl.max((labels < 0).to(tl.int32), 0) << 2
+            if DEPTH == 0:  # written now, not live across the sort (ptxas spilled them there)
+                tl.atomic_or(problems_ptr, bits, mask=bits != 0)
+                bits = bits * 0
         labels = tl.where(real, labels, 0.0)
         keys = _ordered(scores.to(tl.int32, bitcast=True))
 
@@ -398,14 +401,13 @@ if triton is not None:
             ideal_dcg, ideal_dcg_exp = _ideal_dcg(ideal_sorted, at, scale, NEED_GAIN, NEED_EXP, False)
         if RPREC_THRESHOLD:  # R-precision where nothing was sorted: by the score at rank R
             r_hits = hits_at_r(keys, labels, real, threshold, num_relevant, num_valid, TIES)
-        if CHECK_VALUES:
+        if CHECK_VALUES:  # one atomic, by the few programs that found a problem
             bits |= ideal_bits << 3
+            tl.atomic_or(problems_ptr, bits, mask=bits != 0)
         if WRITE_MIXED:
             tl.store(mixed_ptr + row, mixed.to(tl.uint8))
         top_label = tl.where(scale > 0, scale, 1.0)  # RBP's gains: label / top (each column weighs by its own p)
 
-        if CHECK_VALUES:  # one atomic, by the few programs that found a problem
-            tl.atomic_or(problems_ptr, bits, mask=bits != 0)
         r_clamped = tl.maximum(num_relevant, 1.0)
         for j in tl.static_range(NUM_COLS):
             code = (CODES >> (8 * j)) & 255  # a constexpr (_pack's eight bits): each column compiles its own branch
