@@ -382,6 +382,9 @@ if triton is not None:
             at, valid, size, label_sum, group_relevant, exp_sum, start, before, mixed = select_top(
                 keys, labels, real, pos, threshold, scale, deepest, num_valid, DEPTH, BLOCK, TIES, NEED_EXP,
                 WRITE_MIXED)
+            ideal_sorted = tl.zeros([DEPTH], tl.float32)  # its loop first: no gain's value live across it
+            if NEED_GAIN or NEED_EXP:
+                ideal_sorted = select_ideal(ideal, judged, deepest, DEPTH)
             last, ilast, iat = DEPTH - 1, DEPTH - 1, at
             r_hits = num_relevant * 0.0  # R-precision's, below
             rank = (at + 1).to(tl.float32)
@@ -395,9 +398,6 @@ if triton is not None:
             found, rr, first_position = _first_relevant_sums(
                 first_relevant_probability(group_relevant, size, at, start, before), rank)
             err = _err_sums(graded, valid, at, rank, scale)
-            ideal_sorted = tl.zeros([DEPTH], tl.float32)
-            if NEED_GAIN or NEED_EXP:
-                ideal_sorted = select_ideal(ideal, judged, deepest, DEPTH)
             ideal_dcg, ideal_dcg_exp = _ideal_dcg(ideal_sorted, at, scale, NEED_GAIN, NEED_EXP, False)
         if RPREC_THRESHOLD:  # R-precision where nothing was sorted: by the score at rank R
             r_hits = hits_at_r(keys, labels, real, threshold, num_relevant, num_valid, TIES)
