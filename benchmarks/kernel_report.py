@@ -1,8 +1,9 @@
 """Static cost of the triton backend's fused kernel, compiled ahead of time for GPUs this machine need not have.
 
-``python -m benchmarks.kernel_report --arch 80,90 --json`` compiles, with no GPU, each kernel variant the dispatcher
-can launch (measure families, tie modes, mask and ``ideal_target``, list blocks 16 to 4,096: the compile-time
-arguments come from the dispatcher's own ``launch_config``) for each architecture, and prints one JSON object per
+``python -m benchmarks.kernel_report --arch 80,90 --json`` compiles, with no GPU, a grid of the kernel variants the
+dispatcher launches (measure families, tie modes, mask and ``ideal_target``, list blocks 16 to 4,096: the
+compile-time arguments come from the dispatcher's own ``launch_config``; a request of several measures is a variant
+of its own, so the grid samples those) for each architecture, and prints one JSON object per
 line: ``arch``, ``measures`` (registry names), ``ties``, ``block``, ``mask``, ``ideal``, ``kernel`` (``"sort"``,
 ``"select"`` or ``"counts"``), ``registers``, ``spills`` (bytes of local memory per thread: ptxas' stack frame),
 ``sass_instructions`` (every instruction of the cubin's SASS, the alignment NOPs at its end included), ``compiled``
