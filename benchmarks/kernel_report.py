@@ -1,8 +1,9 @@
 """Static cost of the triton backend's fused kernel, compiled ahead of time for GPUs this machine need not have.
 
-``python -m benchmarks.kernel_report --arch 80,90 --json`` compiles, with no GPU, each kernel variant the dispatcher
-can launch (measure families, tie modes, mask and ``ideal_target``, list blocks 16 to 4,096: the compile-time
-arguments come from the dispatcher's own ``launch_config``) for each architecture, and prints one JSON object per
+``python -m benchmarks.kernel_report --arch 80,90 --json`` compiles, with no GPU, a grid of the kernel variants the
+dispatcher launches (measure families, tie modes, mask and ``ideal_target``, list blocks 16 to 4,096: the
+compile-time arguments come from the dispatcher's own ``launch_config``; a request of several measures is a variant
+of its own, so the grid samples those) for each architecture, and prints one JSON object per
 line: ``arch``, ``measures`` (registry names), ``ties``, ``block``, ``mask``, ``ideal``, ``kernel`` (``"sort"``,
 ``"select"`` or ``"counts"``), ``registers``, ``spills`` (bytes of local memory per thread: ptxas' stack frame),
 ``sass_instructions`` (every instruction of the cubin's SASS, the alignment NOPs at its end included), ``compiled``
@@ -36,8 +37,9 @@ from pathlib import Path
 
 BLOCKS = tuple(2**i for i in range(4, 13))  # 16 .. 4096
 TIES = ("first", "average", "optimistic", "pessimistic")
-# the gpu_floor benchmark's set of 8 (six families)
+# the gpu_floor benchmark's set of 8 (six families); R-precision beside a cut-off (its threshold in the selection)
 EIGHT = ("ndcg@5", "ndcg@10", "ndcg@20", "map@100", "mrr@10", "P@10", "recall@100", "err@20")
+RPREC_SELECT = ("rprec", "ndcg@10")
 
 
 def fused_names() -> list[str]:
@@ -111,7 +113,7 @@ def compile_variant(variant: dict) -> dict:
                                  has_mask=variant["mask"], has_ideal=variant["ideal"],
                                  errors=variant.get("errors", False), check_values=variant.get("check_values", True))
     num_warps = config.pop("num_warps")
-    kernel = fused.kernel_for(config)
+    kernel = fused.fused_kernel
     row = {**variant, "kernel": "counts" if config["COUNTS"] else "select" if config["DEPTH"] else "sort"}
     names = kernel.arg_names
     constants = {**config, **dict.fromkeys(variant.get("ones", ()), 1)}
@@ -141,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arch", default="80,90", help="compute capabilities, e.g. 80,90")
     parser.add_argument("--measures", action="append",
                         help="a comma-separated set of measure names (repeat for more sets); default: each family "
-                             "the kernel computes alone, at 10 and whole, and the set of 8")
+                             "the kernel computes alone, at 10 and whole, the set of 8 and rprec,ndcg@10")
     parser.add_argument("--ties", default=",".join(TIES))
     parser.add_argument("--blocks", default=",".join(map(str, BLOCKS)))
     parser.add_argument("--mask", default="0,1", help="0, 1 or 0,1")
@@ -154,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("unset TRITON_INTERPRET: the interpreter's kernels cannot be compiled")
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # triton's default today, said so (silences its warning)
     sets = [tuple(s.split(",")) for s in args.measures] if args.measures else \
-        [(name,) for name in fused_names()] + [EIGHT]
+        [(name,) for name in fused_names()] + [EIGHT, RPREC_SELECT]
     variants = list(grid([int(a) for a in args.arch.split(",")], sets, args.ties.split(","),
                          [int(b) for b in args.blocks.split(",")], _flags(args.mask), _flags(args.ideal)))
     rows = []

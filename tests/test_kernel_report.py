@@ -39,15 +39,17 @@ pytestmark = pytest.mark.skipif(MISSING is not None, reason=str(MISSING))
 ROOT = Path(__file__).resolve().parents[1]
 EIGHT = "ndcg@5,ndcg@10,ndcg@20,map@100,mrr@10,P@10,recall@100,err@20"
 # NDCG@10 as the selection compiles it, the set of 8 as the sort does (its deepest cut-off is 100), a padded, judged
-# variant of four families, whole-list RR by counts, and a list of one item at a cut-off of 1 as triton's launcher
-# specializes it (its integer arguments equal to 1 become constants), with empty_target_action="error"'s flags and
-# no value checks
+# variant of four families, R-precision's threshold beside NDCG@10 (selection, padded, judged, "first": a running
+# count in the tie group), whole-list RR and R-precision by counts, and a list of one item at a cut-off of 1 as
+# triton's launcher specializes it (its integer arguments equal to 1 become constants), with
+# empty_target_action="error"'s flags and no value checks
 REPRESENTATIVE = [
     {"measures": ["ndcg@10"], "ties": "average", "block": 1024, "mask": False, "ideal": False},
     {"measures": EIGHT.split(","), "ties": "average", "block": 1024, "mask": False, "ideal": False},
     {"measures": ["ndcg@10", "mrr@10", "map@10", "err@10"], "ties": "first", "block": 1024, "mask": True,
      "ideal": True},
-    {"measures": ["mrr", "success"], "ties": "average", "block": 1024, "mask": False, "ideal": False},
+    {"measures": ["rprec", "ndcg@10"], "ties": "first", "block": 1024, "mask": True, "ideal": True},
+    {"measures": ["mrr", "success", "rprec"], "ties": "average", "block": 1024, "mask": False, "ideal": False},
     {"measures": ["ndcg@1", "P@1", "mrr@1"], "ties": "first", "block": 1, "mask": False, "ideal": False, "errors": True,
      "check_values": False, "ones": ["n", "m", "preds_stride", "target_stride", "deepest"]},
 ]

@@ -16,6 +16,7 @@ import torch
 import torchrank
 import torchrank.functional as F
 from torchrank.functional import backends
+from torchrank.functional._fused_columns import AP, RPREC, Column
 
 pytestmark = pytest.mark.skipif(not backends.triton_available(), reason="triton does not import here")
 TIES = ["average", "first", "optimistic", "pessimistic"]
@@ -106,9 +107,37 @@ def test_whole_list_measures_by_counts(interpreted, ties, monkeypatch):
     assert all(c["COUNTS"] for c in launched) and len(launched) == 2
 
 
+@pytest.mark.parametrize("ties", TIES)
+def test_r_precision_by_its_threshold(interpreted, ties, monkeypatch):
+    """R-precision sorts nothing: the score at rank R (found bit by bit over the scores' ordered keys, negative
+    scores and -0.0 included) and the share of its tie group the tie mode puts in the top R: with whole-list counts it
+    takes the counts path, with NDCG@10 the selection; R from ``ideal_target`` (past the listed items too), masks,
+    and R = 0 (no relevant item, every item masked)."""
+    from torchrank.functional.backends._triton import kernel
+
+    launched = []
+    real = kernel.launch_config
+    monkeypatch.setattr(kernel, "launch_config", lambda *a, **kw: (c := real(*a, **kw), launched.append(c))[0])
+    preds, target, mask = _batch(7, q=5, n=20)
+    # R = 5: three relevant items above a group of six tied scores (-0.0 and 0.0 among them) holding two relevant
+    preds[1], target[1] = -torch.arange(20.0) - 1, 0
+    preds[1, :3], target[1, :3] = 5.0, 1
+    preds[1, 10:16], target[1, [11, 14]] = torch.tensor([0.0, -0.0, 0.0, -0.0, 0.0, 0.0]), 2
+    mask[1], mask[4] = True, False  # the last list: every item masked, R = 0
+    ideal = torch.cat([torch.where(mask, target, 0), torch.randint(0, 3, (5, 30))], 1)  # R past the listed items
+    judged = {"mask": mask, "ideal_target": ideal}
+    _both(preds, target, ["rprec", "mrr", "P"], ties=ties, empty_target_action="skip", **judged)
+    _both(preds, target, ["rprec", "ndcg@10", "P@5"], ties=ties, mask=mask)
+    assert [(c["COUNTS"], c["DEPTH"], c["RPREC_THRESHOLD"]) for c in launched] == [(True, 0, True), (False, 16, True)]
+    # with a whole-list AP the list is sorted anyway, and R-precision read off it (tests/test_backends.py runs it)
+    sorted_ = kernel.launch_config([Column(RPREC, 0), Column(AP, 0)], n=20, m=20, ties=ties, has_mask=True,
+                                   has_ideal=False, errors=False, check_values=True)
+    assert (sorted_["COUNTS"], sorted_["DEPTH"], sorted_["RPREC_THRESHOLD"]) == (False, 0, False)
+
+
 def test_a_list_of_one_item(interpreted):
     for ties in TIES:
-        _both(torch.tensor([[0.3], [0.1]]), torch.tensor([[1], [0]]), ["ndcg@1", "ndcg@10", "mrr@5", "map@3"],
+        _both(torch.tensor([[0.3], [0.1]]), torch.tensor([[1], [0]]), ["ndcg@1", "ndcg@10", "mrr@5", "map@3", "rprec"],
               ties=ties)
 
 
@@ -116,8 +145,9 @@ def test_lists_of_4096_items(interpreted, monkeypatch):
     depths = _depths(monkeypatch)
     preds, target, mask = _batch(3, q=2, n=4096, levels=20.0)
     for ties in ("average", "first"):
-        _both(preds, target, ["ndcg@10", "map@64", "mrr@10", "err@20"], ties=ties, mask=mask)
-    assert depths == [64, 64]
+        _both(preds, target, ["ndcg@10", "map@64", "mrr@10", "err@20", "rprec"], ties=ties, mask=mask)
+    _both(preds, target, ["rprec"], ties="first", mask=mask)
+    assert depths == [64, 64, 16]
 
 
 # every family the kernel computes; those a whole-list request takes by counts alone

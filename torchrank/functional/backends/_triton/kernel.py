@@ -1,22 +1,16 @@
 """The triton backend: one fused kernel ranks each list in registers and computes every measure asked of it.
 
-One program per list reads its scores and labels once, sorts one 64-bit key per item (the score's bits, ordered
-as integers, then the label's bits, or the item's index for ``ties="first"``), sorts the labels (or the
-``ideal_target`` row) for the ideal, and writes each requested measure at each cut-off (NDCG, DCG, P, R, F1, success,
-AP, RR, ERR, R-precision, first relevant position, mean rank, RBP), with the empty-query fill applied: per-query
-values ready to reduce. ``ties="average"`` takes the closed forms per tie group of the torch
-backend (group means for the gains and the hits, McSherry and Najork's expectations for AP and RR), computed only in
-the lists that hold a tie. The result equals the torch backend's (the test suite runs both under
-``TRITON_INTERPRET=1`` on CPU).
-
-Where every column's cut-off is at most :data:`SELECT_DEPTH`, the kernel sorts nothing: rounds of max select the top
-positions and the ideal's, a whole tie group per round (:mod:`~torchrank.functional.backends._triton.select`); the
-same cumulative arrays then feed the same column code. :func:`launch_config` picks the variant; benchmarks/
-kernel_report.py compiles each ahead of time.
-
-:func:`~torchrank.functional._measure.fused_columns` says whether a request is covered (the measure modules
-declare what the kernel computes there); what is not (other measures or options, float64 scores, flat input, lists
-past :data:`~torchrank.functional.backends.TRITON_MAX_ITEMS`) runs on the torch backend.
+One program per list reads its scores and labels once and writes each requested measure at each cut-off (NDCG, DCG,
+P, R, F1, success, AP, RR, ERR, R-precision, first relevant position, mean rank, RBP), the empty-query fill applied:
+per-query values ready to reduce. :func:`launch_config` picks one of three paths per request: whole-list counts
+(nothing ranked), selection of the top positions by rounds of max where every cut-off is at most
+:data:`SELECT_DEPTH` (:mod:`~torchrank.functional.backends._triton.select`), else a sort of one 64-bit key per
+item (the score's ordered bits, then the label's, or the index under ``ties="first"``) and of the judged labels.
+``ties="average"`` takes the torch backend's closed forms per tie group (group means for gains and hits, McSherry
+and Najork's expectations for AP and RR); the values equal the torch backend's (the suite runs both under
+``TRITON_INTERPRET=1``). benchmarks/kernel_report.py compiles each variant ahead of time. Requests
+:func:`~torchrank.functional._measure.fused_columns` does not cover, float64 scores, flat input and lists past
+:data:`~torchrank.functional.backends.TRITON_MAX_ITEMS` run on the torch backend.
 """
 
 from __future__ import annotations
@@ -49,34 +43,22 @@ from torchrank.functional._fused_columns import (
 SELECT_DEPTH = 64
 TIE_CODES = {"first": 0, "average": 1, "optimistic": 2, "pessimistic": 3}
 SCORE_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-# the measures whose whole-list value needs no ranking: the relevant count (P, R, F1), or the best relevant item's
-# tie group and the items above it (RR, success, first relevant position)
-_COUNTED = (PRECISION, RECALL, F1, SUCCESS, RR, FRP)
+# the measures whose whole-list value needs no ranking: the relevant count (P, R, F1), the best relevant item's tie
+# group and the items above it (RR, success, first relevant position), the score at rank R (R-precision)
+_COUNTED = (PRECISION, RECALL, F1, SUCCESS, RR, FRP, RPREC)
 _FILL = {"neg": 0.0, "pos": 1.0, "skip": float("nan")}
 
 
 def fits(preds: Tensor, target: Tensor, ideal_target: Tensor | None) -> bool:
     """Whether the kernel takes this input: dense rows of at most TRITON_MAX_ITEMS, scores it ranks exactly."""
-    n = preds.shape[-1]
-    m = n if ideal_target is None else ideal_target.shape[-1]
-    if preds.dtype not in SCORE_DTYPES or target.dtype == torch.float64 or not 0 < n <= TRITON_MAX_ITEMS:
-        return False
-    if not 0 < m <= TRITON_MAX_ITEMS or (ideal_target is not None and ideal_target.dtype == torch.float64):
-        return False
-    return True
+    n, m = preds.shape[-1], (preds if ideal_target is None else ideal_target).shape[-1]
+    wide = torch.float64 in (target.dtype, getattr(ideal_target, "dtype", None))
+    return preds.dtype in SCORE_DTYPES and not wide and 0 < n <= TRITON_MAX_ITEMS and 0 < m <= TRITON_MAX_ITEMS
 
 
 def fused_values(
-    preds: Tensor,
-    target: Tensor,
-    columns: list[Column],
-    *,
-    mask: Tensor | None,
-    ideal_target: Tensor | None,
-    ties: str,
-    relevance_threshold: float,
-    empty_target_action: str,
-    check_values: bool = False,
+    preds: Tensor, target: Tensor, columns: list[Column], *, mask: Tensor | None, ideal_target: Tensor | None,
+    ties: str, relevance_threshold: float, empty_target_action: str, check_values: bool = False,
 ) -> tuple[Tensor, Tensor | None, Tensor | None, Tensor | None]:
     """Per-query values ``[Q, len(columns)]`` (float32) of dense ``[..., N]`` input, queries without a relevant item
     filled as ``empty_target_action`` says; for ``"error"``, also the flags ``[Q, len(columns)]`` of those queries
@@ -85,43 +67,25 @@ def fused_values(
     the group (the torch backend's), else None; with ``check_values``, the value checks' flags ``[4]`` (bool, in
     ``VALUE_PROBLEMS``' order: NaN scores, NaN or infinite labels, negative labels, NaN, infinite or negative ideal
     labels), found by the kernel as it reads the input (no pass of its own), else None."""
-    n = preds.shape[-1]
-    preds2 = preds.reshape(-1, n)
-    target2 = target.reshape(-1, n)
-    mask2 = None if mask is None else mask.reshape(-1, n)
-    ideal2 = None if ideal_target is None else ideal_target.reshape(-1, ideal_target.shape[-1])
-    q = preds2.shape[0]
-    if preds2.stride(-1) != 1:
-        preds2 = preds2.contiguous()
-    if target2.stride(-1) != 1:
-        target2 = target2.contiguous()
-    if target2.dtype == torch.bool:
-        target2 = target2.view(torch.uint8)
-    if mask2 is not None and mask2.stride(-1) != 1:
-        mask2 = mask2.contiguous()
-    if ideal2 is not None:
-        ideal2 = ideal2.contiguous() if ideal2.stride(-1) != 1 else ideal2
-        if ideal2.dtype == torch.bool:
-            ideal2 = ideal2.view(torch.uint8)
-    m = n if ideal2 is None else ideal2.shape[1]
-    out = torch.empty(q, len(columns), dtype=torch.float32, device=preds.device)
+    n, device = preds.shape[-1], preds.device
+    preds2, target2 = _rows(preds, n), _bytes(_rows(target, n))
+    mask2 = preds2 if mask is None else _rows(mask, n)  # the kernel reads no mask, nor ideal row, it is not given
+    ideal2 = preds2 if ideal_target is None else _bytes(_rows(ideal_target, ideal_target.shape[-1]))
+    q, m = preds2.shape[0], ideal2.shape[1]
+    out = torch.empty(q, len(columns), dtype=torch.float32, device=device)
     errors = empty_target_action == "error"
-    flags = torch.empty(q, len(columns), dtype=torch.uint8, device=preds.device) if errors else out
-    cuts = _cuts(tuple(c.k for c in columns), preds.device)
-    rbp_params = _rbp_params(tuple((c.p, c.top) for c in columns), preds.device)
-    config = launch_config(columns, n=n, m=m, ties=ties, has_mask=mask2 is not None, has_ideal=ideal2 is not None,
-                           errors=errors, check_values=check_values)
-    fill = _FILL.get(empty_target_action, 0.0)
-    mixed = torch.empty(q, dtype=torch.uint8, device=preds.device) if config["WRITE_MIXED"] else out
-    problems = torch.zeros(1, dtype=torch.int32, device=preds.device) if check_values else cuts
-    _fused_kernel[(q,)](
-        preds2, target2, preds2 if mask2 is None else mask2, preds2 if ideal2 is None else ideal2, cuts, rbp_params,
-        out, flags, mixed, problems,
-        n, m, preds2.stride(0), target2.stride(0), 0 if mask2 is None else mask2.stride(0),
-        0 if ideal2 is None else ideal2.stride(0), float(relevance_threshold), fill, max(c.k for c in columns),
-        **config,
+    flags = torch.empty(q, len(columns), dtype=torch.uint8, device=device) if errors else out
+    cuts = _constant(tuple(c.k for c in columns), torch.int32, device)
+    config = launch_config(columns, n=n, m=m, ties=ties, has_mask=mask is not None,
+                           has_ideal=ideal_target is not None, errors=errors, check_values=check_values)
+    mixed = torch.empty(q, dtype=torch.uint8, device=device) if config["WRITE_MIXED"] else out
+    problems = torch.zeros(1, dtype=torch.int32, device=device) if check_values else cuts
+    fused_kernel[(q,)](
+        preds2, target2, mask2, ideal2, cuts, _constant(tuple((c.p, c.top) for c in columns), torch.float32, device),
+        out, flags, mixed, problems, n, m, preds2.stride(0), target2.stride(0), mask2.stride(0), ideal2.stride(0),
+        float(relevance_threshold), _FILL.get(empty_target_action, 0.0), max(c.k for c in columns), **config,
     )
-    found = (problems & _problem_bits(preds.device)) != 0 if check_values else None
+    found = (problems & _constant((1, 2, 4, 8), torch.int32, device)) != 0 if check_values else None
     return out, (flags.bool() if errors else None), (mixed.bool() if config["WRITE_MIXED"] else None), found
 
 
@@ -134,56 +98,49 @@ def launch_config(
     the report covers exactly the variants a call can launch."""
     codes = tuple(c.code for c in columns)
     block = triton.next_power_of_2(n)
+    depth, counts = selection_depth(columns), all(c.k == 0 and c.code in _COUNTED for c in columns)
     return dict(
         CODES=_pack(codes), NUM_COLS=len(columns), BLOCK=block, IDEAL_BLOCK=triton.next_power_of_2(m),
         HAS_MASK=has_mask, HAS_IDEAL=has_ideal, TIES=TIE_CODES[ties],
         NEED_GAIN=any(c in (DCG, NDCG) for c in codes), NEED_EXP=any(c in (DCG_EXP, NDCG_EXP) for c in codes),
         NEED_AP=AP in codes, NEED_RR=any(c in (RR, SUCCESS, FRP) for c in codes), NEED_ERR=ERR in codes,
-        NEED_RBP=RBP in codes,
+        NEED_RBP=RBP in codes, RPREC_THRESHOLD=RPREC in codes and (counts or depth > 0),
         WRITE_FLAGS=errors, WRITE_MIXED=ties == "average" and ERR in codes, CHECK_VALUES=check_values,
-        DEPTH=selection_depth(columns), COUNTS=all(c.k == 0 and c.code in _COUNTED for c in columns),
+        DEPTH=depth, COUNTS=counts,
         num_warps=4 if block <= 1024 else 8,
     )
 
 
 def selection_depth(columns: list[Column]) -> int:
     """The positions the kernel selects by rounds of max (a power of two), or 0 where it sorts the whole list: a
-    request whose every column reads a cut-off of at most :data:`SELECT_DEPTH` (R-precision reads R's, unknown
-    until the kernel counts it)."""
-    deepest = max(c.k for c in columns)
-    if any(c.k == 0 or c.code == RPREC for c in columns) or deepest > SELECT_DEPTH:
+    request whose every column reads a cut-off of at most :data:`SELECT_DEPTH` (R-precision, a threshold, reads
+    none)."""
+    ks = [c.k for c in columns if c.code != RPREC]
+    if 0 in ks or max(ks, default=0) > SELECT_DEPTH:
         return 0
-    return max(16, triton.next_power_of_2(deepest))
-
-
-def kernel_for(config: dict[str, object]):
-    """The jitted kernel that ``config`` (:func:`launch_config`'s, less ``num_warps``) launches."""
-    return _fused_kernel
+    return max(16, triton.next_power_of_2(max(ks, default=1)))
 
 
 def _pack(codes: tuple[int, ...]) -> int:
-    """The column codes as one integer, eight bits each (a constexpr the kernel unpacks at compile time): room for
-    256 codes, where four bits held 16 and the measures already use 15."""
+    """The column codes as one integer, eight bits each (a constexpr the kernel unpacks at compile time)."""
     if any(not 0 <= code < 256 for code in codes):
         raise ValueError(f"A fused column code must fit in 8 bits, got {codes}.")
     return sum(code << (8 * j) for j, code in enumerate(codes))
 
 
-@functools.lru_cache(maxsize=16)
-def _problem_bits(device: torch.device) -> Tensor:
-    """The kernel's problem bits, one per value check (cached: read, never written)."""
-    return torch.tensor([1, 2, 4, 8], dtype=torch.int32, device=device)
+def _rows(x: Tensor, width: int) -> Tensor:
+    x = x.reshape(-1, width)
+    return x if x.stride(-1) == 1 else x.contiguous()
 
 
-@functools.lru_cache(maxsize=64)
-def _cuts(ks: tuple[int, ...], device: torch.device) -> Tensor:
-    return torch.tensor(ks, dtype=torch.int32, device=device)
+def _bytes(labels: Tensor) -> Tensor:
+    return labels.view(torch.uint8) if labels.dtype == torch.bool else labels
 
 
-@functools.lru_cache(maxsize=64)
-def _rbp_params(params: tuple[tuple[float, float], ...], device: torch.device) -> Tensor:
-    """Each column's RBP persistence and label-scale top ``[K, 2]`` float32 (cached: read, never written)."""
-    return torch.tensor(params, dtype=torch.float32, device=device)
+@functools.lru_cache(maxsize=128)
+def _constant(values: tuple, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """A small tensor the kernel reads and never writes (cut-offs, RBP's parameters, problem bits), made once."""
+    return torch.tensor(values, dtype=dtype, device=device)
 
 
 try:  # the triton backend's compiler (or its CPU interpreter); the other backends run without it
@@ -203,6 +160,7 @@ if triton is not None:
         ap_terms,
         first_relevant_counts,
         first_relevant_probability,
+        hits_at_r,
         select_ideal,
         select_top,
     )
@@ -288,14 +246,14 @@ if triton is not None:
         return tl.sum(tl.where(pos == at, cum, 0.0), 0)
 
     @triton.jit
-    def _fused_kernel(
+    def fused_kernel(
         preds_ptr, target_ptr, mask_ptr, ideal_ptr, cuts_ptr, rbp_ptr, out_ptr, flags_ptr, mixed_ptr, problems_ptr,
         n, m, preds_stride, target_stride, mask_stride, ideal_stride, threshold, fill, deepest,
         CODES: tl.constexpr, NUM_COLS: tl.constexpr, BLOCK: tl.constexpr, IDEAL_BLOCK: tl.constexpr,
         HAS_MASK: tl.constexpr, HAS_IDEAL: tl.constexpr, TIES: tl.constexpr,
         NEED_GAIN: tl.constexpr, NEED_EXP: tl.constexpr, NEED_AP: tl.constexpr, NEED_RR: tl.constexpr,
         NEED_ERR: tl.constexpr, NEED_RBP: tl.constexpr, WRITE_FLAGS: tl.constexpr, WRITE_MIXED: tl.constexpr,
-        CHECK_VALUES: tl.constexpr, DEPTH: tl.constexpr, COUNTS: tl.constexpr,
+        CHECK_VALUES: tl.constexpr, DEPTH: tl.constexpr, COUNTS: tl.constexpr, RPREC_THRESHOLD: tl.constexpr,
     ):
         row = tl.program_id(0).to(tl.int64)
         pos = tl.arange(0, BLOCK)
@@ -311,60 +269,53 @@ if triton is not None:
             # x * 0 is 0 for every finite x, NaN for NaN and for an infinity: one test for both (no inf constant)
             bits |= tl.max((labels * 0.0 != 0.0).to(tl.int32), 0) << 1
             bits |= tl.max((labels < 0).to(tl.int32), 0) << 2
+            if DEPTH == 0:  # written now, not live across the sort (ptxas spilled them there)
+                tl.atomic_or(problems_ptr, bits, mask=bits != 0)
+                bits = bits * 0
         labels = tl.where(real, labels, 0.0)
+        keys = _ordered(scores.to(tl.int32, bitcast=True))
 
         # every quantity a column may read is defined whatever is asked: some triton versions compile each column's
         # branches even where its code (a constexpr) rules them out
         if COUNTS:  # whole-list P, R, F1, RR, success, first relevant position only: counts, no ranking
             ipos, judged, ideal, num_relevant, top_ideal, top_label, scale, num_valid, ideal_bits = _judged(
                 labels, real, pos, ideal_ptr + row * ideal_stride, m, threshold, IDEAL_BLOCK, HAS_IDEAL)
-            p_found, e_rr, e_rank = first_relevant_counts(
-                _ordered(scores.to(tl.int32, bitcast=True)), labels, real, pos, threshold, BLOCK, TIES)
+            p_found, e_rr, e_rank = first_relevant_counts(keys, labels, real, pos, threshold, BLOCK, TIES)
             at = tl.arange(0, 16)  # the whole-list value at position 0, read there (k = 0 reads `last`)
-            last = 0
-            iat = at
-            ilast = 0
             zeros = tl.zeros([16], tl.float32)
-            found = tl.where(at == 0, p_found, zeros)
-            rr = tl.where(at == 0, e_rr, zeros)
+            last, ilast, iat, rank, mixed = 0, 0, at, (at + 1).to(tl.float32), num_valid < 0
+            found, rr = tl.where(at == 0, p_found, zeros), tl.where(at == 0, e_rr, zeros)
             first_position = tl.where(at == 0, e_rank, zeros)
-            mixed = num_valid < 0
-            rank = (at + 1).to(tl.float32)
             hits = tl.where(at == 0, tl.sum(tl.where(real & (labels >= threshold), 1.0, 0.0), 0), zeros)
-            rank_sum = zeros
-            dcg = zeros
-            dcg_exp = zeros
-            ap = zeros
-            err = zeros
-            graded = zeros
-            ideal_dcg = zeros
-            ideal_dcg_exp = zeros
+            r_hits = num_relevant * 0.0  # R-precision's, below
+            rank_sum, dcg, dcg_exp, ap, err = zeros, zeros, zeros, zeros, zeros
+            graded, ideal_dcg, ideal_dcg_exp = zeros, zeros, zeros
         elif DEPTH == 0:  # the whole order: one sort of every item's key
             at = pos
             last = BLOCK - 1
             # ordered score bits high, then the tie-break: the label's ordered bits (ties that "average" averages
             # whole, or orders by label) or the reversed index ("first": input order)
-            high = _ordered(scores.to(tl.int32, bitcast=True)).to(tl.int64) << 32
+            high = keys.to(tl.int64) << 32
             if TIES == 0:
                 low = (BLOCK - 1 - pos).to(tl.int64)
             elif TIES == 3:
                 low = (0x7FFFFFFF - _ordered(labels.to(tl.int32, bitcast=True))).to(tl.int64) + 0x80000000
             else:
                 low = _ordered(labels.to(tl.int32, bitcast=True)).to(tl.int64) + 0x80000000
-            keys = tl.where(real, high | low, -0x7FFFFFFFFFFFFFFF - 1)  # padding: the least key, sorted last
-            keys = tl.sort(keys, 0, descending=True)
+            packed = tl.where(real, high | low, -0x7FFFFFFFFFFFFFFF - 1)  # padding: the least key, sorted last
+            packed = tl.sort(packed, 0, descending=True)
             # the judged labels' counts after the sort, not live across it (registers)
             ipos, judged, ideal, num_relevant, top_ideal, top_label, scale, num_valid, ideal_bits = _judged(
                 labels, real, pos, ideal_ptr + row * ideal_stride, m, threshold, IDEAL_BLOCK, HAS_IDEAL)
             mixed = num_valid < 0  # False, as a tensor both branches can assign
             iat = ipos
             ilast = IDEAL_BLOCK - 1
-            valid = keys != -0x7FFFFFFFFFFFFFFF - 1
+            valid = packed != -0x7FFFFFFFFFFFFFFF - 1
             if TIES == 0:
-                index = (BLOCK - 1 - (keys & 0xFFFFFFFF)).to(tl.int32)
+                index = (BLOCK - 1 - (packed & 0xFFFFFFFF)).to(tl.int32)
                 ranked = tl.load(target_ptr + row * target_stride + index, mask=valid, other=0).to(tl.float32)
             else:
-                lab = ((keys & 0xFFFFFFFF) - 0x80000000).to(tl.int32)
+                lab = ((packed & 0xFFFFFFFF) - 0x80000000).to(tl.int32)
                 if TIES == 3:
                     lab = 0x7FFFFFFF - lab
                 ranked = _ordered(lab).to(tl.float32, bitcast=True)
@@ -375,13 +326,12 @@ if triton is not None:
             # tie groups ("average" only, and only in lists holding a tie): where each position's group starts and
             # ends, its size, and sums over it; elsewhere every position is a group of its own
             hits_cum = tl.cumsum(relevant, 0)
-            start = pos
-            end = pos
+            start, end = pos, pos
             size = tl.full([BLOCK], 1.0, tl.float32)
             group_relevant = relevant
             starts_group = pos >= 0
             if TIES == 1:
-                score_bits = keys >> 32
+                score_bits = packed >> 32
                 previous = tl.gather(score_bits, tl.maximum(pos - 1, 0), 0)
                 starts_group = (pos == 0) | (previous != score_bits) | ~valid
             tied = tl.sum((~starts_group).to(tl.int32), 0) > 0  # False but under "average"
@@ -395,15 +345,9 @@ if triton is not None:
             # each cumulative as soon as its terms exist: fewer arrays live at once (registers, at 1,024 items)
             hits = tl.cumsum(group_relevant / size, 0)  # expected relevant items in the top i
             rank_sum = tl.cumsum(group_relevant / size * rank, 0)  # expected rank times relevance (mean rank)
+            r_hits = _read(hits, at, num_relevant.to(tl.int32), last)  # R-precision's
             discount = 0.6931471805599453 / tl.log(rank + 1.0)  # 1 / log2(i + 1)
-            dcg = hits
-            dcg_exp = hits
-            ap = hits
-            found = hits
-            rr = hits
-            first_position = hits
-            err = hits
-            graded = ranked
+            dcg, dcg_exp, ap, found, rr, first_position, err, graded = hits, hits, hits, hits, hits, hits, hits, ranked
             if NEED_GAIN or NEED_RBP:
                 if tied:
                     graded = _group_sum(ranked, tl.cumsum(ranked, 0), start, end) / size
@@ -436,11 +380,13 @@ if triton is not None:
             _, judged, ideal, num_relevant, top_ideal, top_label, scale, num_valid, ideal_bits = _judged(
                 labels, real, pos, ideal_ptr + row * ideal_stride, m, threshold, IDEAL_BLOCK, HAS_IDEAL)
             at, valid, size, label_sum, group_relevant, exp_sum, start, before, mixed = select_top(
-                _ordered(scores.to(tl.int32, bitcast=True)), labels, real, pos, threshold, scale, deepest, num_valid,
-                DEPTH, BLOCK, TIES, NEED_EXP, WRITE_MIXED)
-            last = DEPTH - 1
-            iat = at
-            ilast = DEPTH - 1
+                keys, labels, real, pos, threshold, scale, deepest, num_valid, DEPTH, BLOCK, TIES, NEED_EXP,
+                WRITE_MIXED)
+            ideal_sorted = tl.zeros([DEPTH], tl.float32)  # its loop first: no gain's value live across it
+            if NEED_GAIN or NEED_EXP:
+                ideal_sorted = select_ideal(ideal, judged, deepest, DEPTH)
+            last, ilast, iat = DEPTH - 1, DEPTH - 1, at
+            r_hits = num_relevant * 0.0  # R-precision's, below
             rank = (at + 1).to(tl.float32)
             discount = 0.6931471805599453 / tl.log(rank + 1.0)
             hits = tl.cumsum(group_relevant / size, 0)
@@ -452,18 +398,16 @@ if triton is not None:
             found, rr, first_position = _first_relevant_sums(
                 first_relevant_probability(group_relevant, size, at, start, before), rank)
             err = _err_sums(graded, valid, at, rank, scale)
-            ideal_sorted = tl.zeros([DEPTH], tl.float32)
-            if NEED_GAIN or NEED_EXP:
-                ideal_sorted = select_ideal(ideal, judged, deepest, DEPTH)
             ideal_dcg, ideal_dcg_exp = _ideal_dcg(ideal_sorted, at, scale, NEED_GAIN, NEED_EXP, False)
-        if CHECK_VALUES:
+        if RPREC_THRESHOLD:  # R-precision where nothing was sorted: by the score at rank R
+            r_hits = hits_at_r(keys, labels, real, threshold, num_relevant, num_valid, TIES)
+        if CHECK_VALUES:  # one atomic, by the few programs that found a problem
             bits |= ideal_bits << 3
+            tl.atomic_or(problems_ptr, bits, mask=bits != 0)
         if WRITE_MIXED:
             tl.store(mixed_ptr + row, mixed.to(tl.uint8))
         top_label = tl.where(scale > 0, scale, 1.0)  # RBP's gains: label / top (each column weighs by its own p)
 
-        if CHECK_VALUES:  # one atomic, by the few programs that found a problem
-            tl.atomic_or(problems_ptr, bits, mask=bits != 0)
         r_clamped = tl.maximum(num_relevant, 1.0)
         for j in tl.static_range(NUM_COLS):
             code = (CODES >> (8 * j)) & 255  # a constexpr (_pack's eight bits): each column compiles its own branch
@@ -494,7 +438,7 @@ if triton is not None:
             elif code == 10:
                 value = _read(err, at, k, last)
             elif code == 11:  # precision at R (the whole list's column: k is 0)
-                value = _read(hits, at, num_relevant.to(tl.int32), last) / r_clamped
+                value = r_hits / r_clamped
             elif code == 12:  # the expected rank of the first relevant item, k + 1 where none is in the top k
                 value = _read(first_position, at, k, last) + (k_eff + 1) * (1 - _read(found, at, k, last))
             elif code == 13:  # mean rank of the relevant items, those past the cut-off at k + 1

@@ -1,14 +1,12 @@
-"""The fused kernel's top-k by selection: the top ``DEPTH`` positions of a list without sorting it.
+"""The fused kernel's paths that rank less than the whole list: the top ``DEPTH`` positions by selection, and the
+whole-list counts (RR, success, first relevant position, R-precision).
 
-A request whose every cut-off is small (:data:`~torchrank.functional.backends._triton.kernel.SELECT_DEPTH`) reads
-only the top positions of the ranking and of the ideal ranking. Rounds of ``tl.max`` over the list, held in
-registers, each take one whole tie group (the items of the largest remaining score; under ``"first"``, the one of
-them first in input order; under ``"optimistic"``/``"pessimistic"``, those of them with the largest/smallest label),
-and write its size, label sum and relevant count at the positions it fills: a group's means are the exact
-``"average"`` expectations at each of its positions, and its relevant items above it give AP's and RR's closed forms.
-The ideal ranking at depth k takes a label value per round (its count fills that many positions): no sort at all,
-and the rounds stop at the deepest cut-off, so the work is k small reductions rather than a sort's ``log^2 N``
-layout changes. Loops, so static instruction counts say little of the time: see docs/backends.md.
+Rounds of ``tl.max`` over the list, in registers, each take one whole tie group (under ``"first"`` its first item
+in input order; under ``"optimistic"``/``"pessimistic"`` those with its largest/smallest label) and write its size,
+label sum and relevant count at the positions it fills: a group's means are the exact ``"average"`` expectations
+there, and the relevant items above it give AP's and RR's closed forms. The ideal ranking takes a label value per
+round. Rounds stop at the deepest cut-off: k small reductions rather than a sort's ``log^2 N`` layout changes.
+Loops, so static instruction counts say little of the time: see docs/backends.md.
 """
 
 from __future__ import annotations
@@ -85,6 +83,32 @@ if triton is not None:
             left = left & ~same
             more = (filled < deepest) & (value > 0) & (count > 0)  # labels 0 add no gain: the rest stays 0
         return out
+
+    @triton.jit
+    def hits_at_r(keys, labels, real, threshold, num_relevant, num_valid, TIES: tl.constexpr):
+        # R-precision's expected hits in the top D = min(R, listed items), unranked: the D-th largest key t, bit by
+        # bit (the largest t with D keys at or above it; within one sign, int32 order is the low bits' order), then
+        # the relevant items above t and the share of t's tie group that the tie mode puts in the top D
+        depth = tl.minimum(num_relevant.to(tl.int32), num_valid)
+        keys = tl.where(real, keys, -2147483647 - 1)  # padding: the least key, below every candidate but the first
+        t = tl.where(tl.sum((keys >= 0).to(tl.int32), 0) >= depth, 0, -2147483647 - 1)
+        for i in range(31):
+            candidate = t | (1 << (30 - i))
+            t = tl.where(tl.sum((keys >= candidate).to(tl.int32), 0) >= depth, candidate, t)
+        relevant = real & (labels >= threshold)
+        group = real & (keys == t)
+        need = (depth - tl.sum((real & (keys > t)).to(tl.int32), 0)).to(tl.float32)
+        size = tl.sum(group.to(tl.float32), 0)
+        inside = tl.sum((group & relevant).to(tl.float32), 0)
+        if TIES == 0:  # input order: the group's first `need` items
+            inside = tl.sum((group & relevant & (tl.cumsum(group.to(tl.int32), 0) <= need)).to(tl.float32), 0)
+        elif TIES == 1:
+            inside = need * inside / tl.maximum(size, 1.0)
+        elif TIES == 2:  # the relevant ones first
+            inside = tl.minimum(need, inside)
+        else:
+            inside = tl.maximum(need - (size - inside), 0.0)
+        return tl.sum((relevant & (keys > t)).to(tl.float32), 0) + inside
 
     @triton.jit
     def ap_terms(group_relevant, size, pos, start, before, rank):
