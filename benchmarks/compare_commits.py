@@ -9,6 +9,7 @@ goes first, and reports each cell's best median of the rounds as new / old.
     git worktree add /tmp/old 450900d          # the commit whose figures are committed
     python -m benchmarks.compare_commits /tmp/old . --grid kernels_targets     # the headline cells
     python -m benchmarks.compare_commits /tmp/old . --grid kernels --rounds 2  # the whole CPU grid (~10 min)
+    python -m benchmarks.compare_commits /tmp/old . --grid kernels --rounds 6 --only "1000x1000 bfloat16"  # a rerun
 
 Both workers call ``torchrank.allocator.warm_cpu_allocator()`` (``torchrank.functional.allocator`` in older trees)
 where the tree has it (the committed grids were timed with it; before it was opt-in, torchrank made the same change
@@ -97,6 +98,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--grid", choices=sorted(GRIDS), default="kernels_targets")
     parser.add_argument("--rounds", type=int, default=3, help="timings per tree and cell, alternating the order")
     parser.add_argument("--seconds", type=float, default=0.4, help="time of one timing (repeated calls)")
+    parser.add_argument("--only", action="append", default=[], metavar="TEXT",
+                        help="time only the cells whose name holds TEXT (repeat for more), e.g. '1000x1000 bfloat16'")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -118,6 +121,10 @@ def main(argv: list[str] | None = None) -> None:
     ratios = []
     print("| cell | old | new | new / old |\n|---|---|---|---|")
     for shape, dtype, label, (family, k) in itertools.product(shapes, dtypes, labels, families):
+        name = f"{family}@{k}" if k else "set of 8"
+        name = f"{name} {shape[0]}x{shape[1]} {dtype} {label}"
+        if args.only and not any(text in name for text in args.only):
+            continue
         cell = {"shape": shape, "dtype": dtype, "labels": label, "family": family, "k": k, "seconds": args.seconds}
         best = {"old": float("inf"), "new": float("inf")}
         for round_ in range(args.rounds):
@@ -125,8 +132,7 @@ def main(argv: list[str] | None = None) -> None:
                 best[side] = min(best[side], median_of(side, cell))
         ratio = best["new"] / best["old"]
         ratios.append(ratio)
-        name = f"{family}@{k}" if k else "set of 8"
-        print(f"| {name} {shape[0]}x{shape[1]} {dtype} {label} | {best['old'] * 1e3:.2f} ms | "
+        print(f"| {name} | {best['old'] * 1e3:.2f} ms | "
               f"{best['new'] * 1e3:.2f} ms | {ratio:.3f} |", flush=True)
     print(f"\n{len(ratios)} cells: geometric mean {statistics.geometric_mean(ratios):.3f}, "
           f"best {min(ratios):.3f}, worst {max(ratios):.3f}")
