@@ -269,9 +269,9 @@ if triton is not None:
             # x * 0 is 0 for every finite x, NaN for NaN and for an infinity: one test for both (no inf constant)
             bits |= tl.max((labels * 0.0 != 0.0).to(tl.int32), 0) << 1
             bits |= tl.max((labels < 0).to(tl.int32), 0) << 2
-            if DEPTH == 0:  # written now, not live across the sort (ptxas spilled them there)
-                tl.atomic_or(problems_ptr, bits, mask=bits != 0)
-                bits = bits * 0
+            # written now, not live across the sort or the selection rounds (ptxas spilled them there)
+            tl.atomic_or(problems_ptr, bits, mask=bits != 0)
+            bits = bits * 0
         labels = tl.where(real, labels, 0.0)
         keys = _ordered(scores.to(tl.int32, bitcast=True))
 
