@@ -243,6 +243,11 @@ def test_triton_backend_checks_values_and_empty_queries(interpreted):
             F.ndcg(torch.tensor([[0.1, float("nan")]]), torch.tensor([[1, 0]]))
         with pytest.raises(ValueError, match="labels >= 0"):
             F.ndcg(torch.rand(1, 2), torch.tensor([[1, -1]]))
+        for k in (1, None):  # the selection rounds and the sort: each writes the flags before it ranks
+            with pytest.raises(ValueError, match="`preds` contains NaN"):
+                F.precision(torch.tensor([[0.1, float("nan")]]), torch.tensor([[1, 0]]), k=k, mask=torch.ones(1, 2) > 0)
+            with pytest.raises(ValueError, match="`ideal_target` must hold finite labels"):
+                F.ndcg(torch.rand(1, 2), torch.tensor([[1, 0]]), k=k, ideal_target=torch.tensor([[float("nan"), 1.0]]))
         with pytest.raises(ValueError, match="no relevant item"):
             F.ndcg(preds, target, empty_target_action="error")
         with pytest.raises(ValueError, match="same shape"):
