@@ -7,7 +7,8 @@ of its own, so the grid samples those) for each architecture, and prints one JSO
 line: ``arch``, ``measures`` (registry names), ``ties``, ``block``, ``mask``, ``ideal``, ``kernel`` (``"sort"``,
 ``"select"`` or ``"counts"``), ``registers``, ``spills`` (bytes of local memory per thread: ptxas' stack frame),
 ``sass_instructions`` (every instruction of the cubin's SASS, the alignment NOPs at its end included), ``compiled``
-(False with ``error`` where the compile failed: the dispatcher would then fall back to torch with a warning).
+(False with ``error`` where the compile failed: the dispatcher would then fall back to torch with a warning) and
+``commit`` (the tree's short commit, ``+uncommitted`` where ``torchrank/`` differs from it).
 
 Registers and spills come from ``cuobjdump -res-usage``, the SASS from ``cuobjdump -sass``, both run on the cubin;
 ``cuobjdump`` ships with triton's wheel (``triton/backends/nvidia/bin``). Triton's own cache (``TRITON_CACHE_DIR``,
@@ -138,6 +139,14 @@ def _flags(text: str) -> list[bool]:
     return [{"0": False, "1": True, "false": False, "true": True}[t] for t in text.lower().split(",")]
 
 
+def _commit() -> str | None:
+    """The kernel's source: its short commit, marked where ``torchrank/`` holds uncommitted changes (None off git)."""
+    from benchmarks._records import _git  # imports torch and torchrank: only when a report runs, as compile_variant
+
+    commit, changed = _git("rev-parse", "--short", "HEAD"), _git("status", "--porcelain", "--", "torchrank")
+    return None if commit is None else commit + ("+uncommitted" if changed else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="80,90", help="compute capabilities, e.g. 80,90")
@@ -159,9 +168,10 @@ def main(argv: list[str] | None = None) -> int:
         [(name,) for name in fused_names()] + [EIGHT, RPREC_SELECT]
     variants = list(grid([int(a) for a in args.arch.split(",")], sets, args.ties.split(","),
                          [int(b) for b in args.blocks.split(",")], _flags(args.mask), _flags(args.ideal)))
-    rows = []
+    rows, commit = [], _commit()
     with ProcessPoolExecutor(args.jobs) if args.jobs > 1 else contextlib.nullcontext() as pool:
         for row in (pool.map if pool else map)(compile_variant, variants):
+            row["commit"] = commit
             rows.append(row)
             if args.json:
                 print(json.dumps(row), flush=True)
