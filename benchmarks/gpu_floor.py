@@ -4,7 +4,10 @@ The floor is the time to read the input once (scores and labels, in the dtypes g
 large device-to-device copy reaches on the same GPU in the same run. Each case runs on the triton backend (fused
 kernel) and the torch backend; torchmetrics' RetrievalNormalizedDCG runs on the same input in the same run, and a
 validation-loop update (``NDCG(k=10).update`` on [256, 100]) is timed on the host under
-``torch.cuda.set_sync_debug_mode("error")`` (any synchronisation raises). Usage (on a CUDA machine)::
+``torch.cuda.set_sync_debug_mode("error")`` (any synchronisation raises). Then, at 10^8 items in rows of 1,000 to
+100,000 (``long_lists``; ``--no-long-lists`` skips it): NDCG@10 on both backends past the triton kernel's 4,096 items
+(there the torch backend runs), and the torch backend's full sort against ``torch.topk`` to the cut-off with the pass
+that exact ``"average"`` ties would add. Usage (on a CUDA machine)::
 
     python -m benchmarks.gpu_floor --queries 100000 --items 1000 --out benchmarks/results/gpu_floor_h200.json
 """
@@ -114,6 +117,57 @@ def sort_versus_topk(preds: torch.Tensor, min_run_time: float) -> dict[str, floa
     return out
 
 
+def topk_with_boundary_group(preds: torch.Tensor, target: torch.Tensor, k: int) -> tuple[torch.Tensor, ...]:
+    """The least a top-k route of the torch backend would do to stay exact under ``ties="average"`` with no host
+    read: the top ``k + 1`` (a tie across the cut-off shows), then one pass over the whole rows for the size and
+    label sum of each row's tie group at the cut-off, whose members past it the top-k leaves out."""
+    values, order = torch.topk(preds, k + 1, dim=1)
+    boundary = preds == values[:, k - 1 : k]
+    return order, boundary.sum(1), torch.where(boundary, target, 0).sum(1)
+
+
+def long_lists(
+    device: torch.device, bandwidth: float, min_run_time: float, k: int = 10,
+    shapes: tuple[tuple[int, int], ...] = ((100_000, 1_000), (10_000, 10_000), (1_000, 100_000)),
+    backends: tuple[str, ...] = ("triton", "torch"),
+) -> dict[str, dict]:
+    """Issue 32's two open GPU questions, at 10^8 items in rows of 1,000 to 100,000: the cost of lists past the
+    triton kernel's 4,096 items (``F.ndcg(k=10)`` on the triton backend: the torch backend runs them) against the
+    copy floor, and where ``torch.topk`` to the cut-off, with the pass exact ties need, beats the torch backend's
+    full sort. Values of each backend are checked against the CPU's on a slice first."""
+    out = {}
+    for queries, items in shapes:
+        g = torch.Generator(device=device).manual_seed(1)
+        preds = torch.randn(queries, items, device=device, generator=g)
+        target = torch.randint(0, 5, (queries, items), device=device, generator=g)
+        row = _long_list_row(preds, target, bandwidth, min_run_time, k, backends)
+        out[f"{queries}x{items}"] = row
+        print(f"{queries} x {items}: " + "  ".join(f"{name} {value * 1e3:.3f} ms" for name, value in row.items()),
+              flush=True)
+        del preds, target
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    return out
+
+
+def _long_list_row(
+    preds: torch.Tensor, target: torch.Tensor, bandwidth: float, min_run_time: float, k: int, backends: tuple[str, ...]
+) -> dict[str, float]:
+    head = slice(0, 100)
+    cpu = F.ndcg(preds[head].cpu(), target[head].cpu(), k=k, reduction="none")
+    row = {"floor_s": (preds.numel() * preds.element_size() + target.numel() * target.element_size()) / bandwidth}
+    for backend in backends:
+        with torchrank.use_backend(backend):
+            got = F.ndcg(preds[head], target[head], k=k, reduction="none")
+            torch.testing.assert_close(got.cpu(), cpu, rtol=1e-4, atol=1e-5, msg=f"{backend} {tuple(preds.shape)}")
+            row[f"{backend} ndcg@{k}_s"] = timed(lambda: F.ndcg(preds, target, k=k), min_run_time)["median_s"]
+    row["sort_s"] = timed(lambda: torch.sort(preds, dim=1), min_run_time)["median_s"]
+    row[f"topk{k}_s"] = timed(lambda: torch.topk(preds, k, dim=1), min_run_time)["median_s"]
+    exact = timed(lambda: topk_with_boundary_group(preds, target, k), min_run_time)
+    row[f"topk{k}_exact_average_s"] = exact["median_s"]
+    return row
+
+
 def _version(package: str) -> str | None:
     try:
         return metadata.version(package)
@@ -138,6 +192,8 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--min-run-time", type=float, default=1.0)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--no-long-lists", action="store_true",
+                        help="skip rows of 10,000 and 100,000 items (the fallback past 4,096, top-k against sort)")
     parser.add_argument("--profile", type=Path, help="write a profiler table of evaluate(8) here")
     parser.add_argument("--no-torchmetrics", action="store_true",
                         help="skip torchmetrics' RetrievalNormalizedDCG (about 100 s a run at 100,000 x 1,000)")
@@ -219,6 +275,10 @@ def main() -> None:
         "update_256x100": updates,
         "sort_versus_topk_s": sort_versus_topk(preds, args.min_run_time),
     }
+    if not args.no_long_lists:
+        del preds, target, tied, padding
+        torch.cuda.empty_cache()
+        record["long_lists"] = long_lists(device, bandwidth, args.min_run_time)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=2))
     print(f"floor {floor * 1e3:.3f} ms ({input_bytes / 1e9:.2f} GB at {bandwidth / 1e12:.2f} TB/s)")

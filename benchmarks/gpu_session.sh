@@ -2,7 +2,8 @@
 # One device-machine run: the CUDA tests of the backends, the memory-floor benchmark, then issue 23's id lists and
 # catalogue scoring on the GPU (configs/bench/ids.yaml), figures under $OUT. The floor part is issue 32's GPU
 # measurement: NDCG@10 and the set of 8 on 100,000 x 1,000 against the copy floor on both device backends, a metric
-# update's host time under set_sync_debug_mode("error"), in gpu_floor_<card>.json naming the device and commit.
+# update's host time under set_sync_debug_mode("error"), in gpu_floor_<card>.json naming the device and commit; then
+# rows of 1,000 to 100,000 items (its "long_lists"): the fallback past 4,096 items and top-k against sort per shape.
 # Usage (from the repository root, on a machine with a CUDA GPU, torch, triton and torchmetrics installed):
 #   OUT=/some/folder bash benchmarks/gpu_session.sh               # all three parts
 #   OUT=/some/folder bash benchmarks/gpu_session.sh tests floor   # some of them: tests, floor, ids

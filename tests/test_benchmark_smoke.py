@@ -224,3 +224,19 @@ def test_search_benchmark_on_device_path_runs_on_cpu() -> None:
     records = bench_search.on_device(config, torch.device("cpu"))
     assert [r["role"] for r in records] == ["partial", "primary"]
     assert records[0]["extra"]["median_over_floor"] == 1.0 and records[1]["median_s"] > 0
+
+
+def test_gpu_floor_long_lists_runs_on_cpu() -> None:
+    """The GPU session's long-list part (benchmarks/gpu_floor.py), on CPU with tiny shapes and the torch backend: it
+    checks the values against the numpy backend, then times NDCG@10, the sort, the top-k and the top-k with the pass
+    exact ties need. Its exact-ties helper finds each row's tie group at the cut-off whole."""
+    import torch
+
+    from benchmarks import gpu_floor
+
+    found = gpu_floor.long_lists(torch.device("cpu"), 1e10, 0.01, shapes=((30, 40), (3, 5000)), backends=("torch",))
+    assert set(found) == {"30x40", "3x5000"}
+    assert all(row["sort_s"] > 0 and row["topk10_exact_average_s"] > 0 for row in found.values())
+    preds = torch.tensor([[5.0, 3.0, 3.0, 1.0, 3.0, 0.0]])  # the 2nd best score is shared by three items
+    order, size, label_sum = gpu_floor.topk_with_boundary_group(preds, torch.tensor([[0, 1, 2, 0, 4, 1]]), 2)
+    assert order[0, 0] == 0 and size.tolist() == [3] and label_sum.tolist() == [7]
