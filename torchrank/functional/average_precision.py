@@ -1,7 +1,5 @@
-"""Average precision (AP, MAP), average recall (MAR) and graded average precision (GAP: Robertson, Kanoulas and
-Yilmaz, SIGIR 2010; a ``g``-weighted AP over the grade thresholds), from :meth:`Ranking.times_count`, exact under
-``ties="average"``; by default (uniform ``g``) a query's GAP does not depend on the rest of the batch (definitions:
-docs/measures.md)."""
+"""Average precision (AP, MAP), average recall (MAR) and graded average precision (GAP), from
+:meth:`Ranking.times_count`, exact under ``ties="average"`` (definitions: docs/measures.md)."""
 
 from __future__ import annotations
 
