@@ -1,6 +1,6 @@
 """Exact top-k search of a corpus by embeddings, in chunks of the corpus (one matrix product each, into a reused
-buffer) merged into a running top ``k`` by score, then id: never a ``[queries, corpus]`` matrix. Memory, host reads,
-ties and the candidates of a chunk (:func:`_candidates`): docs/retrieval.md."""
+buffer) merged into a running top ``k`` by score, then id: never a ``[queries, corpus]`` matrix. A chunk's
+candidates: :func:`_candidates`; memory, host reads and ties: docs/retrieval.md."""
 
 from __future__ import annotations
 
