@@ -1,8 +1,7 @@
 """The keyword arguments the ranking functions share, declared once: a function takes them as ``**options:
 Unpack[RankingOptions]`` (PEP 692, seen by type checkers) under :func:`with_common_args`, which gives it the same
-at run time (signature, defaults, docs, errors). A keyword a function or class does not take raises an error that
-says what to write instead: mostly habits from torchmetrics' retrieval signatures (1.9), e.g. ``top_k`` for ``k``
-(:mod:`torchrank.compat` takes them all)."""
+at run time (signature, defaults, docs, errors; for a keyword it does not take, such as torchmetrics' ``top_k``,
+what to write instead: docs/measures.md)."""
 
 from __future__ import annotations
 

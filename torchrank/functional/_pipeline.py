@@ -3,7 +3,7 @@ no_relevant [Q])``: validate, format, rank once, measure, score empty queries, r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -22,16 +22,15 @@ from torchrank.functional._inputs import (
     unfused_value_problems,
     working_dtype,
 )
-from torchrank.functional._measure import fused_code, fused_columns
+from torchrank.functional._measure import Kernel, fused_code, fused_columns
 from torchrank.functional._ranked import Ranking, apply_measure, rank
 from torchrank.functional.backends import Backend, backend_for, use_backend
 
-Measure = Callable[..., tuple[Tensor, Tensor]]
-Requests = Sequence[tuple[Measure, Sequence[int | None], dict]]  # (measure, cut-offs, params): columns in that order
+Requests = Sequence[tuple[Kernel, Sequence[int | None], dict]]  # (measure, cut-offs, params): columns in that order
 
 
 def run_measure(
-    measure: Measure, preds: Tensor, target: Tensor, *, k: int | Sequence[int] | None = None,
+    measure: Kernel, preds: Tensor, target: Tensor, *, k: int | Sequence[int] | None = None,
     indexes: Tensor | None, mask: Tensor | None, ideal_target: Tensor | None, judged: Tensor | None = None, ties: str,
     empty_target_action: str, reduction: str, relevance_threshold: float, validate_args: bool, **params: object,
 ) -> Tensor:

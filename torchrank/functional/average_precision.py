@@ -1,7 +1,5 @@
-"""Average precision (AP, MAP), average recall (MAR) and graded average precision (GAP: Robertson, Kanoulas and
-Yilmaz, SIGIR 2010; a ``g``-weighted AP over the grade thresholds), from :meth:`Ranking.times_count`, exact under
-``ties="average"``; by default (uniform ``g``) a query's GAP does not depend on the rest of the batch (definitions:
-docs/measures.md)."""
+"""Average precision (AP, MAP), average recall (MAR) and graded average precision (GAP), from
+:meth:`Ranking.times_count`, exact under ``ties="average"`` (definitions: docs/measures.md)."""
 
 from __future__ import annotations
 
@@ -42,15 +40,9 @@ def _average_precision(r: Ranking, ks: Ks, denominator: str = "relevant") -> Val
 
 
 def _ap_over_found(r: Ranking, ks: Ks, index: Tensor) -> Tensor:
-    """AP@k over the relevant items in the top k ``[Q, K]`` (0 where none is), exact under ``ties="average"``: only
-    the tie group across the cut-off makes the denominator random: with s positions above it, a relevant
-    items among them, and t of its m positions (r relevant) inside the cut-off, the h relevant items it puts there
-    follow the hypergeometric law ``C(r, h) C(m - r, t - h) / C(m, t)``. Given h, they lie uniformly among those t
-    positions, so position s + j holds a relevant item with probability h/t, and then each of the j - 1 above it
-    with probability (h - 1)/(t - 1): the group adds ``h/t (a + 1) S0 + h/t (h - 1)/(t - 1) S1`` with
-    ``S0 = sum_j 1/(s + j)`` and ``S1 = sum_j (j - 1)/(s + j)``, to the expected sum D of the positions above (groups
-    wholly inside the cut-off: their relevant count is fixed). The value is ``sum_h P(h) (D + group(h)) / (a + h)``.
-    """
+    """AP@k over the relevant items in the top k ``[Q, K]`` (0 where none is), exact under ``ties="average"`` by the
+    derivation in docs/measures.md (average_precision), whose s, a, m, r, t, h, S0, S1, D are ``s``, ``a``, ``m``,
+    ``rel``, ``t``, ``h``, ``s0``, ``s1``, ``above`` here."""
     terms = torch.cumsum(r.relevant_times_count * r.reciprocal_positions, 1)  # expected precision sums
     index = index if index.ndim == 2 else index.unsqueeze(0).expand(r.num_queries, -1)
     fixed = at_cutoffs(terms, index) / at_cutoffs(r.hits, index).clamp_min(1)  # exact where no group spans k

@@ -1,7 +1,5 @@
-"""Argument checks shared by the functional, the metric classes and the losses, one message per mistake: the
-options' accepted values (and the types that annotate them), the value checks that run on the device
-(:func:`value_problems`, read once by :func:`raise_value_problems`) and checks of single arguments. Packages outside
-:mod:`torchrank.functional` import these from here, never from its private modules."""
+"""Argument checks shared by the functional, the metric classes and the losses, one message per mistake (packages
+outside :mod:`torchrank.functional` import them from here, never from its private modules)."""
 
 from __future__ import annotations
 

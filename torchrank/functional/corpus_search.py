@@ -1,10 +1,6 @@
-"""Exact top-k search of a corpus by embeddings, in chunks of the corpus: never a ``[queries, corpus]`` matrix.
-
-Each chunk's scores (one matrix product into a reused buffer) are merged into a running top ``k``, by score, then by
-id, lowest first, so the result depends neither on the chunking or sharding nor on the order of the rows. The
-candidates of a chunk are the groups of columns whose maximum reaches the ``k``-th score held so far
-(:func:`_candidates`), few once the first chunk is done. Memory, host reads and ties: docs/retrieval.md.
-"""
+"""Exact top-k search of a corpus by embeddings, in chunks of the corpus (one matrix product each, into a reused
+buffer) merged into a running top ``k`` by score, then id: never a ``[queries, corpus]`` matrix. A chunk's
+candidates: :func:`_candidates`; memory, host reads and ties: docs/retrieval.md."""
 
 from __future__ import annotations
 

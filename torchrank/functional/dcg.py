@@ -31,7 +31,9 @@ Weights = Callable[[int, torch.dtype, torch.device], Tensor]
 def _dcg_options(*, gain: Gain, discount: Discount, log_base: float, power: float) -> dict[str, object]:
     """DCG's and NDCG's kernel parameters, checked (shared with ``evaluate``'s names)."""
     check_gain_discount(gain, discount, log_base)
-    return {"gain": gain, "weights": _weights(discount, log_base, power)}
+    if callable(discount):
+        return {"gain": gain, "weights": lambda n, dtype, device: rank_weights(discount, n, dtype=dtype, device=device)}
+    return {"gain": gain, "weights": functools.partial(_named_weights, discount, float(log_base), float(power))}
 
 
 def _dcg_at(r: Ranking, ks: Ks, gain: Gain, weights: Weights, top: Tensor | None = None, ideal: bool = False) -> Values:
@@ -68,12 +70,9 @@ def _fused_code(linear: int, exponential: int) -> Callable[[dict], int | None]:
     return rule
 
 
-def _dcg_label_limit(params: dict, dtype: torch.dtype) -> int | None:
-    """Exponential DCG refuses labels past the largest power of 2 ``dtype`` holds rather than sum them to inf."""
-    return largest_exponent(dtype) if params.get("gain") == "exponential" else None
-
-
-@measure(fused=_fused_code(DCG, DCG_EXP), label_limit=_dcg_label_limit)
+# exponential DCG refuses labels past the largest power of 2 the dtype holds rather than sum them to inf
+@measure(fused=_fused_code(DCG, DCG_EXP),
+         label_limit=lambda params, dtype: largest_exponent(dtype) if params.get("gain") == "exponential" else None)
 def _dcg(r: Ranking, ks: Ks, gain: Gain, weights: Weights) -> Values:
     return _dcg_at(r, ks, gain, weights)[0], ~_has_ideal_gain(r, gain)
 
@@ -96,12 +95,6 @@ def _has_ideal_gain(r: Ranking, gain: Gain) -> Tensor:
     if not callable(gain):  # linear and exponential gains are > 0 exactly for labels > 0
         return r.has_positive_label
     return r.backend.rows_any(r.gains(gain, r.ideal_labels) > 0)
-
-
-def _weights(discount: Discount, log_base: float, power: float) -> Weights:
-    if callable(discount):
-        return lambda n, dtype, device: rank_weights(discount, n, dtype=dtype, device=device)
-    return functools.partial(_named_weights, discount, float(log_base), float(power))
 
 
 @functools.lru_cache(maxsize=64)

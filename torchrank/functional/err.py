@@ -37,12 +37,8 @@ def _expected_stops(r: Ranking, prob: Tensor, depth: int | None) -> Tensor:
 
 
 def _subset_product_means(keep: Tensor, group_id: Tensor, offset: Tensor, size: Tensor, depth: int | None) -> Values:
-    """``(E_{j-1}, E_j)`` at each position, ``E_t`` the mean over the t-item subsets of its tie group of the product
-    of their ``keep`` (``x``): the item at group position j stops the user with expected probability
-    ``E_{j-1} - E_j``. Groups of two or more items run, all at once in a ``[G, M]`` matrix, through the exact
-    recurrence ``E_t^(n) = ((n-t)/n) E_t^(n-1) + (t/n) x_n E_{t-1}^(n-1)`` over their items, keeping ``t <= depth``
-    only (``O(M depth)``, not ``O(M^2)``; positions past ``depth`` get values never read). The product over a
-    whole group does not depend on its order: only the terms inside a group need this."""
+    """``(E_{j-1}, E_j)`` at each position (ERR's recurrence over tie groups: docs/measures.md, ties), for the groups
+    of two or more items all at once in a ``[G, M]`` matrix, ``t <= depth`` only (past it: values never read)."""
     above, here = torch.ones_like(keep), keep.clone()
     tied = size > 1
     if not bool(tied.any()):  # one host read: the matrix shape depends on the data

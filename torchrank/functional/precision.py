@@ -4,8 +4,6 @@ torchmetrics' ``retrieval_precision_recall_curve``) and the best recall at a fix
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 from torch import Tensor
 
@@ -45,7 +43,7 @@ def _f1(r: Ranking, ks: Ks) -> Values:
 
 
 @measure(fused=RPREC)
-def _r_precision(r: Ranking, ks: Sequence[int | None]) -> tuple[Tensor, Tensor]:
+def _r_precision(r: Ranking, ks: Ks) -> Values:
     # one column per cut-off asked for (all None: evaluate groups 'rprec' and 'r_precision' in one call)
     index = (r.num_relevant - 1).clamp(0, r.list_size - 1).long().unsqueeze(1).expand(-1, len(ks))
     return at_cutoffs(r.hits, index) / r.num_relevant.clamp_min(1).unsqueeze(1), r.no_relevant

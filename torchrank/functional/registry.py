@@ -1,9 +1,7 @@
 """The measure registry: one :class:`Declaration` per measure family, in :data:`DECLARATIONS`.
 
-The rest follows from :data:`MEASURES` (family name -> declaration, read-only): :func:`~torchrank.functional.evaluate`'s
-grammar, the exports of :mod:`torchrank.functional`, the classes of :mod:`torchrank.metrics`, the trec_eval names of
-``torchrank evaluate``, the direction :mod:`torchrank.compare` reads and the test suite's measure lists. Where a new
-measure goes: docs/architecture.md.
+Every list of measures follows from :data:`MEASURES` (family name -> declaration, read-only): the grammar, the
+metric classes, the trec_eval names (docs/architecture.md: what it drives, where a new measure goes).
 
 Example:
     >>> from torchrank.functional import MEASURES

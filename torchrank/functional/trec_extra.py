@@ -1,10 +1,6 @@
-"""trec_eval's measures beyond the shared families (bpref, iprec_at_recall, Rprec_mult, relative_P, set, unj,
-utility, counts, and ``-m all_trec``'s experimental gain measures binG, G, ndcg_rel and Rndcg with trec_eval 10.0's
-default gains), each following its C code (``m_bpref.c``, ...) on the ranking's order: with ``ties="first"`` on
-lists ordered as :func:`torchrank.io.read_trec` orders them, trec_eval's numbers, sums in its order. Those without a
-tie-averaged form (bpref, interpolated precision, infAP, the gain measures) refuse ``ties="average"`` on tied input.
-With them, the measures for incomplete judgments (TREC DL, BEIR): the judged share of the top k, inferred AP, recall
-capped at k, and :func:`judged_only_mask` (trec_eval ``-J``). Definitions: docs/measures.md."""
+"""trec_eval's measures beyond the shared families, each following its C code (``m_bpref.c``, ...) on the ranking's
+order, summed in its order; and the measures for incomplete judgments (TREC DL, BEIR). Definitions, and which refuse
+``ties="average"`` on tied input: docs/measures.md."""
 
 from __future__ import annotations
 
@@ -92,7 +88,7 @@ def _bpref(r: Ranking, ks: Ks, num_judged: Tensor | None = None) -> Values:
     return _one_column(_sum_in_order(terms) / r.num_relevant.clamp_min(1), ks), r.no_relevant
 
 
-def _interpolated_precision(r: Ranking, levels: Sequence[float], round_up: float = 0.5) -> Tensor:
+def _iprec(r: Ranking, ks: Ks, levels: Sequence[float] = IPREC_LEVELS, round_up: float = 0.5) -> Values:
     """trec_eval's ``iprec_at_recall`` ``[Q, len(levels)]``: the best precision at or below the rank of the
     ``lround(level * R)``-th relevant item (0 if none); ``round_up=0.9``: 9.x's ``(long)(level * R + 0.9)``."""
     _refuse_tie_average(r, "iprec_at_recall")
@@ -104,17 +100,13 @@ def _interpolated_precision(r: Ranking, levels: Sequence[float], round_up: float
     needed = torch.floor(level * r.num_relevant.unsqueeze(1) + round_up)  # 0.5: C lround for values >= 0
     at = torch.searchsorted(hits.contiguous(), needed.contiguous()).clamp(max=r.list_size - 1)
     value = best_below.gather(1, at)
-    return torch.where((needed <= retrieved) & (retrieved > 0), value, 0)
-
-
-def _iprec(r: Ranking, ks: Ks, levels: Sequence[float] = IPREC_LEVELS, round_up: float = 0.5) -> Values:
-    return _interpolated_precision(r, levels, round_up), r.no_relevant
+    return torch.where((needed <= retrieved) & (retrieved > 0), value, 0), r.no_relevant
 
 
 def _eleven_point(r: Ranking, ks: Ks, levels: Sequence[float] = IPREC_LEVELS, round_up: float = 0.5) -> Values:
     # summed one by one from the highest level down, as trec_eval's loop adds them (the same last bits: a mean on
     # a printed rounding boundary prints as trec_eval's does)
-    values = torch.flip(_interpolated_precision(r, levels, round_up), [1])
+    values = torch.flip(_iprec(r, ks, levels, round_up)[0], [1])
     return _one_column(_sum_in_order(values) / len(levels), ks), r.no_relevant
 
 
