@@ -404,6 +404,6 @@ def exclusive_cumprod(x: Tensor) -> Tensor:
 
 
 @functools.lru_cache(maxsize=64)
-def _indices(n: int, device: torch.device) -> Tensor:
-    """``0 .. n - 1`` as int64 ``[n]`` (cached: read, never written)."""
-    return torch.arange(n, device=device)
+def _indices(n: int, device: torch.device, dtype: torch.dtype = torch.int64) -> Tensor:
+    """``0 .. n - 1`` ``[n]`` (cached: read, never written; int32 for the low halves of the numpy backend's keys)."""
+    return torch.arange(n, device=device, dtype=dtype)

@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._inputs import LARGE_BATCH_ITEMS, RankingInput
-from torchrank.functional._ranked import _ROW_BLOCK_ITEMS, Ranking, _ranks_every_judged_item, row_blocks
+from torchrank.functional._ranked import _ROW_BLOCK_ITEMS, Ranking, _indices, _ranks_every_judged_item, row_blocks
 
 # the low half of a label key per tie order: None keeps the label's bits (any order within a tie group will do:
 # "average" averages it whole); else an ordered int32 xor this, read unsigned: ascending labels (pessimistic,
@@ -84,7 +84,7 @@ def _packed_sort(preds: Tensor, mask: Tensor | None, depth: int | None, finite: 
 
 def _write_item_indices(out: Tensor, items: Tensor | None = None) -> None:
     """Write each item's index in its row into ``out`` (int32 ``[Q, N]``), or ``items`` (``[Q, C]``)."""
-    out.copy_(_item_indices(out.shape[1]) if items is None else items)
+    out.copy_(_indices(out.shape[1], out.device, torch.int32) if items is None else items)
 
 
 def _sorted_keys(preds: Tensor, mask: Tensor | None, write_low_halves: Callable[..., object], head: int | None = None,
@@ -225,12 +225,6 @@ def _tied_neighbours(keys: Tensor, mask: Tensor | None, width: int | None) -> Te
     tied = tied.reshape(q, w)
     tied[:, -1] = False  # each row's last position against the next row's first
     return torch.from_numpy(tied).view(torch.uint8)
-
-
-@functools.lru_cache(maxsize=64)
-def _item_indices(n: int) -> Tensor:
-    """``0 .. n-1`` as int32, the low halves of the sort keys (cached: read, never written)."""
-    return torch.arange(n, dtype=torch.int32)
 
 
 def _negated_scores(preds: Tensor, mask: Tensor | None) -> Tensor | None:
