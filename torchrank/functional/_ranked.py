@@ -69,7 +69,9 @@ def apply_measure(measure: Callable[..., Values], ranking: Ranking, ks: Ks, **pa
     """``measure(ranking, ks, **params)``, with the rows of ``ranking.apart`` taken from their own ranking (and
     per-query tensor parameters ``[Q, ...]`` cut to those rows)."""
     values, no_relevant = measure(ranking, ks, **params)
-    for rows, sub, _, owner, orders in ranking.apart_for(ks):
+    for rows, sub, first_tie, owner, orders in ranking.apart:
+        if None not in ks and max(ks) <= first_tie:  # every cut-off stops before the rows' first tie: values exact
+            continue
         sub_rows = rows if owner is None else rows[owner]
         sub_params = {name: v[sub_rows] if isinstance(v, Tensor) else v for name, v in params.items()}
         sub_values = measure(sub, ks, **sub_params)[0]
@@ -183,11 +185,6 @@ class Ranking:
         # tie-averaged form refuses it as it refuses averaged ties
         self.averaged_over_orders = False
         self.route = "sort"  # the ordering route that built it (the numpy backend's own: its order.ROUTES)
-
-    def apart_for(self, ks: Ks) -> list[RowsApart]:
-        """The :attr:`apart` rows whose ties a measure cut at ``ks`` reads: this ranking's values are exact where
-        every cut-off stops before a row's first tie."""
-        return [a for a in self.apart if None in ks or max(ks) > a.first_tie]
 
     @_cached
     def scores(self) -> Tensor:
