@@ -134,7 +134,6 @@ def format_inputs(
             preds, target = preds.reshape(-1, n), target.reshape(-1, n)
         mask, judged = (None if x is None else x.reshape(-1, n) for x in (mask, judged))
     padded = mask is not None  # flat input of equal-length queries: unpadded rows, as dense input without a mask
-    padding_last = padded and indexes is not None
     if mask is None:  # a broadcast True, with no memory to fill (or to page in on large batches)
         mask = _all_true(preds.device, tuple(preds.shape))
     work = working_dtype(preds)
@@ -152,7 +151,7 @@ def format_inputs(
     ranges = backend.check_values(given, target, ideal, label_limit) if validate_args else None
     return RankingInput(
         preds=preds, target=target, mask=mask, ideal_target=ideal, batch_shape=batch_shape, backend=backend,
-        judged=judged, padded=padded, padding_last=padding_last, integer_labels=integer_labels,
+        judged=judged, padded=padded, padding_last=padded and indexes is not None, integer_labels=integer_labels,
         finite_scores=ranges is not None and all(math.isfinite(v) for v in ranges[0]),
         # flat input's rows hold padding scores the caller never gave; padding's label is 0
         score_range=ranges[0] if ranges and indexes is None else None,

@@ -1,7 +1,6 @@
-"""The one sort every measure builds on: :func:`rank`, on the input's backend, and the :class:`Ranking` it returns,
-which computes once, on demand, what the measures share, with the closed forms of ``ties="average"`` (the expected
-value over random orders of each tie group: docs/measures.md); and where a measure at cut-offs ``ks`` (ints, None
-for the whole list) reads its per-position quantities (:func:`cutoff_index`, :func:`at_cutoffs`)."""
+"""The one sort every measure builds on, :func:`rank`, and its :class:`Ranking`: what the measures share, computed
+once on demand, with ``ties="average"``'s closed forms (docs/measures.md); where a measure at cut-offs ``ks`` (ints,
+None: the whole list) reads its per-position quantities (:func:`cutoff_index`, :func:`at_cutoffs`)."""
 from __future__ import annotations
 
 import functools
@@ -70,7 +69,9 @@ def apply_measure(measure: Callable[..., Values], ranking: Ranking, ks: Ks, **pa
     """``measure(ranking, ks, **params)``, with the rows of ``ranking.apart`` taken from their own ranking (and
     per-query tensor parameters ``[Q, ...]`` cut to those rows)."""
     values, no_relevant = measure(ranking, ks, **params)
-    for rows, sub, _, owner, orders in ranking.apart_for(ks):
+    for rows, sub, first_tie, owner, orders in ranking.apart:
+        if None not in ks and max(ks) <= first_tie:  # every cut-off stops before the rows' first tie: values exact
+            continue
         sub_rows = rows if owner is None else rows[owner]
         sub_params = {name: v[sub_rows] if isinstance(v, Tensor) else v for name, v in params.items()}
         sub_values = measure(sub, ks, **sub_params)[0]
@@ -184,11 +185,6 @@ class Ranking:
         # tie-averaged form refuses it as it refuses averaged ties
         self.averaged_over_orders = False
         self.route = "sort"  # the ordering route that built it (the numpy backend's own: its order.ROUTES)
-
-    def apart_for(self, ks: Ks) -> list[RowsApart]:
-        """The :attr:`apart` rows whose ties a measure cut at ``ks`` reads: this ranking's values are exact where
-        every cut-off stops before a row's first tie."""
-        return [a for a in self.apart if None in ks or max(ks) > a.first_tie]
 
     @_cached
     def scores(self) -> Tensor:
@@ -345,13 +341,8 @@ class Ranking:
 
     @_cached
     def relevant_times_count(self) -> Tensor:
-        """``E[rel_i * c_i]`` ``[Q, N]``, with ``c_i`` the relevant items in the top i (AP, MAR).
-
-        With random order inside a group of size m holding r relevant items and C relevant before it,
-        position j (1-based within the group) is relevant with probability r/m and, given that, each of
-        the j-1 group positions above it is relevant with probability (r-1)/(m-1):
-        ``E = r/m * (C + 1 + (j-1)(r-1)/(m-1))`` (McSherry and Najork, 2008).
-        """
+        """``E[rel_i * c_i]`` ``[Q, N]``, with ``c_i`` the relevant items in the top i (AP, MAR): McSherry and Najork's
+        ``r/m * (C + 1 + (j-1)(r-1)/(m-1))`` at position j of a group of m holding r, C before it (docs/measures.md)."""
         return self.times_count(self.relevant, self.relevant_count)
 
     def times_count(self, relevant: Tensor, count: Tensor | None = None) -> Tensor:
@@ -376,13 +367,9 @@ class Ranking:
 
     @_cached
     def first_relevant_probability(self) -> Tensor:
-        """``P(first relevant item at position i)`` ``[Q, N]`` (RR, hit rate, FRP).
-
-        Only the first tie group holding a relevant item can hold the first one. For position j of that
-        group (size m, r relevant): ``P = prod_{t<j-1} (m-r-t)/(m-t) * r/(m-j+1)``: the j-1 positions above
-        are non-relevant, then a relevant one. Earlier groups hold no relevant item, so a running product of
-        the per-position factors along the row (factor 1 in those groups) gives the first term.
-        """
+        """``P(first relevant item at position i)`` ``[Q, N]`` (RR, hit rate, FRP), nonzero only in the first tie group
+        holding a relevant item (docs/measures.md): the product along the row of the chances that each position above
+        is not relevant (given none above it is; 1 before that group), times ``r/(m-j+1)``."""
         if not self.averages_ties:
             return self.relevant * (self.relevant_before == 0).to(self.dtype)
         m, r, prior, t = self.tie_group_stats
@@ -414,6 +401,6 @@ def exclusive_cumprod(x: Tensor) -> Tensor:
 
 
 @functools.lru_cache(maxsize=64)
-def _indices(n: int, device: torch.device) -> Tensor:
-    """``0 .. n - 1`` as int64 ``[n]`` (cached: read, never written)."""
-    return torch.arange(n, device=device)
+def _indices(n: int, device: torch.device, dtype: torch.dtype = torch.int64) -> Tensor:
+    """``0 .. n - 1`` ``[n]`` (cached: read, never written; int32 for the low halves of the numpy backend's keys)."""
+    return torch.arange(n, device=device, dtype=dtype)

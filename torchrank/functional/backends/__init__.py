@@ -1,10 +1,5 @@
-"""Which code ranks the lists and computes the measures: one setting, three backends (docs/backends.md).
-
-``"numpy"`` (CPU tensors), ``"torch"`` (any device, no host synchronisation on dense input) and ``"triton"`` (fused
-kernels on CUDA, or on CPU under ``TRITON_INTERPRET=1``; what they do not cover runs on ``"torch"``); ``"auto"``
-(default) picks triton on CUDA where it imports, numpy on CPU, torch elsewhere. Every backend returns the same values.
-Each is an object implementing one seam, :class:`Backend` (docs/architecture.md).
-"""
+"""Which code ranks the lists and computes the measures: one setting, ``"auto"`` (default), ``"numpy"``, ``"torch"``
+or ``"triton"`` (docs/backends.md), each backend an object implementing one seam, :class:`Backend`."""
 
 from __future__ import annotations
 
@@ -38,7 +33,8 @@ def _checked(name: object, source: str) -> str:
 
 
 def set_backend(name: str) -> None:
-    """Use backend ``name`` (see the module's docstring) from now on, in this process.
+    """Use backend ``name`` from now on, in this process: ``"numpy"`` (CPU), ``"torch"``, ``"triton"`` (CUDA) or
+    ``"auto"``, the default: triton on CUDA where it imports, numpy on CPU, torch elsewhere (docs/backends.md).
 
     Example:
         >>> import torchrank

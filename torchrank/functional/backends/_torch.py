@@ -120,9 +120,7 @@ def _width(inputs: RankingInput, depth: int | None) -> int:
 
 def _sorted_ranking(inputs: RankingInput, ties: str, relevance_threshold: float) -> Ranking:
     """The :class:`Ranking` of whole rows of ``inputs`` by torch's sort: real items by descending score, ties as
-    ``ties`` says, padding last. Without padding, or with each row's padding last already, ``"average"`` and
-    ``"first"`` take one sort (stable but for unpadded ``"average"``); otherwise a stable sort by the tie key, then a
-    stable one by score."""
+    ``ties`` says, padding last: one sort where neither the tie order nor the padding needs a key, else two stable."""
     preds, mask = inputs.preds, inputs.mask
     scores = preds.float() if preds.dtype in (torch.float16, torch.bfloat16) else preds
     if inputs.padded:  # padding at the lowest score there is; real items of equal score stay first through the sorts

@@ -4,7 +4,6 @@ whole: the score's distance below the batch's top as an ordered integer, the lab
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -32,25 +31,14 @@ _ZERO_LOW_BITS = {
 }
 
 
-class CompactKeys(NamedTuple):
-    """Rows of 32-bit keys sorted ascending ``[Q, N]`` (uint32), their label ``bits``, whether every key kept its score
-    whole (else equal keys may hold scores a few units in the last place apart), and padding's key (None: none)."""
-
-    keys: np.ndarray
-    bits: int
-    whole: bool
-    padding: int | None = None
-
-
-def _compact_keys(inputs: RankingInput, optimistic: bool) -> CompactKeys | None:
-    """32-bit keys for the CPU scores of ``inputs`` (a packable dtype) whose labels are integers 0 .. 15: each score's
-    distance below the batch's highest, as an ordered integer, in the high bits, the label in the ``bits`` low ones
-    (its complement to ``2 ** bits - 1`` when ``optimistic``: higher labels first in a tie); at padding, high bits all
-    set and label 0. None where the labels are not such integers or a score is NaN.
-
-    The distance fits whole when the scores span a few binades (bfloat16 and float16 always; a million float32
-    scores in [0, 1) span 28 bits); otherwise its lowest bits are dropped, and where equal keys then hold different
-    labels in most rows of the first block, the keys give way (None). Each block is sorted while in cache."""
+def _compact_keys(inputs: RankingInput, optimistic: bool) -> tuple[np.ndarray, int, bool, int | None] | None:
+    """``(keys, bits, whole, padding)``: 32-bit keys ``[Q, N]`` (uint32, rows sorted ascending) for the CPU scores of
+    ``inputs`` (a packable dtype) whose labels are integers 0 .. 15: each score's distance below the batch's highest,
+    as an ordered integer, in the high bits, the label in the ``bits`` low ones (its complement to ``2 ** bits - 1``
+    when ``optimistic``: higher labels first in a tie); whether every key kept its score whole (else equal keys may
+    hold scores a few units in the last place apart); padding's key (high bits all set, label 0; None: no padding).
+    None where the labels are not such integers or a score is NaN, or where the distance, its lowest bits dropped,
+    leaves equal keys of different labels in most rows of the first block (docs/backends.md)."""
     preds, target = inputs.preds, inputs.target
     mask = inputs.mask if inputs.padded else None
     low, high = inputs.score_range or value_range(preds)
@@ -99,7 +87,7 @@ def _compact_keys(inputs: RankingInput, optimistic: bool) -> CompactKeys | None:
             merged = _equal_high_bits(block, bits, None, differing_labels=True, padding=padding)
             if bool(rows_any(merged).sum() > _MAX_TIED_SHARE * len(block)):
                 return None  # the dropped bits would send most rows to the 64-bit keys: they rank every row at once
-    return CompactKeys(keys, bits, extra == 0, padding)
+    return keys, bits, extra == 0, padding
 
 
 def _ordered_float32(value: float) -> int:
@@ -111,9 +99,8 @@ def _ordered_float32(value: float) -> int:
 def _compact_key_ranking(inputs: RankingInput, ties: str, relevance_threshold: float, width: int, seen: int | None
                          ) -> Ranking | None:
     """The ranking of one sort of 32-bit keys (:func:`_compact_keys`) of whole rows, cut at ``width`` (``seen``: one
-    more, or None); None where such keys do not apply. Keys that keep every score whole order each tie group by label,
-    the rows with a tie under ``"average"`` set apart (:func:`_set_rows_apart`); where they dropped bits, the rows in
-    which equal keys hold different labels are ranked again by 64-bit keys (:func:`_rank_rows_again`)."""
+    more, or None); None where such keys do not apply. The rows with a tie that matters are set apart, or, where the
+    keys dropped bits, ranked again by 64-bit keys."""
     compact = _compact_keys(inputs, ties == "optimistic")
     if compact is None:
         return None
@@ -165,11 +152,9 @@ def _rank_rows_again(main: Ranking, inputs: RankingInput, rows: Tensor, ties: st
         return
     at = torch.empty(len(inputs.preds), dtype=torch.long)
     at[rows] = torch.arange(len(rows))  # each row's place among `rows`
-
-    def exact(tied: Tensor) -> Ranking:  # whole rows sorted: every tie group whole
-        return _key_ranking(_select_rows(inputs, tied), keys[at[tied]], flip, "average", main.relevance_threshold)
-
-    _set_rows_apart(main, rows, _tied_neighbours(keys, mask, seen), ties, exact)
+    # the rows apart: their keys sorted whole, every tie group whole
+    _set_rows_apart(main, rows, _tied_neighbours(keys, mask, seen), ties, lambda tied: _key_ranking(
+        _select_rows(inputs, tied), keys[at[tied]], flip, "average", main.relevance_threshold))
 
 
 def _equal_high_bits(keys: np.ndarray, bits: int, width: int | None, differing_labels: bool, padding: int | None = None

@@ -21,19 +21,10 @@ _NUMPY_BLOCK_KEYS = 2**17
 def _match_numpy(
     ranked_ids: Tensor, relevant_ids: Tensor, relevant_labels: Tensor | None, pad_id: int, mask: Tensor,
 ) -> tuple[Tensor, Tensor] | None:
-    """``(target [B, K], ideal [B, M])`` of CPU tensors by one sort-merge per query, in numpy's SIMD sort.
-
-    Each entry becomes a packed key ``(id - lowest id) << s | is_ranked << (l + b) | label << b | position``
-    (``b`` bits hold a position, ``l`` a label: graded input only, 0 for a ranked entry), so one sort of each
-    row's ``M + K`` keys puts equal ids side by side, relevant entries first by ascending label, then the ranked
-    ones in list order. A padding entry gets an id of its own past the others' (one per column), so it never
-    equals another entry. A ranked entry is a hit exactly when its left neighbour holds the same id and is
-    relevant: the first ranked copy of a relevant id, and no later copy, as documented; that neighbour is the
-    id's relevant copy with the largest label. The ideal is each relevant entry's label in place, but 0 at
-    padding and at an id's repeats: the relevant entries followed by one of the same id, whose label is not
-    larger. None (the torch path then) when the keys would need more than 64 bits (:func:`_key_dtype`), or when
-    graded labels are not non-negative integers.
-    """
+    """``(target [B, K], ideal [B, M])`` of CPU tensors by one sort-merge per query (docs/backends.md, "Id matching"):
+    each entry a key ``(id - lowest id) << s | is_ranked << (l + b) | label << b | position``, a ranked entry a hit
+    where its left neighbour is a relevant entry of its id. None where the keys need more than 64 bits or graded
+    labels are not non-negative integers (the torch path then)."""
     ranked, relevant = ranked_ids.numpy(), relevant_ids.numpy()
     batch, k = ranked.shape
     m = relevant.shape[1]

@@ -1,6 +1,5 @@
-"""The numpy backend's sort keys: packed 64-bit keys (ordered score bits high, the item index or the label low),
-sorted with numpy's SIMD sort, and the selection of the items that can make each row's head before any key is built.
-"""
+"""The numpy backend's 64-bit sort keys (ordered score bits high, the item index or the label low) sorted by numpy's
+SIMD sort, and the selection of the items that can make each row's head (docs/backends.md)."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ import torch
 from torch import Tensor
 
 from torchrank.functional._inputs import LARGE_BATCH_ITEMS, RankingInput
-from torchrank.functional._ranked import _ROW_BLOCK_ITEMS, Ranking, _ranks_every_judged_item, row_blocks
+from torchrank.functional._ranked import _ROW_BLOCK_ITEMS, Ranking, _indices, _ranks_every_judged_item, row_blocks
 
 # the low half of a label key per tie order: None keeps the label's bits (any order within a tie group will do:
 # "average" averages it whole); else an ordered int32 xor this, read unsigned: ascending labels (pessimistic,
@@ -85,17 +84,15 @@ def _packed_sort(preds: Tensor, mask: Tensor | None, depth: int | None, finite: 
 
 def _write_item_indices(out: Tensor, items: Tensor | None = None) -> None:
     """Write each item's index in its row into ``out`` (int32 ``[Q, N]``), or ``items`` (``[Q, C]``)."""
-    out.copy_(_item_indices(out.shape[1]) if items is None else items)
+    out.copy_(_indices(out.shape[1], out.device, torch.int32) if items is None else items)
 
 
 def _sorted_keys(preds: Tensor, mask: Tensor | None, write_low_halves: Callable[..., object], head: int | None = None,
                  finite: bool = False) -> Tensor:
-    """Each row of int64 keys sorted ascending by one numpy sort (faster than its argsort of floats) ``[Q, N]``; with
-    ``head``, in rows long enough (:func:`_selects_head`), the keys of only the items that can make it ``[Q, >=head]``.
-
-    The high half orders as the negated score (padding above every score); ``write_low_halves(out)`` writes the low
-    halves, read unsigned, into ``out`` (the keys' strided int32 ``[Q, N]`` view), or ``write_low_halves(out, items)``
-    those of ``items`` (``[Q, C]`` indices into each row). ``finite``: the scores hold no NaN and no infinity."""
+    """Each row of int64 keys sorted ascending ``[Q, N]`` (with ``head``, where :func:`_selects_head`, the keys of only
+    the items that can make it ``[Q, >=head]``): high halves ordered as the negated score (padding above every score),
+    low halves written, read unsigned, by ``write_low_halves(out)`` into their strided int32 ``[Q, N]`` view, or by
+    ``write_low_halves(out, items)`` for ``items`` ``[Q, C]``. ``finite``: the scores hold no NaN and no infinity."""
     q, n = preds.shape
     if mask is None and _selects_head(head, n, q * n):
         items = _head_items(preds, head, finite)
@@ -119,11 +116,9 @@ def _sorted_keys(preds: Tensor, mask: Tensor | None, write_low_halves: Callable[
 
 
 def _head_items(preds: Tensor, head: int, finite: bool = False) -> tuple[Tensor, Tensor | None] | None:
-    """The items that can be among the ``head`` highest scores of each row of CPU ``preds`` (a packable dtype, read as
-    float32): those scoring at least the ``head``-th highest (whole tie groups), ``[Q, C >= head]`` indices into each
-    row, and which of them are real (None where every row holds exactly ``head``). Sorting their keys ranks the head
-    as sorting every key would. None where ``preds`` holds a NaN (or both infinities), or ties so many that a row (or
-    a block of rows, on average) runs past ``1/_HEAD_RATIO`` of its length: every item's key then ranks them."""
+    """The items scoring at least the ``head``-th highest of each row of CPU ``preds`` (whole tie groups: their keys
+    rank the head as every key would) ``[Q, C >= head]``, and which are real (None: exactly ``head`` in every row).
+    None for a NaN (or both infinities), or a row (or a block's average) past ``1/_HEAD_RATIO`` of its length."""
     # a NaN orders nowhere: the keys rank it as they always have (``finite``: the input checks found neither)
     if not finite and bool(torch.isnan(preds.sum(dtype=torch.float32))):
         return None
@@ -166,15 +161,14 @@ def _items_at_least_the_head(values: np.ndarray, head: int, scratch: np.ndarray)
 
 
 def _selects_head(head: int | None, n: int, items: int) -> bool:
-    """Whether :func:`_sorted_keys` ranks only the items that can make a head of ``head`` of rows of ``n`` (unpadded,
-    in batches of ``items``): a head under 1/_HEAD_RATIO of rows of at least :data:`_SELECTION_MIN_ITEMS`, or of
-    :data:`_SELECTION_MIN_ITEMS_LARGE_BATCH` in batches whose whole-row keys outgrow the cache."""
+    """Whether :func:`_sorted_keys` keys only the items that can make a ``head`` of unpadded rows of ``n`` items in a
+    batch of ``items`` (a short head of long rows: the constants below)."""
     shortest = _SELECTION_MIN_ITEMS if items <= _SELECTION_LARGE_BATCH else _SELECTION_MIN_ITEMS_LARGE_BATCH
     return head is not None and n >= shortest and head * _HEAD_RATIO <= n
 
 
 # :func:`_head_items` selects a head of at most 1/_HEAD_RATIO of each row, of rows at least this long, or this long in
-# batches of more items (the route's measurements: benchmarks/notes/numpy_routes.md)
+# batches of more items, whose whole-row keys outgrow the cache (measured: benchmarks/notes/numpy_routes.md)
 _HEAD_RATIO = 4
 _SELECTION_MIN_ITEMS = 200
 _SELECTION_MIN_ITEMS_LARGE_BATCH = 100
@@ -231,12 +225,6 @@ def _tied_neighbours(keys: Tensor, mask: Tensor | None, width: int | None) -> Te
     tied = tied.reshape(q, w)
     tied[:, -1] = False  # each row's last position against the next row's first
     return torch.from_numpy(tied).view(torch.uint8)
-
-
-@functools.lru_cache(maxsize=64)
-def _item_indices(n: int) -> Tensor:
-    """``0 .. n-1`` as int32, the low halves of the sort keys (cached: read, never written)."""
-    return torch.arange(n, dtype=torch.int32)
 
 
 def _negated_scores(preds: Tensor, mask: Tensor | None) -> Tensor | None:

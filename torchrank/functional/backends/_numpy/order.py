@@ -1,7 +1,5 @@
-"""The numpy backend's ranking: one fast order for every row (a top-k of a short head, else one sort of packed keys,
-labels riding in them where they can), then the tie order applied only to the rows holding a tie that matters. Each
-route has won at least 1.3x end to end (benchmarks/notes/numpy_routes.md) and names itself (:attr:`Ranking.route`).
-"""
+"""The numpy backend's ranking: one fast order for every row, then the tie order applied only to the rows holding a
+tie that matters; each route names itself (:attr:`Ranking.route`). The routes: docs/backends.md."""
 
 from __future__ import annotations
 
@@ -44,11 +42,8 @@ FastOrder = tuple[Tensor, Tensor | Callable[[], Tensor], Tensor, str]  # :func:`
 def _rank_tied_rows_apart(
     inputs: RankingInput, ties: str, relevance_threshold: float, depth: int | None, topk: bool = True
 ) -> Ranking | None:
-    """A ranking that orders ties only in the rows holding one within ``depth``; None where it can't.
-
-    One fast sort (or top-k) of any stability ranks every row; the rows with a tie are ranked again with ``ties``
-    applied (:func:`_set_rows_apart`), unless the sort kept input order among equal scores as ``"first"`` asks, or
-    its keys carried the labels (:func:`_rank_by_label_keys`). ``topk``: whether a top-k may stand for the sort."""
+    """A ranking that orders ties only in the rows holding one within ``depth`` (:func:`_set_rows_apart`), after one
+    fast sort of every row (``topk``: or a top-k); None where it can't."""
     if ties != "first" and _labels_ride_in_keys(inputs, depth, topk):
         return _rank_by_label_keys(inputs, ties, relevance_threshold, depth)
     fast = _fast_order(inputs, depth, topk)
@@ -95,9 +90,8 @@ def _labels_ride_in_keys(inputs: RankingInput, depth: int | None, topk: bool = T
 
 
 def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: float, depth: int | None) -> Ranking:
-    """The ranking of one sort of keys holding each item's label in their low half: the sorted keys are the labels in
-    rank order, every tie group ordered by label (``"optimistic"`` / ``"pessimistic"``: exact in that one sort). Under
-    ``"average"`` the rows with a tie within ``depth`` get a ranking of their own (:func:`_set_rows_apart`)."""
+    """The ranking of one sort of keys holding each item's label in their low half (the label keys' route), the rows
+    with a tie within ``depth`` under ``"average"`` set apart."""
     mask = inputs.mask if inputs.padded else None
     flip = _LABEL_FLIP[ties]
     n = inputs.preds.shape[1]
@@ -121,21 +115,16 @@ def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: fl
     if rows.numel() > _MAX_TIED_SHARE * len(pairs):  # mostly tied: every row's groups averaged, in one ranking
         return _named(_key_ranking(inputs, keys, flip, "average", relevance_threshold, padded=selected), route)
     ranking = _named(_key_ranking(inputs, keys[:, :width], flip, "first", relevance_threshold), route)  # any order
-
-    def exact(tied: Tensor) -> Ranking:  # whole rows sorted (or the head's items): every tie group whole
-        own = _select_rows(inputs, tied)
-        return _key_ranking(own, keys[tied], flip, "average", relevance_threshold, padded=selected)
-
-    _set_rows_apart(ranking, rows, pairs[rows], ties, exact)
+    # the rows apart: their keys sorted whole (or the head's items), every tie group whole
+    _set_rows_apart(ranking, rows, pairs[rows], ties, lambda tied: _key_ranking(
+        _select_rows(inputs, tied), keys[tied], flip, "average", relevance_threshold, padded=selected))
     return ranking
 
 
 def _fast_order(inputs: RankingInput, depth: int | None, topk: bool = True) -> FastOrder | None:
-    """``(order, scores, pairs, route)``: the descending order of each row, padding last, cut at ``depth`` ``[Q, <=N]``;
-    the scores in that order (or a function gathering them); where a position holds the score of the one after it,
-    over the cut and one past it (bool or 0/1 bytes; a last column past the pairs is 0); and the route: a top-k of a
-    short head (:func:`_takes_topk`), else one stable sort of packed keys (:func:`_packed_sort`), else numpy's
-    argsort. None where none applies (rows known to hold ties, int64 scores)."""
+    """``(order, scores, pairs, route)``: each row's descending order, padding last, cut at ``depth`` ``[Q, <=N]``; the
+    scores in that order (or a function gathering them); the tied neighbours over the cut and one past it (bool or 0/1
+    bytes, a last column past the pairs 0); the route. None for rows known to hold ties and int64 scores."""
     if inputs.exact_ties:
         return None
     preds, n = inputs.preds, inputs.preds.shape[1]

@@ -39,13 +39,10 @@ class RowsApart(NamedTuple):
 def _set_rows_apart(
     ranking: Ranking, rows: Tensor, pairs: Tensor, ties: str, exact: Callable[[Tensor], Ranking]
 ) -> None:
-    """Fill :attr:`Ranking.apart` of ``ranking`` (ties in any order): ``rows`` hold a tied pair, and ``pairs``
-    ``[R, >=S - 1]`` (0/1 or bool) says where a position of theirs holds the score of the one after it, over its first
-    ``S`` positions (its width, or one more to see a tie across the cut-off; any further column is 0).
-
-    Only a tie group of different labels (or judged flags) depends on the tie order. Under ``"average"`` a row whose
-    such groups are a few pairs inside the ranking is evaluated in each tie order (:func:`_other_tie_orders`: a few
-    cheap passes, against the closed forms' dozens); every other such row gets ``exact(rows)``, applying ``ties``."""
+    """Fill :attr:`Ranking.apart` of ``ranking`` (ties in any order; docs/backends.md, "Rows apart"): ``rows`` hold a
+    tied pair, ``pairs`` ``[R, >=S - 1]`` (0/1 or bool) says where a position of theirs holds the score of the next,
+    over its first ``S`` positions (its width, or one more; any further column 0). ``exact(rows)`` ranks rows with
+    ``ties`` applied; a few tied pairs under ``"average"`` are evaluated in each order (:func:`_other_tie_orders`)."""
     if rows.numel() == 0:
         return
     which, at = pairs.nonzero().unbind(1)  # each tied pair: its row among `rows`, and positions at, at + 1
@@ -84,12 +81,8 @@ class TiePlan(NamedTuple):
 
 def _tie_plan(which: list[int], at: list[int], differs: list[int], width: int, enumerate_pairs: bool) -> TiePlan:
     """Plan the rows of :func:`_set_rows_apart` from their tied pairs in row-then-position order: each pair's row
-    ``which``, its first position ``at`` and whether its two labels (or judged flags) differ ``differs``.
-
-    A row matters when a tie group holds different labels or runs across the cut-off (a pair at ``width - 1``). With
-    ``enumerate_pairs``, a row whose ties are pairs (no two touching) inside the cut, at most
-    ``_MAX_ENUMERATED_PAIRS`` of different labels, is evaluated in each order of those (each nonempty subset
-    swapped); every other row that matters is exact.
+    ``which``, its first position ``at`` and whether its two labels (or judged flags) differ ``differs``; with
+    ``enumerate_pairs``, the rows of at most ``_MAX_ENUMERATED_PAIRS`` pairs that matter are enumerated.
 
     Example:
         >>> _tie_plan([0, 0, 2, 2], [3, 7, 1, 2], [1, 0, 1, 1], width=10, enumerate_pairs=True)
