@@ -152,9 +152,11 @@ def _rank_rows_again(main: Ranking, inputs: RankingInput, rows: Tensor, ties: st
         return
     at = torch.empty(len(inputs.preds), dtype=torch.long)
     at[rows] = torch.arange(len(rows))  # each row's place among `rows`
-    # the rows apart: their keys sorted whole, every tie group whole
-    _set_rows_apart(main, rows, _tied_neighbours(keys, mask, seen), ties, lambda tied: _key_ranking(
-        _select_rows(inputs, tied), keys[at[tied]], flip, "average", main.relevance_threshold))
+
+    def exact(tied: Tensor) -> Ranking:  # whole rows sorted: every tie group whole
+        return _key_ranking(_select_rows(inputs, tied), keys[at[tied]], flip, "average", main.relevance_threshold)
+
+    _set_rows_apart(main, rows, _tied_neighbours(keys, mask, seen), ties, exact)
 
 
 def _equal_high_bits(keys: np.ndarray, bits: int, width: int | None, differing_labels: bool, padding: int | None = None

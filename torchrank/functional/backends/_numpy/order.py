@@ -115,9 +115,12 @@ def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: fl
     if rows.numel() > _MAX_TIED_SHARE * len(pairs):  # mostly tied: every row's groups averaged, in one ranking
         return _named(_key_ranking(inputs, keys, flip, "average", relevance_threshold, padded=selected), route)
     ranking = _named(_key_ranking(inputs, keys[:, :width], flip, "first", relevance_threshold), route)  # any order
-    # the rows apart: their keys sorted whole (or the head's items), every tie group whole
-    _set_rows_apart(ranking, rows, pairs[rows], ties, lambda tied: _key_ranking(
-        _select_rows(inputs, tied), keys[tied], flip, "average", relevance_threshold, padded=selected))
+
+    def exact(tied: Tensor) -> Ranking:  # whole rows sorted (or the head's items): every tie group whole
+        own = _select_rows(inputs, tied)
+        return _key_ranking(own, keys[tied], flip, "average", relevance_threshold, padded=selected)
+
+    _set_rows_apart(ranking, rows, pairs[rows], ties, exact)
     return ranking
 
 
