@@ -127,7 +127,7 @@ def _rank_by_label_keys(inputs: RankingInput, ties: str, relevance_threshold: fl
 def _fast_order(inputs: RankingInput, depth: int | None, topk: bool = True) -> FastOrder | None:
     """``(order, scores, pairs, route)``: each row's descending order, padding last, cut at ``depth`` ``[Q, <=N]``; the
     scores in that order (or a function gathering them); the tied neighbours over the cut and one past it (bool or 0/1
-    bytes, a last column past the pairs 0); the route. None for rows known to hold ties and int64 scores."""
+    bytes, a last column past the pairs 0); the route. None for rows known to hold ties, or int64 scores."""
     if inputs.exact_ties:
         return None
     preds, n = inputs.preds, inputs.preds.shape[1]
