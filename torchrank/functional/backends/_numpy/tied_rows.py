@@ -82,7 +82,8 @@ class TiePlan(NamedTuple):
 def _tie_plan(which: list[int], at: list[int], differs: list[int], width: int, enumerate_pairs: bool) -> TiePlan:
     """Plan the rows of :func:`_set_rows_apart` from their tied pairs in row-then-position order: each pair's row
     ``which``, its first position ``at`` and whether its two labels (or judged flags) differ ``differs``; with
-    ``enumerate_pairs``, the rows of at most ``_MAX_ENUMERATED_PAIRS`` pairs that matter are enumerated.
+    ``enumerate_pairs``, a row whose ties are pairs (no two touching) inside the cut-off, at most
+    ``_MAX_ENUMERATED_PAIRS`` of different labels, is enumerated (docs/backends.md, "Rows apart").
 
     Example:
         >>> _tie_plan([0, 0, 2, 2], [3, 7, 1, 2], [1, 0, 1, 1], width=10, enumerate_pairs=True)
