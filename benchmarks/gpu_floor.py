@@ -5,9 +5,9 @@ large device-to-device copy reaches on the same GPU in the same run. Each case r
 kernel) and the torch backend; torchmetrics' RetrievalNormalizedDCG runs on the same input in the same run, and a
 validation-loop update (``NDCG(k=10).update`` on [256, 100]) is timed on the host under
 ``torch.cuda.set_sync_debug_mode("error")`` (any synchronisation raises). Then, at 10^8 items in rows of 1,000 to
-100,000 (``long_lists``; ``--no-long-lists`` skips it): NDCG@10 on both backends past the triton kernel's 4,096 items
-(there the torch backend runs), and the torch backend's full sort against ``torch.topk`` to the cut-off with the pass
-that exact ``"average"`` ties would add. Usage (on a CUDA machine)::
+100,000 (``long_lists``; ``--no-long-lists`` skips it): NDCG@10 on both backends against the copy floor (past the
+triton kernel's 4,096 items the torch backend runs it), and the torch backend's full sort against ``torch.topk`` to
+the cut-off with the pass that exact ``"average"`` ties would add. Usage (on a CUDA machine)::
 
     python -m benchmarks.gpu_floor --queries 100000 --items 1000 --out benchmarks/results/gpu_floor_h200.json
 """

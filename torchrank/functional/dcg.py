@@ -70,9 +70,12 @@ def _fused_code(linear: int, exponential: int) -> Callable[[dict], int | None]:
     return rule
 
 
-# exponential DCG refuses labels past the largest power of 2 the dtype holds rather than sum them to inf
-@measure(fused=_fused_code(DCG, DCG_EXP),
-         label_limit=lambda params, dtype: largest_exponent(dtype) if params.get("gain") == "exponential" else None)
+def _dcg_label_limit(params: dict, dtype: torch.dtype) -> int | None:
+    """Exponential DCG refuses labels past the largest power of 2 ``dtype`` holds rather than sum them to inf."""
+    return largest_exponent(dtype) if params.get("gain") == "exponential" else None
+
+
+@measure(fused=_fused_code(DCG, DCG_EXP), label_limit=_dcg_label_limit)
 def _dcg(r: Ranking, ks: Ks, gain: Gain, weights: Weights) -> Values:
     return _dcg_at(r, ks, gain, weights)[0], ~_has_ideal_gain(r, gain)
 

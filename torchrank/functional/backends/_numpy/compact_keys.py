@@ -1,9 +1,10 @@
-"""The numpy backend's 32-bit label keys (numpy sorts them about twice as fast as 64-bit ones) for CPU rows sorted
-whole: the score's distance below the batch's top as an ordered integer, the label in the low bits."""
+"""The numpy backend's 32-bit label keys (numpy sorts them faster than 64-bit ones) for CPU rows sorted whole: the
+score's distance below the batch's top as an ordered integer, the label in the low bits."""
 
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -31,14 +32,22 @@ _ZERO_LOW_BITS = {
 }
 
 
-def _compact_keys(inputs: RankingInput, optimistic: bool) -> tuple[np.ndarray, int, bool, int | None] | None:
-    """``(keys, bits, whole, padding)``: 32-bit keys ``[Q, N]`` (uint32, rows sorted ascending) for the CPU scores of
-    ``inputs`` (a packable dtype) whose labels are integers 0 .. 15: each score's distance below the batch's highest,
-    as an ordered integer, in the high bits, the label in the ``bits`` low ones (its complement to ``2 ** bits - 1``
-    when ``optimistic``: higher labels first in a tie); whether every key kept its score whole (else equal keys may
-    hold scores a few units in the last place apart); padding's key (high bits all set, label 0; None: no padding).
-    None where the labels are not such integers or a score is NaN, or where the distance, its lowest bits dropped,
-    leaves equal keys of different labels in most rows of the first block (docs/backends.md)."""
+class CompactKeys(NamedTuple):
+    """Rows of 32-bit keys sorted ascending ``[Q, N]`` (uint32), their label ``bits``, whether every key kept its score
+    whole (else equal keys may hold scores a few units in the last place apart), and padding's key (None: none)."""
+
+    keys: np.ndarray
+    bits: int
+    whole: bool
+    padding: int | None = None
+
+
+def _compact_keys(inputs: RankingInput, optimistic: bool) -> CompactKeys | None:
+    """32-bit keys for the CPU scores of ``inputs`` (a packable dtype) whose labels are integers 0 .. 15: each score's
+    distance below the batch's highest, as an ordered integer, in the high bits, the label in the ``bits`` low ones
+    (its complement to ``2 ** bits - 1`` when ``optimistic``: higher labels first in a tie); at padding, high bits all
+    set and label 0. None where the labels are not such integers or a score is NaN, or where the distance, its lowest
+    bits dropped, leaves equal keys of different labels in most rows of the first block (docs/backends.md)."""
     preds, target = inputs.preds, inputs.target
     mask = inputs.mask if inputs.padded else None
     low, high = inputs.score_range or value_range(preds)
@@ -72,7 +81,7 @@ def _compact_keys(inputs: RankingInput, optimistic: bool) -> tuple[np.ndarray, i
             np.right_shift(block, drop, out=block)
         np.left_shift(block, bits, out=block)
         labels = (target[rows] if target.dtype != torch.bfloat16 else target[rows].float()).numpy()
-        np.copyto(codes[:m].view(np.int32), labels, casting="unsafe")  # twice as fast as to uint32 from float32
+        np.copyto(codes[:m].view(np.int32), labels, casting="unsafe")  # via int32: numpy's cast to uint32 is slower
         if not inputs.integer_labels:  # float labels: whole numbers only
             np.copyto(scores[:m], codes[:m], casting="unsafe")
             if not np.array_equal(scores[:m], labels):
@@ -87,7 +96,7 @@ def _compact_keys(inputs: RankingInput, optimistic: bool) -> tuple[np.ndarray, i
             merged = _equal_high_bits(block, bits, None, differing_labels=True, padding=padding)
             if bool(rows_any(merged).sum() > _MAX_TIED_SHARE * len(block)):
                 return None  # the dropped bits would send most rows to the 64-bit keys: they rank every row at once
-    return keys, bits, extra == 0, padding
+    return CompactKeys(keys, bits, extra == 0, padding)
 
 
 def _ordered_float32(value: float) -> int:

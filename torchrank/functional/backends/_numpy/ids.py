@@ -126,7 +126,7 @@ def _first_numpy(ids: Tensor) -> Tensor | None:
 
 
 def _key_dtype(span: int, shift: int) -> type | None:
-    """int32 keys where a span of ``span`` ids shifted by ``shift`` fit (twice as fast to sort), else int64, or None."""
+    """int32 keys where a span of ``span`` ids shifted by ``shift`` fit (faster to sort), else int64, or None."""
     return np.int32 if span < 2 ** (31 - shift) else np.int64 if span < 2 ** (63 - shift) else None
 
 
