@@ -5,9 +5,10 @@ large device-to-device copy reaches on the same GPU in the same run. Each case r
 kernel) and the torch backend; torchmetrics' RetrievalNormalizedDCG runs on the same input in the same run, and a
 validation-loop update (``NDCG(k=10).update`` on [256, 100]) is timed on the host under
 ``torch.cuda.set_sync_debug_mode("error")`` (any synchronisation raises). Then, at 10^8 items in rows of 1,000 to
-100,000 (``long_lists``; ``--no-long-lists`` skips it): NDCG@10 on both backends against the copy floor (past the
-triton kernel's 4,096 items the torch backend runs it), and the torch backend's full sort against ``torch.topk`` to
-the cut-off with the pass that exact ``"average"`` ties would add. Usage (on a CUDA machine)::
+100,000 (``long_lists``; ``--no-long-lists`` skips it, ``--long-lists-only`` runs it alone): NDCG@10 on both
+backends against the copy floor (past the triton kernel's 4,096 items the torch backend runs it), and the torch
+backend's full sort against ``torch.topk`` to the cut-off with the pass that exact ``"average"`` ties would add.
+Usage (on a CUDA machine)::
 
     python -m benchmarks.gpu_floor --queries 100000 --items 1000 --out benchmarks/results/gpu_floor_h200.json
 """
@@ -186,20 +187,36 @@ def _commit() -> str | None:
     return done.stdout.strip() or None
 
 
+def _run_metadata(device: torch.device) -> dict[str, object]:
+    return {"benchmark": "gpu_floor", "date": datetime.now(UTC).isoformat(timespec="seconds"), "commit": _commit(),
+            "device": torch.cuda.get_device_name(device), "torch": torch.__version__, "triton": _version("triton"),
+            "python": platform.python_version()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=100_000)
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--min-run-time", type=float, default=1.0)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--no-long-lists", action="store_true",
-                        help="skip long_lists: rows of 1,000 to 100,000 items (the fallback past 4,096, "
-                             "top-k against sort)")
+    long_group = parser.add_mutually_exclusive_group()
+    long_group.add_argument("--no-long-lists", action="store_true",
+                            help="skip long_lists: rows of 1,000 to 100,000 items (the fallback past 4,096, "
+                                 "top-k against sort)")
+    long_group.add_argument("--long-lists-only", action="store_true",
+                            help="run only long_lists (and the copy bandwidth it reads the floor from)")
     parser.add_argument("--profile", type=Path, help="write a profiler table of evaluate(8) here")
     parser.add_argument("--no-torchmetrics", action="store_true",
                         help="skip torchmetrics' RetrievalNormalizedDCG (about 100 s a run at 100,000 x 1,000)")
     args = parser.parse_args()
     device = torch.device("cuda")
+    if args.long_lists_only:
+        bandwidth = copy_bandwidth(device)
+        record = {**_run_metadata(device), "copy_bandwidth_bytes_per_s": bandwidth,
+                  "long_lists": long_lists(device, bandwidth, args.min_run_time)}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(record, indent=2))
+        return
     g = torch.Generator(device=device).manual_seed(0)
     preds = torch.randn(args.queries, args.items, device=device, generator=g)
     target = torch.randint(0, 5, (args.queries, args.items), device=device, generator=g)  # int64, as users pass
@@ -258,13 +275,7 @@ def main() -> None:
         args.profile.write_text(prof.key_averages().table(sort_by="cuda_time_total", row_limit=30))
 
     record = {
-        "benchmark": "gpu_floor",
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": _commit(),
-        "device": torch.cuda.get_device_name(device),
-        "torch": torch.__version__,
-        "triton": _version("triton"),
-        "python": platform.python_version(),
+        **_run_metadata(device),
         "queries": args.queries,
         "items": args.items,
         "input": "preds float32 randn, target int64 randint(0, 5)",
