@@ -37,8 +37,10 @@ def _expected_stops(r: Ranking, prob: Tensor, depth: int | None) -> Tensor:
 
 
 def _subset_product_means(keep: Tensor, group_id: Tensor, offset: Tensor, size: Tensor, depth: int | None) -> Values:
-    """``(E_{j-1}, E_j)`` at each position (ERR's recurrence over tie groups: docs/measures.md, ties), for the groups
-    of two or more items all at once in a ``[G, M]`` matrix, ``t <= depth`` only (past it: values never read)."""
+    """``(E_{j-1}, E_j)`` at each position, ``E_t`` the mean over the t-item subsets of its tie group of the product of
+    their ``keep``: the item at group position j stops the user with expected probability ``E_{j-1} - E_j``. By the
+    recurrence in docs/measures.md (ties), for the groups of two or more items all at once in a ``[G, M]`` matrix,
+    ``t <= depth`` only (past it: values never read)."""
     above, here = torch.ones_like(keep), keep.clone()
     tied = size > 1
     if not bool(tied.any()):  # one host read: the matrix shape depends on the data
