@@ -120,10 +120,10 @@ def sort_versus_topk(preds: torch.Tensor, min_run_time: float) -> dict[str, floa
 
 def topk_with_boundary_group(preds: torch.Tensor, target: torch.Tensor, k: int) -> tuple[torch.Tensor, ...]:
     """The least a top-k route of the torch backend would do to stay exact under ``ties="average"`` with no host
-    read: the top ``k + 1`` (a tie across the cut-off shows), then one pass over the whole rows for the size and
-    label sum of each row's tie group at the cut-off, whose members past it the top-k leaves out."""
-    values, order = torch.topk(preds, k + 1, dim=1)
-    boundary = preds == values[:, k - 1 : k]
+    read: the top ``k``, then one pass over the whole rows for the size and label sum of each row's tie group at the
+    cut-off (the ``k``-th score's), whose members past it the top-k leaves out."""
+    values, order = torch.topk(preds, k, dim=1)
+    boundary = preds == values[:, k - 1 :]
     return order, boundary.sum(1), torch.where(boundary, target, 0).sum(1)
 
 
